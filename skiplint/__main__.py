@@ -1,0 +1,5 @@
+import sys
+
+from skiplint.cli import main
+
+sys.exit(main())

@@ -1,0 +1,104 @@
+"""SKP1xx checks: pure functions from one skippable class's facts to findings."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from skiplint.facts import Declaration, Finding, Kind, ModuleFacts, Site, SkippableClass
+
+_VERB = {"stash": "stashed", "pop": "popped"}
+_UNDECLARED = {"stash": "SKP101", "pop": "SKP102"}
+_UNUSED = {"stash": "SKP103", "pop": "SKP104"}
+
+
+def _finding(code: str, site: Site | None, **args: object) -> Finding:
+    return Finding(code, tuple((k, str(v)) for k, v in args.items()), site)
+
+
+def module_findings(facts: ModuleFacts) -> Iterator[Finding]:
+    """Every finding of a module: those recorded while extracting, then each class's."""
+    yield from facts.findings
+    for cls in facts.skippables:
+        yield from class_findings(cls)
+
+
+def _declaration_findings(decl: Declaration) -> Iterator[Finding]:
+    if decl.bare_string is not None:
+        chars = ", ".join(repr(c) for c in sorted(set(decl.bare_string))) or "nothing"
+        yield _finding("SKP106", decl.site, arg=decl.kind, value=decl.bare_string, chars=chars)
+    elif not decl.known:
+        yield _finding("SKP901", decl.site, what=f"the {decl.kind}= declaration")
+
+
+def class_findings(cls: SkippableClass) -> Iterator[Finding]:
+    decls: dict[Kind, Declaration] = {"stash": cls.stash, "pop": cls.pop}
+    for decl in decls.values():
+        yield from _declaration_findings(decl)
+
+    both: frozenset[str] = frozenset()
+    if cls.stash.known and cls.pop.known:
+        both = cls.stash.name_set & cls.pop.name_set
+        for name in sorted(both):
+            yield _second_declaration(cls, name)
+
+    forward = cls.forward
+    if forward is None:
+        return
+    if forward.required_inputs > 1:
+        yield _finding("SKP114", forward.site, cls=cls.name, count=forward.required_inputs)
+    for non_command in forward.non_commands:
+        yield _finding("SKP108", non_command.site, what=non_command.what)
+
+    used: dict[Kind, set[str]] = {"stash": set(), "pop": set()}
+    for command in forward.commands:
+        if command.arity_problem is not None:
+            yield _finding("SKP112", command.site, kind=command.kind, problem=command.arity_problem)
+        if not command.yielded:
+            shown = repr(command.name) if command.name is not None else "..."
+            fix = f"'yield {command.kind}(...)'" if command.kind == "stash" else "'x = yield pop(...)'"
+            yield _finding("SKP107", command.site, kind=command.kind, name=shown, fix=fix)
+        if command.name is None:
+            if command.name_site is not None:
+                yield _finding("SKP901", command.name_site, what=f"the name of this {command.kind}()")
+            continue
+        used[command.kind].add(command.name)
+        decl = decls[command.kind]
+        if decl.known and command.name not in decl.name_set:
+            yield _finding(_UNDECLARED[command.kind], command.site, name=command.name)
+        if command.discarded:
+            yield _finding("SKP116", command.site, name=command.name)
+
+    repeated = {(c.kind, c.name) for c in forward.repeats}
+    for command in forward.repeats:
+        yield _finding("SKP110", command.site, name=command.name, verb=_VERB[command.kind])
+
+    branch_of = dict(forward.branches)
+    for kind, decl in decls.items():
+        if not decl.known or kind in forward.unknown_kinds:
+            continue
+        for declared in decl.names or ():
+            name = declared.name
+            if name in both:
+                continue
+            if name not in used[kind]:
+                yield _finding(_UNUSED[kind], declared.site, name=name)
+                continue
+            if forward.exits is None or not forward.exits or (kind, name) in repeated:
+                continue
+            on_path = [(kind, name) in exit_ for exit_ in forward.exits]
+            if any(on_path) and not all(on_path):
+                branch = branch_of.get((kind, name)) or forward.early_exit
+                line = branch.position[0] if branch is not None else "?"
+                yield _finding("SKP111", forward.site, name=name, verb=_VERB[kind], line=line)
+
+
+def _second_declaration(cls: SkippableClass, name: str) -> Finding:
+    """SKP105 at whichever of the two declarations of `name` comes later in the source."""
+    sites = []
+    for decl in (cls.stash, cls.pop):
+        for declared in decl.names or ():
+            if declared.name == name and declared.site is not None:
+                sites.append(declared.site)
+                break
+    site = max(sites, key=lambda s: s.position) if sites else cls.site
+    return _finding("SKP105", site, name=name)

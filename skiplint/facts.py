@@ -1,0 +1,164 @@
+"""What source code says about skips: a small frozen data model, separate from checks and reporters.
+
+The static extractor (skippables.py, compositions.py) fills it from libcst trees; the runtime
+companion fills the same types from live modules (with `site=None`), so the two can be compared
+as plain values. Sites compare equal regardless of position, so facts from two sources diff cleanly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Optional
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+Kind = Literal["stash", "pop"]
+#: A command a forward performs: ("stash", "skip") or ("pop", "skip").
+Key = tuple[Kind, str]
+
+
+class Locator:
+    """Positions of a module's nodes, computed once, on first need (only when something is reported)."""
+
+    __slots__ = ("_module", "_positions")
+
+    def __init__(self, module: cst.Module) -> None:
+        self._module = module
+        self._positions: Optional[object] = None
+
+    def position(self, node: cst.CSTNode) -> tuple[int, int]:
+        """(1-based line, 0-based column) of the node's first token."""
+        if self._positions is None:
+            wrapper = MetadataWrapper(self._module, unsafe_skip_copy=True)
+            self._positions = wrapper.resolve(PositionProvider)
+        start = self._positions[node].start  # type: ignore[index]
+        return start.line, start.column
+
+
+@dataclass(frozen=True, eq=False)
+class Site:
+    """Where a fact comes from in source: a node of a parsed module. Equal to every other Site."""
+
+    node: cst.CSTNode
+    locator: Locator = field(repr=False)
+
+    @property
+    def position(self) -> tuple[int, int]:
+        return self.locator.position(self.node)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Site)
+
+    def __hash__(self) -> int:
+        return 0
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One name in a `stash=`/`pop=` declaration."""
+
+    name: str
+    site: Optional[Site] = None
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """The `stash=` or `pop=` argument of @skippable."""
+
+    kind: Kind
+    #: The declared names in order; None when they are computed at run time (unknown).
+    names: Optional[tuple[Declared, ...]]
+    #: The argument expression; None when the argument is absent.
+    site: Optional[Site] = None
+    #: The string itself when the argument is a bare string (SKP106).
+    bare_string: Optional[str] = None
+
+    @property
+    def known(self) -> bool:
+        return self.names is not None
+
+    @property
+    def name_set(self) -> frozenset[str]:
+        return frozenset(d.name for d in self.names or ())
+
+
+@dataclass(frozen=True)
+class Command:
+    """A `stash(...)`/`pop(...)` call inside forward or a helper generator it delegates to."""
+
+    kind: Kind
+    #: The skip name; None when computed at run time.
+    name: Optional[str]
+    site: Optional[Site] = None
+    #: The name argument (for SKP901), when there is one.
+    name_site: Optional[Site] = None
+    yielded: bool = True
+    #: For a yielded pop: whether the popped tensor is used (SKP116).
+    discarded: bool = False
+    #: What is wrong with the arguments (SKP112), if anything.
+    arity_problem: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class NonCommandYield:
+    """A `yield` in a skippable forward whose value cannot be a command (SKP108)."""
+
+    what: str
+    site: Optional[Site] = None
+
+
+@dataclass(frozen=True)
+class Forward:
+    """The facts of a skippable class's forward, helpers reached by `yield from` included."""
+
+    site: Optional[Site]
+    commands: tuple[Command, ...]
+    non_commands: tuple[NonCommandYield, ...] = ()
+    #: The commands performed on each path that leaves forward normally (return or fall-through).
+    #: None when paths cannot be known (computed names, an unresolved `yield from`, too many paths).
+    exits: Optional[frozenset[frozenset[Key]]] = None
+    #: Commands reached on some path on which the same command was already performed (SKP110).
+    repeats: tuple[Command, ...] = ()
+    #: The branching statement that makes each key conditional (named in SKP111's message).
+    branches: tuple[tuple[Key, Site], ...] = ()
+    #: Required positional parameters besides self (SKP114).
+    required_inputs: int = 1
+    #: Kinds whose commands cannot all be known (computed names, unresolved delegation).
+    unknown_kinds: frozenset[Kind] = frozenset()
+    #: The first branching statement that leaves forward early (a conditional return).
+    early_exit: Optional[Site] = None
+
+
+@dataclass(frozen=True)
+class SkippableClass:
+    """A class decorated with @skippable(...) (or wrapped as skippable(...)(Cls))."""
+
+    name: str
+    stash: Declaration
+    pop: Declaration
+    #: None when forward is not defined in the class body, or cannot be analysed.
+    forward: Optional[Forward]
+    site: Optional[Site] = None
+
+    def declared(self, kind: Kind) -> Declaration:
+        return self.stash if kind == "stash" else self.pop
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A fact that is itself a finding, outside any one skippable class's declarations."""
+
+    code: str
+    args: tuple[tuple[str, str], ...]
+    site: Optional[Site] = None
+
+
+@dataclass(frozen=True)
+class ModuleFacts:
+    """Everything one module says about skips."""
+
+    path: str
+    skippables: tuple[SkippableClass, ...] = ()
+    #: SKP107 outside skippable forwards, SKP109, SKP113, SKP115, SKP401.
+    findings: tuple[Finding, ...] = ()

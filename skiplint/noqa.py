@@ -1,0 +1,29 @@
+"""`# noqa` and `# noqa: CODES` comments, read as flake8 reads them (CLI only: flake8 does its own)."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+# As flake8: "# noqa" optionally followed by ":" and codes separated by commas or spaces.
+_NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+
+
+def suppressed_codes(line: str) -> Optional[tuple[str, ...]]:
+    """None: no noqa; (): a bare noqa (everything); else the listed codes/prefixes."""
+    if "noqa" not in line.lower():
+        return None
+    match = _NOQA.search(line)
+    if match is None:
+        return None
+    codes = match.group("codes")
+    if not codes:
+        return ()
+    return tuple(c.upper() for c in re.split(r"[,\s]+", codes.strip()) if c)
+
+
+def is_suppressed(code: str, line: str) -> bool:
+    codes = suppressed_codes(line)
+    if codes is None:
+        return False
+    return not codes or code.startswith(codes)

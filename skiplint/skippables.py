@@ -1,0 +1,903 @@
+"""Extract the facts of a module's @skippable classes from a libcst tree.
+
+One statement-level pass builds the scopes (imports and other bindings) and finds every class,
+function and import; expressions are walked only inside the forwards and helpers of classes that
+use the API, and at the few statements that can hold a command.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Sequence
+
+import libcst as cst
+
+from skiplint import syntax
+from skiplint.facts import (
+    Command, Declaration, Declared, Finding, Forward, Key, Kind, Locator, ModuleFacts,
+    NonCommandYield, Site, SkippableClass,
+)
+from skiplint.imports import OTHER, Scope, import_bindings, removed_module
+
+#: Beyond this many distinct paths, forward's path facts are given up (abstain).
+MAX_STATES = 256
+#: Beyond this depth of `yield from` delegation, facts are given up.
+MAX_DELEGATION = 8
+
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    node: cst.ClassDef
+    outer: Scope  # the scope the class statement runs in
+    body: Scope   # the class body's scope
+    methods: dict[str, cst.FunctionDef] = field(default_factory=dict)
+
+
+class ModuleIndex:
+    """Scopes, classes, functions, imports and candidate statements of one module (one pass)."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.scope = Scope("module", None)
+        self.scopes: dict[int, Scope] = {}  # id(FunctionDef) -> its scope
+        self.classes: list[ClassInfo] = []
+        self.functions: list[tuple[cst.FunctionDef, Scope]] = []
+        self.imports: list[tuple[cst.Import | cst.ImportFrom, bool]] = []  # (stmt, guarded)
+        #: Calls that stand as a whole statement or a whole assigned/returned value.
+        self.statement_calls: list[tuple[cst.Call, Scope, cst.BaseSmallStatement]] = []
+        self.assign_count: dict[str, int] = {}
+        self.constants: dict[str, cst.BaseExpression] = {}
+        self._block(module.body, self.scope, guarded=False)
+        self.constants = {k: v for k, v in self.constants.items() if self.assign_count.get(k) == 1}
+
+    # -- the pass --------------------------------------------------------------------------
+    def _block(self, stmts: Sequence[cst.CSTNode], scope: Scope, guarded: bool) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    self._small(small, scope, guarded)
+            else:
+                self._compound(stmt, scope, guarded)
+
+    def _suite(self, suite: cst.BaseSuite, scope: Scope, guarded: bool) -> None:
+        if isinstance(suite, cst.SimpleStatementSuite):
+            for small in suite.body:
+                self._small(small, scope, guarded)
+        else:
+            self._block(suite.body, scope, guarded)
+
+    def _small(self, small: cst.BaseSmallStatement, scope: Scope, guarded: bool) -> None:
+        if isinstance(small, (cst.Import, cst.ImportFrom)):
+            for local, qual in import_bindings(small):
+                scope.bind(local, qual)
+            self.imports.append((small, guarded))
+        elif isinstance(small, cst.Assign):
+            for target in small.targets:
+                self._bind_target(target.target, scope)
+            if scope is self.scope and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                self.constants[small.targets[0].target.value] = small.value
+            if isinstance(small.value, cst.Call):
+                self.statement_calls.append((small.value, scope, small))
+        elif isinstance(small, cst.AnnAssign):
+            self._bind_target(small.target, scope)
+            if scope is self.scope and isinstance(small.target, cst.Name) and small.value is not None:
+                self.constants[small.target.value] = small.value
+        elif isinstance(small, cst.AugAssign):
+            self._bind_target(small.target, scope)
+            if isinstance(small.target, cst.Name) and scope is self.scope:
+                self.assign_count[small.target.value] = 2  # not a constant
+        elif isinstance(small, (cst.Expr, cst.Return)) and isinstance(small.value, cst.Call):
+            self.statement_calls.append((small.value, scope, small))
+
+    def _bind_target(self, target: cst.BaseExpression, scope: Scope) -> None:
+        if isinstance(target, cst.Name):
+            scope.bind(target.value, OTHER)
+            if scope is self.scope:
+                self.assign_count[target.value] = self.assign_count.get(target.value, 0) + 1
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind_target(element.value, scope)
+        elif isinstance(target, cst.StarredElement):
+            self._bind_target(target.value, scope)
+
+    def _compound(self, stmt: cst.BaseCompoundStatement, scope: Scope, guarded: bool) -> None:
+        if isinstance(stmt, cst.FunctionDef):
+            scope.bind(stmt.name.value, OTHER)
+            inner = Scope("function", scope)
+            params = stmt.params
+            for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+                inner.bind(param.name.value, OTHER)
+            for star in (params.star_arg, params.star_kwarg):
+                if isinstance(star, cst.Param):
+                    inner.bind(star.name.value, OTHER)
+            self.scopes[id(stmt)] = inner
+            self.functions.append((stmt, scope))
+            self._suite(stmt.body, inner, guarded=False)
+        elif isinstance(stmt, cst.ClassDef):
+            scope.bind(stmt.name.value, OTHER)
+            body = Scope("class", scope)
+            info = ClassInfo(stmt, scope, body)
+            if isinstance(stmt.body, cst.IndentedBlock):
+                for item in stmt.body.body:
+                    if isinstance(item, cst.FunctionDef):
+                        info.methods[item.name.value] = item
+            self.classes.append(info)
+            self._suite(stmt.body, body, guarded=False)
+        elif isinstance(stmt, cst.Try) or type(stmt).__name__ == "TryStar":
+            catches = any(_catches_import_error(h) for h in stmt.handlers)  # type: ignore[attr-defined]
+            self._suite(stmt.body, scope, guarded or catches)  # type: ignore[attr-defined]
+            for handler in stmt.handlers:  # type: ignore[attr-defined]
+                if handler.name is not None:
+                    self._bind_target(handler.name.name, scope)
+                self._suite(handler.body, scope, guarded)
+            for extra in (stmt.orelse, stmt.finalbody):  # type: ignore[attr-defined]
+                if extra is not None:
+                    self._suite(extra.body, scope, guarded)
+        elif isinstance(stmt, (cst.For, cst.While, cst.If)):
+            if isinstance(stmt, cst.For):
+                self._bind_target(stmt.target, scope)
+            self._suite(stmt.body, scope, guarded)
+            orelse = stmt.orelse
+            while orelse is not None:
+                if isinstance(orelse, cst.If):
+                    self._suite(orelse.body, scope, guarded)
+                    orelse = orelse.orelse
+                else:
+                    self._suite(orelse.body, scope, guarded)
+                    orelse = None
+        elif isinstance(stmt, cst.With):
+            for item in stmt.items:
+                if item.asname is not None:
+                    self._bind_target(item.asname.name, scope)
+            self._suite(stmt.body, scope, guarded)
+        elif isinstance(stmt, cst.Match):
+            for case in stmt.cases:
+                self._suite(case.body, scope, guarded)
+
+
+def _catches_import_error(handler: cst.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+    for item in types:
+        node = item.value if isinstance(item, cst.Element) else item
+        name = node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", None)
+        if name in _IMPORT_ERRORS:
+            return True
+    return False
+
+
+# -- values known statically ---------------------------------------------------------------------
+
+class _Unknown(Exception):
+    """A declaration or name that is computed at run time."""
+
+
+def _resolve_constant(index: ModuleIndex, scope: Scope, node: cst.Name) -> Optional[cst.BaseExpression]:
+    """The value of a module-level constant, when `node` refers to one from `scope`."""
+    bindings = scope.lookup(node.value)
+    if bindings is None or bindings is not index.scope.bindings.get(node.value):
+        return None
+    return index.constants.get(node.value)
+
+
+def static_string(index: ModuleIndex, scope: Scope, node: cst.BaseExpression) -> Optional[str]:
+    """A string literal, or a module constant bound to one."""
+    value = syntax.string_value(node)
+    if value is None and isinstance(node, cst.Name):
+        const = _resolve_constant(index, scope, node)
+        if const is not None:
+            value = syntax.string_value(const)
+    return value
+
+
+def _declared_names(index: ModuleIndex, scope: Scope, node: cst.BaseExpression, site_node: cst.CSTNode,
+                    locator: Locator, depth: int = 0) -> list[Declared]:
+    """Names in a declaration sequence; raises _Unknown for anything computed."""
+    if depth > 8:
+        raise _Unknown
+    if isinstance(node, cst.Name):
+        const = _resolve_constant(index, scope, node)
+        if const is None:
+            raise _Unknown
+        return _declared_names(index, scope, const, site_node, locator, depth + 1)
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        names: list[Declared] = []
+        for element in node.elements:
+            if isinstance(element, cst.StarredElement):
+                names.extend(_declared_names(index, scope, element.value, site_node, locator, depth + 1))
+                continue
+            value = static_string(index, scope, element.value)
+            if value is None:
+                raise _Unknown
+            where = element.value if depth == 0 else site_node
+            names.append(Declared(value, Site(where, locator)))
+        return names
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        return (_declared_names(index, scope, node.left, site_node, locator, depth + 1)
+                + _declared_names(index, scope, node.right, site_node, locator, depth + 1))
+    raise _Unknown
+
+
+def _declaration(index: ModuleIndex, scope: Scope, kind: Kind, node: Optional[cst.BaseExpression],
+                 locator: Locator) -> Declaration:
+    if node is None:
+        return Declaration(kind, ())
+    site = Site(node, locator)
+    bare = static_string(index, scope, node)
+    if bare is not None:
+        return Declaration(kind, (Declared(bare, site),), site, bare_string=bare)
+    try:
+        return Declaration(kind, tuple(_declared_names(index, scope, node, node, locator)), site)
+    except _Unknown:
+        return Declaration(kind, None, site)
+
+
+def _skippable_arguments(call: cst.Call) -> Optional[dict[str, Optional[cst.BaseExpression]]]:
+    """The stash/pop argument expressions of a skippable(...) call; None if they cannot be known."""
+    found: dict[str, Optional[cst.BaseExpression]] = {"stash": None, "pop": None}
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if position > 1:
+                return None
+            found[("stash", "pop")[position]] = arg.value
+            position += 1
+        elif arg.keyword.value in found:
+            found[arg.keyword.value] = arg.value
+        else:
+            return None
+    return found
+
+
+# -- commands inside forward ---------------------------------------------------------------------
+
+def _arity_problem(kind: Kind, call: cst.Call) -> tuple[Optional[str], Optional[cst.BaseExpression], bool]:
+    """(problem, name expression, arguments knowable) for a stash/pop call."""
+    params = ("name", "tensor") if kind == "stash" else ("name",)
+    bound: dict[str, cst.BaseExpression] = {}
+    positional = 0
+    for arg in call.args:
+        if arg.star:
+            return None, None, False
+        if arg.keyword is None:
+            if positional < len(params):
+                bound[params[positional]] = arg.value
+            positional += 1
+        else:
+            key = arg.keyword.value
+            if key not in params:
+                return f"got an unexpected keyword argument '{key}'", bound.get("name"), True
+            bound[key] = arg.value
+    name = bound.get("name")
+    if positional > len(params):
+        expected = "a name and a tensor" if kind == "stash" else "only the skip name"
+        return f"takes {expected}, but {positional} arguments were given", name, True
+    if name is None:
+        return "is missing the skip name", None, True
+    if kind == "stash" and "tensor" not in bound:
+        return "is missing the tensor to stash: write stash(name, tensor)", name, True
+    return None, name, True
+
+
+@dataclass
+class _Event:
+    """Something that happens while a statement runs: a command, a delegation, a branch."""
+
+    kind: str  # "cmd" | "delegate" | "unknown" | "maybe"
+    command: Optional[Command] = None
+    call: Optional[cst.CSTNode] = None
+    method: Optional[cst.FunctionDef] = None
+    inner: list["_Event"] = field(default_factory=list)
+
+
+class _TooManyPaths(Exception):
+    pass
+
+
+@dataclass
+class _Paths:
+    normal: set[frozenset[Key]] = field(default_factory=set)
+    returns: set[frozenset[Key]] = field(default_factory=set)
+    breaks: set[frozenset[Key]] = field(default_factory=set)
+    continues: set[frozenset[Key]] = field(default_factory=set)
+
+
+_BRANCHING = (cst.If, cst.For, cst.While, cst.Try, cst.Match)
+
+
+class ForwardAnalysis:
+    """Commands of a forward (and the helpers it delegates to) and the paths through it."""
+
+    def __init__(self, index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef,
+                 locator: Locator, skippable: bool) -> None:
+        self.index = index
+        self.info = info
+        self.locator = locator
+        self.skippable = skippable
+        self.commands: dict[int, Command] = {}
+        self.non_commands: dict[int, NonCommandYield] = {}
+        self.repeats: dict[int, Command] = {}
+        self.unknown: set[Kind] = set()
+        self.paths_known = True
+        self.first_branch: dict[Key, cst.CSTNode] = {}
+        self.early_exits: list[cst.CSTNode] = []
+        self._stack: list[cst.CSTNode] = []
+        self._observers: list[set[frozenset[Key]]] = []
+        self._active: list[cst.FunctionDef] = [forward]
+        self.is_generator = False
+        self.exits: Optional[frozenset[frozenset[Key]]] = None
+        try:
+            out = self._block(syntax.statements(forward.body), {frozenset()}, self._scope(forward))
+            self.exits = frozenset(out.normal | out.returns)
+        except _TooManyPaths:
+            self.paths_known = False
+
+    def _scope(self, func: cst.FunctionDef) -> Scope:
+        return self.index.scopes[id(func)]
+
+    # -- statements ------------------------------------------------------------------------
+    def _block(self, stmts: Sequence[cst.CSTNode], states: set[frozenset[Key]], scope: Scope) -> _Paths:
+        out = _Paths(normal=set(states))
+        for stmt in stmts:
+            if not out.normal:
+                break  # the rest is unreachable
+            for observer in self._observers:
+                observer.update(out.normal)
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if not out.normal:
+                        break
+                    step = self._small(small, out.normal, scope)
+                    out.normal = step.normal
+                    out.returns |= step.returns
+                    out.breaks |= step.breaks
+                    out.continues |= step.continues
+            elif isinstance(stmt, cst.BaseSmallStatement):
+                step = self._small(stmt, out.normal, scope)
+                out.normal = step.normal
+                out.returns |= step.returns
+                out.breaks |= step.breaks
+                out.continues |= step.continues
+            else:
+                self._stack.append(stmt)
+                try:
+                    step = self._compound(stmt, out.normal, scope)
+                finally:
+                    self._stack.pop()
+                out.normal = step.normal
+                out.returns |= step.returns
+                out.breaks |= step.breaks
+                out.continues |= step.continues
+            self._check_size(out.normal)
+        return out
+
+    def _small(self, small: cst.BaseSmallStatement, states: set[frozenset[Key]], scope: Scope) -> _Paths:
+        events = self._events(small, scope)
+        states = self._apply(events, states, scope)
+        if isinstance(small, cst.Return):
+            if self._stack:
+                self.early_exits.append(self._stack[0])
+            return _Paths(returns=states)
+        if isinstance(small, cst.Raise):
+            return _Paths()
+        if isinstance(small, cst.Break):
+            return _Paths(breaks=states)
+        if isinstance(small, cst.Continue):
+            return _Paths(continues=states)
+        return _Paths(normal=states)
+
+    def _compound(self, stmt: cst.BaseCompoundStatement, states: set[frozenset[Key]], scope: Scope) -> _Paths:
+        if isinstance(stmt, cst.If):
+            states = self._apply(self._events(stmt.test, scope), states, scope)
+            out = self._suite(stmt.body, states, scope)
+            if isinstance(stmt.orelse, cst.If):
+                other = self._compound(stmt.orelse, states, scope)
+            elif isinstance(stmt.orelse, cst.Else):
+                other = self._suite(stmt.orelse.body, states, scope)
+            else:
+                other = _Paths(normal=set(states))
+            return _merge(out, other)
+        if isinstance(stmt, (cst.For, cst.While)):
+            return self._loop(stmt, states, scope)
+        if isinstance(stmt, cst.With):
+            for item in stmt.items:
+                states = self._apply(self._events(item.item, scope), states, scope)
+            return self._suite(stmt.body, states, scope)
+        if isinstance(stmt, cst.Try) or type(stmt).__name__ == "TryStar":
+            return self._try(stmt, states, scope)
+        if isinstance(stmt, cst.Match):
+            states = self._apply(self._events(stmt.subject, scope), states, scope)
+            result = _Paths()
+            exhaustive = False
+            for case in stmt.cases:
+                result = _merge(result, self._suite(case.body, states, scope))
+                pattern = case.pattern
+                if case.guard is None and isinstance(pattern, cst.MatchAs) and pattern.pattern is None:
+                    exhaustive = True
+            if not exhaustive:
+                result.normal |= states
+            return result
+        # nested def/class: defining it runs nothing of interest
+        return _Paths(normal=set(states))
+
+    def _suite(self, suite: cst.BaseSuite, states: set[frozenset[Key]], scope: Scope) -> _Paths:
+        return self._block(syntax.statements(suite), states, scope)
+
+    def _loop(self, stmt: cst.For | cst.While, states: set[frozenset[Key]], scope: Scope) -> _Paths:
+        min_iters, max_iters, infinite = 0, None, False
+        if isinstance(stmt, cst.For):
+            states = self._apply(self._events(stmt.iter, scope), states, scope)
+            count = _constant_range_length(stmt.iter)
+            if count is not None:
+                min_iters, max_iters = min(count, 2), count
+        else:
+            states = self._apply(self._events(stmt.test, scope), states, scope)
+            if _always_true(stmt.test):
+                infinite = True
+        result = _Paths()
+        finished: set[frozenset[Key]] = set() if (infinite or min_iters > 0) else set(states)
+        if max_iters == 0:
+            finished = set(states)
+        frontier = set(states)
+        seen = set(states)
+        iteration = 0
+        while frontier and max_iters != 0:
+            iteration += 1
+            out = self._suite(stmt.body, frontier, scope)
+            result.returns |= out.returns
+            result.normal |= out.breaks
+            head = out.normal | out.continues
+            if not infinite and iteration >= min_iters:
+                finished |= head
+            if max_iters is not None and iteration >= max_iters:
+                break
+            frontier = head - seen if iteration >= min_iters else head
+            seen |= head
+            self._check_size(seen)
+        if stmt.orelse is not None:
+            other = self._suite(stmt.orelse.body, finished, scope)
+            result.normal |= other.normal
+            result.returns |= other.returns
+            result.breaks |= other.breaks
+            result.continues |= other.continues
+        else:
+            result.normal |= finished
+        return result
+
+    def _try(self, stmt: cst.CSTNode, states: set[frozenset[Key]], scope: Scope) -> _Paths:
+        observed: set[frozenset[Key]] = set(states)
+        self._observers.append(observed)
+        try:
+            body = self._suite(stmt.body, states, scope)  # type: ignore[attr-defined]
+        finally:
+            self._observers.pop()
+        observed |= body.normal
+        result = _Paths(returns=set(body.returns), breaks=set(body.breaks), continues=set(body.continues))
+        if stmt.orelse is not None:  # type: ignore[attr-defined]
+            result = _merge(result, self._suite(stmt.orelse.body, body.normal, scope))  # type: ignore[attr-defined]
+        else:
+            result.normal |= body.normal
+        for handler in stmt.handlers:  # type: ignore[attr-defined]
+            result = _merge(result, self._suite(handler.body, observed, scope))
+        final = stmt.finalbody  # type: ignore[attr-defined]
+        if final is None:
+            return result
+        merged = _Paths()
+        for attr in ("normal", "returns", "breaks", "continues"):
+            group = getattr(result, attr)
+            if not group:
+                continue
+            out = self._suite(final.body, group, scope)
+            getattr(merged, attr).update(out.normal)
+            merged.returns |= out.returns
+            merged.breaks |= out.breaks
+            merged.continues |= out.continues
+        return merged
+
+    def _check_size(self, states: set[frozenset[Key]]) -> None:
+        if len(states) > MAX_STATES:
+            raise _TooManyPaths
+
+    # -- expressions -----------------------------------------------------------------------
+    def _events(self, node: cst.CSTNode, scope: Scope) -> list[_Event]:
+        """Commands, delegations and unknowns in an expression or small statement, in order."""
+        events: list[_Event] = []
+        self._collect(node, scope, events, parent_stmt=node)
+        return events
+
+    def _collect(self, node: cst.CSTNode, scope: Scope, events: list[_Event], parent_stmt: cst.CSTNode) -> None:
+        if isinstance(node, syntax.SCOPE_NODES):
+            return
+        if isinstance(node, cst.Yield):
+            self.is_generator = True
+            self._yield(node, scope, events, parent_stmt)
+            return
+        if isinstance(node, cst.Call):
+            kind = scope.api(node.func)
+            if kind in ("stash", "pop"):
+                self._loose_command(node, kind, scope, events, parent_stmt)  # type: ignore[arg-type]
+                return
+        if isinstance(node, cst.IfExp):
+            self._collect(node.test, scope, events, parent_stmt)
+            for branch in (node.body, node.orelse):
+                inner: list[_Event] = []
+                self._collect(branch, scope, inner, parent_stmt)
+                if inner:
+                    events.append(_Event("maybe", inner=inner))
+            return
+        if isinstance(node, cst.BooleanOperation):
+            self._collect(node.left, scope, events, parent_stmt)
+            inner = []
+            self._collect(node.right, scope, inner, parent_stmt)
+            if inner:
+                events.append(_Event("maybe", inner=inner))
+            return
+        for child in syntax.children(node):
+            self._collect(child, scope, events, parent_stmt)
+
+    def _yield(self, node: cst.Yield, scope: Scope, events: list[_Event], parent_stmt: cst.CSTNode) -> None:
+        value = node.value
+        if isinstance(value, cst.From):
+            target = value.item
+            method = self._delegate_target(target)
+            if method is None:
+                self._collect(target, scope, events, parent_stmt)
+                events.append(_Event("unknown"))
+            else:
+                if isinstance(target, cst.Call):
+                    for arg in target.args:
+                        self._collect(arg.value, scope, events, parent_stmt)
+                events.append(_Event("delegate", call=node, method=method))
+            return
+        if isinstance(value, cst.Call):
+            kind = scope.api(value.func)
+            if kind in ("stash", "pop"):
+                discarded = isinstance(parent_stmt, cst.Expr) and parent_stmt.value is node
+                command = self._command(value, kind, scope, yielded=True, discarded=discarded)  # type: ignore[arg-type]
+                if command is not None:
+                    events.append(_Event("cmd", command=command, call=value))
+                return
+        if value is not None:
+            self._collect(value, scope, events, parent_stmt)
+        what = _non_command(value, self.index.module)
+        if what is not None and self.skippable:
+            self.non_commands.setdefault(id(node), NonCommandYield(what, Site(node, self.locator)))
+
+    def _loose_command(self, call: cst.Call, kind: Kind, scope: Scope, events: list[_Event],
+                       parent_stmt: cst.CSTNode) -> None:
+        """A command call that is not directly yielded."""
+        bare = isinstance(parent_stmt, cst.Expr) and parent_stmt.value is call
+        assigned = (isinstance(parent_stmt, cst.Assign) and parent_stmt.value is call
+                    and len(parent_stmt.targets) == 1 and isinstance(parent_stmt.targets[0].target, cst.Name))
+        if assigned:
+            target = parent_stmt.targets[0].target.value  # type: ignore[union-attr]
+            if self._yields_name(target):
+                command = self._command(call, kind, scope, yielded=True, discarded=False)
+                if command is not None:
+                    events.append(_Event("cmd", command=command, call=call))
+                return
+        if bare or assigned:
+            command = self._command(call, kind, scope, yielded=False, discarded=False)
+            if command is not None:
+                events.append(_Event("cmd", command=command, call=call))
+            return
+        # Passed along or returned: it may be yielded elsewhere, so nothing is known.
+        self.unknown.add(kind)
+
+    def _yields_name(self, name: str) -> bool:
+        for func in self._active:
+            for node in syntax.walk(func.body):
+                if (isinstance(node, cst.Yield) and isinstance(node.value, cst.Name)
+                        and node.value.value == name):
+                    return True
+        return False
+
+    def _command(self, call: cst.Call, kind: Kind, scope: Scope, yielded: bool,
+                 discarded: bool) -> Optional[Command]:
+        existing = self.commands.get(id(call))
+        if existing is not None:
+            return existing
+        problem, name_node, knowable = _arity_problem(kind, call)
+        if not knowable:
+            self.unknown.add(kind)
+            return None
+        name = static_string(self.index, scope, name_node) if name_node is not None else None
+        if name is None and name_node is not None:
+            self.unknown.add(kind)
+        command = Command(
+            kind, name, Site(call, self.locator),
+            Site(name_node, self.locator) if name_node is not None else None,
+            yielded=yielded, discarded=discarded and kind == "pop", arity_problem=problem,
+        )
+        self.commands[id(call)] = command
+        return command
+
+    def _delegate_target(self, target: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+        """The method of this class that `yield from self.<method>(...)` runs, if that is what it is."""
+        if not (isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute)
+                and isinstance(target.func.value, cst.Name) and target.func.value.value == "self"):
+            return None
+        method = self.info.methods.get(target.func.attr.value)
+        if method is None or method in self._active or len(self._active) > MAX_DELEGATION:
+            return None
+        return method
+
+    # -- applying events to path states ----------------------------------------------------
+    def _apply(self, events: list[_Event], states: set[frozenset[Key]], scope: Scope) -> set[frozenset[Key]]:
+        for event in events:
+            if event.kind == "cmd":
+                command = event.command
+                assert command is not None
+                if command.name is None or not command.yielded:
+                    continue  # an unyielded command does nothing at run time (SKP107)
+                key: Key = (command.kind, command.name)
+                if key not in self.first_branch and self._stack:
+                    self.first_branch[key] = self._innermost_branch()
+                if any(key in state for state in states):
+                    self.repeats.setdefault(id(event.call), command)
+                states = {state | {key} for state in states}
+            elif event.kind == "maybe":
+                states = states | self._apply(event.inner, states, scope)
+            elif event.kind == "delegate":
+                method = event.method
+                assert method is not None
+                self._active.append(method)
+                try:
+                    out = self._block(syntax.statements(method.body), states, self._scope(method))
+                finally:
+                    self._active.pop()
+                states = out.normal | out.returns
+            else:  # unknown delegation: anything may happen
+                self.unknown.update(("stash", "pop"))
+            for observer in self._observers:
+                observer.update(states)
+            self._check_size(states)
+        return states
+
+    def _innermost_branch(self) -> cst.CSTNode:
+        for node in reversed(self._stack):
+            if isinstance(node, _BRANCHING) or type(node).__name__ == "TryStar":
+                return node
+        return self._stack[-1]
+
+
+def _merge(a: _Paths, b: _Paths) -> _Paths:
+    return _Paths(a.normal | b.normal, a.returns | b.returns, a.breaks | b.breaks, a.continues | b.continues)
+
+
+def _constant_range_length(node: cst.BaseExpression) -> Optional[int]:
+    """len(range(...)) for a range of integer literals, also under reversed(...)."""
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "reversed"
+            and len(node.args) == 1):
+        node = node.args[0].value
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "range"):
+        return None
+    values: list[int] = []
+    for arg in node.args:
+        value = _int_literal(arg.value)
+        if value is None or arg.keyword is not None or arg.star:
+            return None
+        values.append(value)
+    if not 1 <= len(values) <= 3:
+        return None
+    try:
+        return len(range(*values))
+    except ValueError:
+        return None
+
+
+def _int_literal(node: cst.BaseExpression) -> Optional[int]:
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = _int_literal(node.expression)
+        return None if inner is None else -inner
+    return None
+
+
+def _always_true(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Name):
+        return node.value == "True"
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0) != 0
+    return False
+
+
+_LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+             cst.FormattedString, cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp,
+             cst.DictComp, cst.GeneratorExp, cst.Lambda)
+_EXPRESSIONS = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation)
+
+
+def _non_command(value: Optional[cst.BaseExpression], module: cst.Module) -> Optional[str]:
+    """How to describe a yielded value that cannot be a command; None when it might be one."""
+    if value is None:
+        return "nothing (a bare yield)"
+    if isinstance(value, cst.Name) and value.value in ("None", "True", "False"):
+        return value.value
+    if isinstance(value, _LITERALS + _EXPRESSIONS):
+        code = module.code_for_node(value)
+        if len(code) > 40 or "\n" in code:
+            code = code.splitlines()[0][:37] + "..."
+        return f"'{code}'"
+    return None
+
+
+# -- the module ----------------------------------------------------------------------------------
+
+def _is_generator(func: cst.FunctionDef) -> bool:
+    return any(isinstance(node, cst.Yield) for node in syntax.walk(func.body))
+
+
+def _required_inputs(forward: cst.FunctionDef) -> int:
+    params = forward.params
+    positional = [*params.posonly_params, *params.params]
+    required = [p for p in positional if p.default is None]
+    return max(len(required) - 1, 0)  # minus self
+
+
+def extract(module: cst.Module, path: str, source: Optional[str] = None,
+            index: Optional[ModuleIndex] = None) -> ModuleFacts:
+    """All skip facts of one parsed module (`source`, when given, lets rare walks be skipped)."""
+    index = index or ModuleIndex(module)
+    locator = Locator(module)
+    findings: list[Finding] = []
+    skippables: list[SkippableClass] = []
+    reported_loose: set[int] = set()
+
+    # @skippable used as a decorator on classes and functions, and the skippable(...)(Cls) form.
+    decorated: dict[int, cst.Call] = {}
+    for info in index.classes:
+        for decorator in info.node.decorators:
+            expr = decorator.decorator
+            if isinstance(expr, cst.Call) and info.outer.api(expr.func) == "skippable":
+                decorated[id(info.node)] = expr
+            elif info.outer.api(expr) == "skippable":
+                findings.append(Finding("SKP113", (("problem", "@skippable must be called: "
+                                                    "write @skippable(stash=[...], pop=[...])"),),
+                                        Site(decorator, locator)))
+    for func, scope in index.functions:
+        for decorator in func.decorators:
+            expr = decorator.decorator
+            target = expr.func if isinstance(expr, cst.Call) else expr
+            if scope.api(target) == "skippable":
+                findings.append(Finding("SKP113", (("problem", f"@skippable decorates nn.Module classes, "
+                                                    f"not the function '{func.name.value}'"),),
+                                        Site(decorator, locator)))
+    by_scope_name = {(id(info.outer), info.node.name.value): info for info in index.classes}
+    wrapped_names: set[str] = set()
+    for call, scope, _stmt in index.statement_calls:
+        inner = call.func
+        if (isinstance(inner, cst.Call) and scope.api(inner.func) == "skippable" and len(call.args) == 1
+                and isinstance(call.args[0].value, cst.Name)):
+            name = call.args[0].value.value
+            wrapped_names.add(name)
+            search: Optional[Scope] = scope
+            while search is not None:
+                info = by_scope_name.get((id(search), name))
+                if info is not None:
+                    decorated.setdefault(id(info.node), inner)
+                    break
+                search = search.parent
+
+    bases_used = {
+        base.value.value
+        for info in index.classes for base in info.node.bases if isinstance(base.value, cst.Name)
+    }
+
+    for info in index.classes:
+        call = decorated.get(id(info.node))
+        forward = info.methods.get("forward")
+        if call is None:
+            if forward is not None and info.node.name.value not in bases_used | wrapped_names:
+                first = _first_command_yield(index, info, forward)
+                if first is not None:
+                    kind, node = first
+                    findings.append(Finding("SKP109", (("cls", info.node.name.value), ("kind", kind)),
+                                            Site(node, locator)))
+            continue
+        skippables.append(_skippable_class(index, info, call, forward, locator, findings, reported_loose))
+
+    # Commands built as whole statements anywhere else (module level, plain functions).
+    for call, scope, stmt in index.statement_calls:
+        if id(call) in reported_loose or not isinstance(stmt, cst.Expr):
+            continue
+        kind = scope.api(call.func)
+        if kind in ("stash", "pop"):
+            findings.append(_not_yielded(index, scope, call, kind, stmt, locator))  # type: ignore[arg-type]
+
+    for stmt, guarded in index.imports:
+        if guarded:
+            continue
+        module_name = removed_module(stmt)
+        if module_name is not None:
+            findings.append(Finding("SKP401", (("module", module_name),), Site(stmt, locator)))
+
+    if source is None or "only" in source:
+        findings.extend(_isolate_findings(index, skippables, locator))
+    return ModuleFacts(path, tuple(skippables), tuple(findings))
+
+
+def _not_yielded(index: ModuleIndex, scope: Scope, call: cst.Call, kind: Kind, stmt: cst.CSTNode,
+                 locator: Locator) -> Finding:
+    name_node = _arity_problem(kind, call)[1]
+    name = static_string(index, scope, name_node) if name_node is not None else None
+    shown = repr(name) if name is not None else "..."
+    fix = f"'yield {kind}(...)'" if isinstance(stmt, cst.Expr) else f"'x = yield {kind}(...)'"
+    return Finding("SKP107", (("kind", kind), ("name", shown), ("fix", fix)), Site(call, locator))
+
+
+def _first_command_yield(index: ModuleIndex, info: ClassInfo,
+                         forward: cst.FunctionDef) -> Optional[tuple[str, cst.CSTNode]]:
+    scope = index.scopes[id(forward)]
+    for node in syntax.walk(forward.body):
+        if isinstance(node, cst.Yield) and isinstance(node.value, cst.Call):
+            kind = scope.api(node.value.func)
+            if kind in ("stash", "pop"):
+                return kind, node
+    return None
+
+
+def _skippable_class(index: ModuleIndex, info: ClassInfo, call: cst.Call, forward: Optional[cst.FunctionDef],
+                     locator: Locator, findings: list[Finding], reported_loose: set[int]) -> SkippableClass:
+    args = _skippable_arguments(call)
+    if args is None:
+        stash = Declaration("stash", None, Site(call, locator))
+        pop = Declaration("pop", None, Site(call, locator))
+    else:
+        stash = _declaration(index, info.outer, "stash", args["stash"], locator)
+        pop = _declaration(index, info.outer, "pop", args["pop"], locator)
+    forward_facts: Optional[Forward] = None
+    if forward is not None:
+        analysis = ForwardAnalysis(index, info, forward, locator, skippable=True)
+        generator_elsewhere = not analysis.is_generator and any(
+            _is_generator(m) for name, m in info.methods.items() if name != "forward")
+        if not generator_elsewhere:
+            commands = tuple(analysis.commands.values())
+            for command in commands:
+                if not command.yielded and command.site is not None:
+                    reported_loose.add(id(command.site.node))
+            exits = analysis.exits if analysis.paths_known and not analysis.unknown else None
+            forward_facts = Forward(
+                Site(forward, locator), commands, tuple(analysis.non_commands.values()), exits,
+                tuple(analysis.repeats.values()) if analysis.paths_known else (),
+                tuple((key, Site(node, locator)) for key, node in analysis.first_branch.items()),
+                _required_inputs(forward), frozenset(analysis.unknown),
+                Site(analysis.early_exits[0], locator) if analysis.early_exits else None,
+            )
+    return SkippableClass(info.node.name.value, stash, pop, forward_facts, Site(info.node, locator))
+
+
+def _isolate_findings(index: ModuleIndex, skippables: Iterable[SkippableClass],
+                      locator: Locator) -> list[Finding]:
+    """SKP115: `Cls(...).isolate(ns, only=[...])` naming a skip Cls never declares."""
+    known = {cls.name: cls for cls in skippables}
+    if not known:
+        return []
+    findings: list[Finding] = []
+    for node in syntax.walk(index.module, into_scopes=True):
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value == "isolate"):
+            continue
+        receiver = node.func.value
+        if not (isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name)):
+            continue
+        cls = known.get(receiver.func.value)
+        if cls is None or not (cls.stash.known and cls.pop.known):
+            continue
+        for arg in node.args:
+            if arg.keyword is None or arg.keyword.value != "only":
+                continue
+            if not isinstance(arg.value, (cst.List, cst.Tuple, cst.Set)):
+                continue
+            declared = cls.stash.name_set | cls.pop.name_set
+            for element in arg.value.elements:
+                name = syntax.string_value(element.value)
+                if name is not None and name not in declared:
+                    findings.append(Finding("SKP115", (("name", name), ("cls", cls.name)), Site(arg, locator)))
+    return findings
