@@ -58,7 +58,12 @@ def run_check(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if diagnostics else EXIT_CLEAN
 
 
-SUBCOMMANDS: dict[str, str] = {}  # name -> "module:function", filled by the features that exist
+#: Subcommands, each `main(argv) -> int` in its own module, imported only when used.
+SUBCOMMANDS: dict[str, str] = {
+    "layout": "skiplint.layout:main",
+    "verify": "skiplint.runtime.cli:main",
+    "fix": "skiplint.fix:main",
+}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
