@@ -7,6 +7,7 @@ use the API, and at the few statements that can hold a command.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
@@ -330,6 +331,7 @@ class ForwardAnalysis:
         self._observers: list[set[frozenset[Key]]] = []
         self._active: list[cst.FunctionDef] = [forward]
         self.is_generator = False
+        self._command_vars: set[str] = set()
         self.exits: Optional[frozenset[frozenset[Key]]] = None
         try:
             out = self._block(syntax.statements(forward.body), {frozenset()}, self._scope(forward))
@@ -562,10 +564,15 @@ class ForwardAnalysis:
                 if command is not None:
                     events.append(_Event("cmd", command=command, call=value))
                 return
+        if isinstance(value, cst.Name) and value.value in self._command_vars:
+            return  # `cmd = stash(...)` earlier; counted there
         if value is not None:
             self._collect(value, scope, events, parent_stmt)
         what = _non_command(value, self.index.module)
-        if what is not None and self.skippable:
+        if what is None:
+            # A call to something else, a variable, an attribute: it may build a command.
+            self.unknown.update(("stash", "pop"))
+        elif self.skippable:
             self.non_commands.setdefault(id(node), NonCommandYield(what, Site(node, self.locator)))
 
     def _loose_command(self, call: cst.Call, kind: Kind, scope: Scope, events: list[_Event],
@@ -577,6 +584,7 @@ class ForwardAnalysis:
         if assigned:
             target = parent_stmt.targets[0].target.value  # type: ignore[union-attr]
             if self._yields_name(target):
+                self._command_vars.add(target)
                 command = self._command(call, kind, scope, yielded=True, discarded=False)
                 if command is not None:
                     events.append(_Event("cmd", command=command, call=call))
@@ -794,7 +802,12 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
         call = decorated.get(id(info.node))
         forward = info.methods.get("forward")
         if call is None:
-            if forward is not None and info.node.name.value not in bases_used | wrapped_names:
+            name = info.node.name.value
+            # Another decorator may be a re-export of skippable; a wrap inside an expression,
+            # `skippable(...)(Cls)()`, is found textually: in both cases, abstain.
+            wrapped = name in wrapped_names or (
+                source is not None and re.search(r"\)\(\s*" + re.escape(name) + r"\s*\)", source) is not None)
+            if forward is not None and not info.node.decorators and not wrapped and name not in bases_used:
                 first = _first_command_yield(index, info, forward)
                 if first is not None:
                     kind, node = first
