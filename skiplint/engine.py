@@ -10,7 +10,7 @@ import libcst as cst
 from skiplint import checks, noqa, rules, skippables, sources
 from skiplint.diagnostics import Diagnostic
 from skiplint.facts import Finding, ModuleFacts
-from skiplint.imports import PREFILTER_NEEDLES
+from skiplint.imports import PREFILTER_NEEDLES, prefilter_needles
 
 _TEXT_NEEDLES = tuple(n.decode() for n in PREFILTER_NEEDLES)
 
@@ -45,7 +45,8 @@ class ParseFailure(Exception):
 
 def mentions_api(text: str) -> bool:
     """The prefilter: a file that names no API module cannot use the API."""
-    return any(needle in text for needle in _TEXT_NEEDLES)
+    return any(needle in text for needle in _TEXT_NEEDLES) or any(
+        needle.decode() in text for needle in prefilter_needles()[len(PREFILTER_NEEDLES):])
 
 
 def parse(text: str) -> cst.Module:
@@ -108,7 +109,7 @@ def check_file(path: str, selection: Selection = Selection()) -> FileResult:
     """Read, decode and check one file; any failure becomes SKP900 with its reason."""
     try:
         data = sources.read_bytes(path)
-        if not any(needle in data for needle in PREFILTER_NEEDLES) and b"\0" not in data:
+        if not any(needle in data for needle in prefilter_needles()) and b"\0" not in data:
             # Cheap path: no API module is named, so only decodability is left to confirm.
             sources.decode(data)
             return FileResult(path, ())

@@ -158,13 +158,13 @@ def import_bindings(stmt: cst.Import | cst.ImportFrom) -> Iterator[tuple[str, st
                 head = full.split(".", 1)[0]
                 yield head, head
         return
+    module = dotted_name(stmt.module) if stmt.module is not None else None
     if stmt.relative:
-        module = dotted_name(stmt.module) if stmt.module is not None else None
         base = "." * len(stmt.relative) + (module or "")
+    elif module is None:
+        return
     else:
-        base = dotted_name(stmt.module) if stmt.module is not None else None
-        if base is None:
-            return
+        base = module
     if isinstance(stmt.names, cst.ImportStar):
         return
     for alias in stmt.names:
@@ -206,3 +206,55 @@ def removed_module(stmt: cst.Import | cst.ImportFrom) -> str | None:
                 # `from torch.distributed import pipeline` loads the package itself.
                 return module
     return None
+
+
+#: Needles added by a project's api-aliases for the current run (see `using_aliases`).
+_ALIAS_NEEDLES: list[bytes] = []
+
+
+def prefilter_needles() -> tuple[bytes, ...]:
+    """The prefilter's needles: the API's module names and those of any active api-aliases."""
+    return PREFILTER_NEEDLES + tuple(_ALIAS_NEEDLES)
+
+
+def alias_entries(alias: str, target: str) -> dict[str, str] | None:
+    """Import-table rows that make `alias` mean `target` (a symbol or a whole module of the API).
+
+    None when `target` is not part of the API.
+    """
+    if target in API:
+        return {alias: API[target]}
+    prefix = target + "."
+    rows = {alias + qual[len(target):]: symbol for qual, symbol in API.items() if qual.startswith(prefix)}
+    return rows or None
+
+
+class using_aliases:
+    """Extend the import table with a project's re-exports of the API for the duration of a block.
+
+    `aliases` maps a project's qualified name to an API qualified name, e.g.
+    `mypkg.layers.skippable` -> `torchgpipe.skip.skippable`. Names the table already knows win,
+    so an alias never changes what a real API import means.
+    """
+
+    def __init__(self, aliases: Iterable[tuple[str, str]]) -> None:
+        self._rows: dict[str, str] = {}
+        self._needles: list[bytes] = []
+        for alias, target in aliases:
+            for qual, symbol in (alias_entries(alias, target) or {}).items():
+                if qual not in API:
+                    self._rows[qual] = symbol
+            needle = alias.split(".", 1)[0].encode()
+            if needle not in self._needles:
+                self._needles.append(needle)
+
+    def __enter__(self) -> "using_aliases":
+        API.update(self._rows)
+        _ALIAS_NEEDLES.extend(self._needles)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for qual in self._rows:
+            API.pop(qual, None)
+        for needle in self._needles:
+            _ALIAS_NEEDLES.remove(needle)
