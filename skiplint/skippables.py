@@ -59,7 +59,7 @@ class ModuleIndex:
             if isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
                     self._small(small, scope, guarded)
-            else:
+            elif isinstance(stmt, cst.BaseCompoundStatement):
                 self._compound(stmt, scope, guarded)
 
     def _suite(self, suite: cst.BaseSuite, scope: Scope, guarded: bool) -> None:
@@ -126,14 +126,14 @@ class ModuleIndex:
                         info.methods[item.name.value] = item
             self.classes.append(info)
             self._suite(stmt.body, body, guarded=False)
-        elif isinstance(stmt, cst.Try) or type(stmt).__name__ == "TryStar":
-            catches = any(_catches_import_error(h) for h in stmt.handlers)  # type: ignore[attr-defined]
-            self._suite(stmt.body, scope, guarded or catches)  # type: ignore[attr-defined]
-            for handler in stmt.handlers:  # type: ignore[attr-defined]
+        elif isinstance(stmt, (cst.Try, cst.TryStar)):
+            catches = any(_catches_import_error(h) for h in stmt.handlers)
+            self._suite(stmt.body, scope, guarded or catches)
+            for handler in stmt.handlers:
                 if handler.name is not None:
                     self._bind_target(handler.name.name, scope)
                 self._suite(handler.body, scope, guarded)
-            for extra in (stmt.orelse, stmt.finalbody):  # type: ignore[attr-defined]
+            for extra in (stmt.orelse, stmt.finalbody):
                 if extra is not None:
                     self._suite(extra.body, scope, guarded)
         elif isinstance(stmt, (cst.For, cst.While, cst.If)):
@@ -149,16 +149,25 @@ class ModuleIndex:
                     self._suite(orelse.body, scope, guarded)
                     orelse = None
         elif isinstance(stmt, cst.With):
-            for item in stmt.items:
-                if item.asname is not None:
-                    self._bind_target(item.asname.name, scope)
+            for with_item in stmt.items:
+                if with_item.asname is not None:
+                    self._bind_target(with_item.asname.name, scope)
             self._suite(stmt.body, scope, guarded)
         elif isinstance(stmt, cst.Match):
             for case in stmt.cases:
                 self._suite(case.body, scope, guarded)
 
 
-def _catches_import_error(handler: cst.ExceptHandler) -> bool:
+def _command_kind(symbol: Optional[str]) -> Optional[Kind]:
+    """'stash'/'pop' when an API symbol is one of the two commands."""
+    if symbol == "stash":
+        return "stash"
+    if symbol == "pop":
+        return "pop"
+    return None
+
+
+def _catches_import_error(handler: cst.ExceptHandler | cst.ExceptStarHandler) -> bool:
     if handler.type is None:
         return True
     types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
@@ -308,7 +317,7 @@ class _Paths:
     continues: set[frozenset[Key]] = field(default_factory=set)
 
 
-_BRANCHING = (cst.If, cst.For, cst.While, cst.Try, cst.Match)
+_BRANCHING = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
 
 
 class ForwardAnalysis:
@@ -365,7 +374,7 @@ class ForwardAnalysis:
                 out.returns |= step.returns
                 out.breaks |= step.breaks
                 out.continues |= step.continues
-            else:
+            elif isinstance(stmt, cst.BaseCompoundStatement):
                 self._stack.append(stmt)
                 try:
                     step = self._compound(stmt, out.normal, scope)
@@ -410,7 +419,7 @@ class ForwardAnalysis:
             for item in stmt.items:
                 states = self._apply(self._events(item.item, scope), states, scope)
             return self._suite(stmt.body, states, scope)
-        if isinstance(stmt, cst.Try) or type(stmt).__name__ == "TryStar":
+        if isinstance(stmt, (cst.Try, cst.TryStar)):
             return self._try(stmt, states, scope)
         if isinstance(stmt, cst.Match):
             states = self._apply(self._events(stmt.subject, scope), states, scope)
@@ -471,22 +480,22 @@ class ForwardAnalysis:
             result.normal |= finished
         return result
 
-    def _try(self, stmt: cst.CSTNode, states: set[frozenset[Key]], scope: Scope) -> _Paths:
+    def _try(self, stmt: cst.Try | cst.TryStar, states: set[frozenset[Key]], scope: Scope) -> _Paths:
         observed: set[frozenset[Key]] = set(states)
         self._observers.append(observed)
         try:
-            body = self._suite(stmt.body, states, scope)  # type: ignore[attr-defined]
+            body = self._suite(stmt.body, states, scope)
         finally:
             self._observers.pop()
         observed |= body.normal
         result = _Paths(returns=set(body.returns), breaks=set(body.breaks), continues=set(body.continues))
-        if stmt.orelse is not None:  # type: ignore[attr-defined]
-            result = _merge(result, self._suite(stmt.orelse.body, body.normal, scope))  # type: ignore[attr-defined]
+        if stmt.orelse is not None:
+            result = _merge(result, self._suite(stmt.orelse.body, body.normal, scope))
         else:
             result.normal |= body.normal
-        for handler in stmt.handlers:  # type: ignore[attr-defined]
+        for handler in stmt.handlers:
             result = _merge(result, self._suite(handler.body, observed, scope))
-        final = stmt.finalbody  # type: ignore[attr-defined]
+        final = stmt.finalbody
         if final is None:
             return result
         merged = _Paths()
@@ -520,9 +529,9 @@ class ForwardAnalysis:
             self._yield(node, scope, events, parent_stmt)
             return
         if isinstance(node, cst.Call):
-            kind = scope.api(node.func)
-            if kind in ("stash", "pop"):
-                self._loose_command(node, kind, scope, events, parent_stmt)  # type: ignore[arg-type]
+            kind = _command_kind(scope.api(node.func))
+            if kind is not None:
+                self._loose_command(node, kind, scope, events, parent_stmt)
                 return
         if isinstance(node, cst.IfExp):
             self._collect(node.test, scope, events, parent_stmt)
@@ -557,10 +566,10 @@ class ForwardAnalysis:
                 events.append(_Event("delegate", call=node, method=method))
             return
         if isinstance(value, cst.Call):
-            kind = scope.api(value.func)
-            if kind in ("stash", "pop"):
+            kind = _command_kind(scope.api(value.func))
+            if kind is not None:
                 discarded = isinstance(parent_stmt, cst.Expr) and parent_stmt.value is node
-                command = self._command(value, kind, scope, yielded=True, discarded=discarded)  # type: ignore[arg-type]
+                command = self._command(value, kind, scope, yielded=True, discarded=discarded)
                 if command is not None:
                     events.append(_Event("cmd", command=command, call=value))
                 return
@@ -579,10 +588,11 @@ class ForwardAnalysis:
                        parent_stmt: cst.CSTNode) -> None:
         """A command call that is not directly yielded."""
         bare = isinstance(parent_stmt, cst.Expr) and parent_stmt.value is call
-        assigned = (isinstance(parent_stmt, cst.Assign) and parent_stmt.value is call
-                    and len(parent_stmt.targets) == 1 and isinstance(parent_stmt.targets[0].target, cst.Name))
-        if assigned:
-            target = parent_stmt.targets[0].target.value  # type: ignore[union-attr]
+        target_node = (parent_stmt.targets[0].target if isinstance(parent_stmt, cst.Assign)
+                       and parent_stmt.value is call and len(parent_stmt.targets) == 1 else None)
+        assigned = isinstance(target_node, cst.Name)
+        if isinstance(target_node, cst.Name):
+            target = target_node.value
             if self._yields_name(target):
                 self._command_vars.add(target)
                 command = self._command(call, kind, scope, yielded=True, discarded=False)
@@ -669,7 +679,7 @@ class ForwardAnalysis:
 
     def _innermost_branch(self) -> cst.CSTNode:
         for node in reversed(self._stack):
-            if isinstance(node, _BRANCHING) or type(node).__name__ == "TryStar":
+            if isinstance(node, _BRANCHING):
                 return node
         return self._stack[-1]
 
@@ -787,9 +797,9 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
             wrapped_names.add(name)
             search: Optional[Scope] = scope
             while search is not None:
-                info = by_scope_name.get((id(search), name))
-                if info is not None:
-                    decorated.setdefault(id(info.node), inner)
+                wrapped_info = by_scope_name.get((id(search), name))
+                if wrapped_info is not None:
+                    decorated.setdefault(id(wrapped_info.node), inner)
                     break
                 search = search.parent
 
@@ -799,9 +809,9 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
     }
 
     for info in index.classes:
-        call = decorated.get(id(info.node))
+        decorator_call = decorated.get(id(info.node))
         forward = info.methods.get("forward")
-        if call is None:
+        if decorator_call is None:
             name = info.node.name.value
             # Another decorator may be a re-export of skippable; a wrap inside an expression,
             # `skippable(...)(Cls)()`, is found textually: in both cases, abstain.
@@ -814,15 +824,15 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
                     findings.append(Finding("SKP109", (("cls", info.node.name.value), ("kind", kind)),
                                             Site(node, locator)))
             continue
-        skippables.append(_skippable_class(index, info, call, forward, locator, findings, reported_loose))
+        skippables.append(_skippable_class(index, info, decorator_call, forward, locator, reported_loose))
 
     # Commands built as whole statements anywhere else (module level, plain functions).
     for call, scope, stmt in index.statement_calls:
         if id(call) in reported_loose or not isinstance(stmt, cst.Expr):
             continue
-        kind = scope.api(call.func)
-        if kind in ("stash", "pop"):
-            findings.append(_not_yielded(index, scope, call, kind, stmt, locator))  # type: ignore[arg-type]
+        loose_kind = _command_kind(scope.api(call.func))
+        if loose_kind is not None:
+            findings.append(_not_yielded(index, scope, call, loose_kind, stmt, locator))
 
     for stmt, guarded in index.imports:
         if guarded:
@@ -857,7 +867,7 @@ def _first_command_yield(index: ModuleIndex, info: ClassInfo,
 
 
 def _skippable_class(index: ModuleIndex, info: ClassInfo, call: cst.Call, forward: Optional[cst.FunctionDef],
-                     locator: Locator, findings: list[Finding], reported_loose: set[int]) -> SkippableClass:
+                     locator: Locator, reported_loose: set[int]) -> SkippableClass:
     args = _skippable_arguments(call)
     if args is None:
         stash = Declaration("stash", None, Site(call, locator))
