@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-# As flake8: "# noqa" optionally followed by ":" and codes separated by commas or spaces.
-_NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+# As flake8 reads it: "# noqa" (one space, any case), optionally ":" and codes separated by commas
+# or spaces. The codes themselves are compared case-sensitively, as flake8 compares them.
+_NOQA = re.compile(r"# noqa(?::\s?(?P<codes>(?:[A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
 
 
 def suppressed_codes(line: str) -> Optional[tuple[str, ...]]:
@@ -19,7 +20,7 @@ def suppressed_codes(line: str) -> Optional[tuple[str, ...]]:
     codes = match.group("codes")
     if not codes:
         return ()
-    return tuple(c.upper() for c in re.split(r"[,\s]+", codes.strip()) if c)
+    return tuple(c for c in re.split(r"[,\s]+", codes.strip()) if c)
 
 
 def is_suppressed(code: str, line: str) -> bool:
