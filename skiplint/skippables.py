@@ -689,10 +689,15 @@ def _merge(a: _Paths, b: _Paths) -> _Paths:
 
 
 def _constant_range_length(node: cst.BaseExpression) -> Optional[int]:
-    """len(range(...)) for a range of integer literals, also under reversed(...)."""
-    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "reversed"
-            and len(node.args) == 1):
+    """How many times a loop over `node` runs, when that is a constant: range(...) of integer
+    literals, a list/tuple literal, either under reversed(...) or enumerate(...)."""
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)
+            and node.func.value in ("reversed", "enumerate") and node.args and not node.args[0].keyword):
         node = node.args[0].value
+    if isinstance(node, (cst.List, cst.Tuple)):
+        if any(isinstance(e, cst.StarredElement) for e in node.elements):
+            return None
+        return len(node.elements)
     if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "range"):
         return None
     values: list[int] = []
