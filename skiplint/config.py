@@ -1,0 +1,386 @@
+"""Project configuration: `[tool.skiplint]` in pyproject.toml, `[skiplint]` in setup.cfg or tox.ini.
+
+Each checked file takes the configuration nearest to it: the first directory, from the file's own
+upwards, holding one of those sections. Within one directory pyproject.toml is read first, then
+setup.cfg, then tox.ini; only the first section found counts. Unknown keys and bad values become
+one-line `Problem`s and are otherwise ignored: a configuration mistake never stops a run.
+"""
+
+from __future__ import annotations
+
+import configparser
+import dataclasses
+import fnmatch
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Optional
+
+from skiplint import imports, rules, sources
+
+try:  # Python 3.11+
+    import tomllib as _toml
+except ImportError:  # pragma: no cover - exercised on Python < 3.11 only
+    try:
+        import tomli as _toml  # type: ignore[no-redef]
+    except ImportError:
+        _toml = None  # type: ignore[assignment]
+
+#: Where configuration is looked for in each directory, in this order, with the section's name.
+CONFIG_FILES: tuple[tuple[str, str], ...] = (
+    ("pyproject.toml", "tool.skiplint"),
+    ("setup.cfg", "skiplint"),
+    ("tox.ini", "skiplint"),
+)
+
+#: Every key a configuration section may hold, with a one-line description (docs/configuration.md).
+KEYS: dict[str, str] = {
+    "select": "codes or prefixes to report (default: every code except the opt-in ones)",
+    "ignore": "codes or prefixes not to report",
+    "extend-select": "codes or prefixes added to the selection, e.g. the opt-in codes",
+    "exclude": "glob patterns of files and directories not to check, added to the built-in list",
+    "per-file-ignores": "glob pattern -> codes not to report in the files it matches",
+    "api-aliases": "a project's re-export of the API -> the API name it stands for",
+    "max-unroll": "how many iterations of a constant-range loop the composition analysis unrolls",
+}
+
+_CODE = re.compile(r"^SKP[0-9]{0,3}$")
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A configuration mistake, reported as one line and otherwise ignored."""
+
+    path: str
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}: {self.key}" if self.key else self.path
+        return f"skiplint: {where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Config:
+    """The settings one file is checked with. Picklable: -j workers receive it with each file."""
+
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    #: (glob pattern, codes) pairs.
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: (project name, API name) pairs, e.g. ("mypkg.layers.skippable", "torchgpipe.skip.skippable").
+    api_aliases: tuple[tuple[str, str], ...] = ()
+    #: Loop unrolling limit for the composition analysis; None: the analyzer's default.
+    max_unroll: Optional[int] = None
+    #: The file the settings come from (None: built-in defaults) and the directory that relative
+    #: patterns in it are relative to.
+    source: Optional[str] = None
+    root: str = "."
+
+    def selected(self, code: str) -> bool:
+        return rules.selected(code, self.select, self.ignore, self.extend_select)
+
+    def ignored_in(self, path: str) -> tuple[str, ...]:
+        """Codes per-file-ignores switches off for this file."""
+        codes: list[str] = []
+        for pattern, ignored in self.per_file_ignores:
+            if _matches(pattern, path, self.root):
+                codes.extend(ignored)
+        return tuple(codes)
+
+    def excludes(self, path: str) -> bool:
+        return any(_matches(pattern, path, self.root) for pattern in self.exclude)
+
+    def replace(self, **changes: Any) -> "Config":
+        return dataclasses.replace(self, **changes)
+
+
+def _matches(pattern: str, path: str, root: str) -> bool:
+    """flake8's rule: a pattern without a slash matches the basename, one with a slash the path
+    relative to the configuration's directory (and so an absolute path)."""
+    path = os.path.abspath(path)
+    stripped = pattern.rstrip("/")
+    if "/" not in stripped:
+        return fnmatch.fnmatch(os.path.basename(path), stripped)
+    full = os.path.normpath(os.path.join(os.path.abspath(root), stripped))
+    return fnmatch.fnmatch(path, full) or fnmatch.fnmatch(path, full + os.sep + "*")
+
+
+# -- reading values --------------------------------------------------------------------------------
+
+class _Reader:
+    """Turns one section's raw values into Config fields, collecting problems."""
+
+    def __init__(self, path: str, section: str) -> None:
+        self.path = path
+        self.section = section
+        self.problems: list[Problem] = []
+
+    def problem(self, key: str, message: str) -> None:
+        self.problems.append(Problem(self.path, f"[{self.section}] {key}", message))
+
+    def words(self, key: str, value: Any, separators: str = r"[,\s]+") -> list[str]:
+        if isinstance(value, str):
+            return [w for w in re.split(separators, value) if w]
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return [w.strip() for w in value if w.strip()]
+        self.problem(key, f"expected a string or a list of strings, got {_shown(value)}")
+        return []
+
+    def codes(self, key: str, value: Any) -> tuple[str, ...]:
+        out: list[str] = []
+        for word in self.words(key, value):
+            code = word.upper()
+            if _CODE.match(code) and any(known.startswith(code) for known in rules.RULES):
+                out.append(code)
+            else:
+                self.problem(key, f"unknown code {word!r}")
+        return tuple(out)
+
+    def patterns(self, key: str, value: Any) -> tuple[str, ...]:
+        return tuple(self.words(key, value, r"[,\n]+\s*|\s*\n\s*"))
+
+    def per_file_ignores(self, key: str, value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        pairs: list[tuple[str, Any]] = []
+        if isinstance(value, dict):
+            pairs = list(value.items())
+        elif isinstance(value, (str, list, tuple)):
+            text = value if isinstance(value, str) else "\n".join(str(v) for v in value)
+            parsed = _flake8_mapping(text)
+            if parsed is None:
+                self.problem(key, "expected 'PATTERN:CODES' entries, e.g. 'tests/*.py:SKP116'")
+                return ()
+            pairs = list(parsed)
+        else:
+            self.problem(key, f"expected a table of pattern = codes, got {_shown(value)}")
+            return ()
+        out = []
+        for pattern, codes in pairs:
+            found = self.codes(f"{key} {pattern!r}", codes)
+            if found:
+                out.append((str(pattern), found))
+        return tuple(out)
+
+    def api_aliases(self, key: str, value: Any) -> tuple[tuple[str, str], ...]:
+        pairs: list[tuple[Any, Any]] = []
+        if isinstance(value, dict):
+            pairs = list(value.items())
+        elif isinstance(value, (str, list, tuple)):
+            entries = self.words(key, value, r"[,\n]+")
+            for entry in entries:
+                alias, sep, target = entry.partition("=")
+                if not sep:
+                    self.problem(key, f"expected 'ALIAS = API_NAME', got {entry.strip()!r}")
+                    continue
+                pairs.append((alias.strip(), target.strip()))
+        else:
+            self.problem(key, f"expected a table of alias = API name, got {_shown(value)}")
+            return ()
+        out = []
+        for alias, target in pairs:
+            if not (isinstance(alias, str) and _DOTTED.match(alias)):
+                self.problem(key, f"{alias!r} is not a dotted name")
+            elif not (isinstance(target, str) and imports.alias_entries(alias, target)):
+                self.problem(key, f"{alias!r}: {target!r} is not a name of the skip API "
+                                  f"(e.g. 'torchgpipe.skip.skippable' or 'torchgpipe.skip')")
+            else:
+                out.append((alias, target))
+        return tuple(out)
+
+    def max_unroll(self, key: str, value: Any) -> Optional[int]:
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value.strip())
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        self.problem(key, f"expected a whole number >= 0, got {_shown(value)}")
+        return None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _flake8_mapping(text: str) -> Optional[list[tuple[str, list[str]]]]:
+    """flake8's `PATTERN:CODES` syntax: whitespace/comma separated, several patterns may share codes."""
+    tokens = re.findall(r"[^\s,:]+|:", text)
+    out: list[tuple[str, list[str]]] = []
+    patterns: list[str] = []
+    codes: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token == ":":
+            if not patterns:
+                return None
+            i += 1
+            while i < len(tokens) and tokens[i] != ":" and re.match(r"^[A-Za-z]+[0-9]*$", tokens[i]) \
+                    and not (i + 1 < len(tokens) and tokens[i + 1] == ":"):
+                codes.append(tokens[i])
+                i += 1
+            out.extend((p, list(codes)) for p in patterns)
+            patterns, codes = [], []
+            continue
+        patterns.append(token)
+        i += 1
+    if patterns:
+        return None
+    return out
+
+
+def config_from_values(values: dict[str, Any], path: str, section: str,
+                       root: str) -> tuple[Config, list[Problem]]:
+    """A Config from a section's raw key/values (strings from INI files, typed values from TOML)."""
+    reader = _Reader(path, section)
+    fields: dict[str, Any] = {}
+    handlers: dict[str, Callable[[str, Any], Any]] = {
+        "select": reader.codes, "ignore": reader.codes, "extend-select": reader.codes,
+        "exclude": reader.patterns, "per-file-ignores": reader.per_file_ignores,
+        "api-aliases": reader.api_aliases, "max-unroll": reader.max_unroll,
+    }
+    for raw_key, value in values.items():
+        key = raw_key.strip().lower().replace("_", "-")
+        handler = handlers.get(key)
+        if handler is None:
+            reader.problem(raw_key, "unknown key (known: " + ", ".join(KEYS) + ")")
+            continue
+        result = handler(key, value)
+        if result is not None:
+            fields[key.replace("-", "_")] = result
+    return Config(source=path, root=root, **fields), reader.problems
+
+
+# -- finding the file ------------------------------------------------------------------------------
+
+def read_section(path: str) -> tuple[Optional[dict[str, Any]], list[Problem]]:
+    """The skiplint section of one configuration file: None when it has none (or is unreadable)."""
+    name = os.path.basename(path)
+    try:
+        data = sources.read_bytes(path)
+    except sources.SourceError as error:
+        return None, [Problem(path, "", f"cannot read: {error}")]
+    if name == "pyproject.toml":
+        if b"skiplint" not in data:
+            return None, []
+        if _toml is None:
+            return None, [Problem(path, "", "[tool.skiplint] skipped: reading pyproject.toml needs "
+                                            "Python 3.11+ or the tomli package")]
+        try:
+            document = _toml.loads(data.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as error:
+            return None, [Problem(path, "", f"not valid TOML, ignored: {str(error).splitlines()[0]}")]
+        section = document.get("tool", {}).get("skiplint") if isinstance(document.get("tool"), dict) else None
+        if section is None:
+            return None, []
+        if not isinstance(section, dict):
+            return None, [Problem(path, "[tool.skiplint]", "expected a table, ignored")]
+        return section, []
+    if b"skiplint" not in data:
+        return None, []
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read_string(data.decode("utf-8", errors="replace"), source=path)
+    except configparser.Error as error:
+        return None, [Problem(path, "", f"not a valid INI file, ignored: {str(error).splitlines()[0]}")]
+    if not parser.has_section("skiplint"):
+        return None, []
+    return dict(parser.items("skiplint")), []
+
+
+def load(path: str) -> tuple[Optional[Config], list[Problem]]:
+    """The Config of one configuration file, or None when the file has no skiplint section."""
+    section_name = dict(CONFIG_FILES).get(os.path.basename(path), "skiplint")
+    values, problems = read_section(path)
+    if values is None:
+        return None, problems
+    config, more = config_from_values(values, path, section_name, os.path.dirname(os.path.abspath(path)))
+    return config, problems + more
+
+
+class Finder:
+    """The configuration of each file: the nearest section, read once per file and directory."""
+
+    def __init__(self, explicit: Optional[str] = None, isolated: bool = False,
+                 overrides: Optional[dict[str, Any]] = None) -> None:
+        self.problems: list[Problem] = []
+        self._overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+        self._by_dir: dict[str, Config] = {}
+        self._fixed: Optional[Config] = None
+        if isolated:
+            self._fixed = self._apply(Config())
+        elif explicit is not None:
+            config, problems = load(explicit)
+            self._report(problems)
+            if config is None and not problems:
+                self._report([Problem(explicit, "", "has no skiplint section; using the defaults")])
+            self._fixed = self._apply(config or Config())
+
+    def _report(self, problems: Iterable[Problem]) -> None:
+        for problem in problems:
+            if problem not in self.problems:
+                self.problems.append(problem)
+
+    def _apply(self, config: Config) -> Config:
+        return config.replace(**self._overrides) if self._overrides else config
+
+    def for_directory(self, directory: str) -> Config:
+        if self._fixed is not None:
+            return self._fixed
+        directory = os.path.abspath(directory)
+        cached = self._by_dir.get(directory)
+        if cached is not None:
+            return cached
+        config = self._here(directory)
+        if config is None:
+            parent = os.path.dirname(directory)
+            config = self.for_directory(parent) if parent != directory else self._apply(Config())
+        self._by_dir[directory] = config
+        return config
+
+    def for_file(self, path: str) -> Config:
+        return self.for_directory(os.path.dirname(os.path.abspath(path)))
+
+    def _here(self, directory: str) -> Optional[Config]:
+        found: Optional[Config] = None
+        for name, section in CONFIG_FILES:
+            candidate = os.path.join(directory, name)
+            if not os.path.isfile(candidate):
+                continue
+            if found is not None:
+                values, _ = read_section(candidate)
+                if values is not None:
+                    self._report([Problem(candidate, f"[{section}]",
+                                          f"ignored: {os.path.basename(found.source or '')} in the "
+                                          f"same directory takes precedence")])
+                continue
+            config, problems = load(candidate)
+            self._report(problems)
+            if config is not None:
+                found = self._apply(config)
+        return found
+
+    def discover(self, paths: Iterable[str]) -> Iterator[tuple[str, Config]]:
+        """The files to check under `paths`, each with its Config, in a stable order."""
+        for path in paths:
+            if os.path.isdir(path):
+                if self.for_directory(os.path.dirname(os.path.abspath(path))).excludes(path) \
+                        and os.path.basename(os.path.abspath(path)) not in ("", "."):
+                    continue
+                for root, dirs, files in os.walk(path):
+                    here = self.for_directory(root)
+                    dirs[:] = sorted(
+                        d for d in dirs
+                        if d not in sources.DEFAULT_EXCLUDE and not d.endswith(".egg")
+                        and not here.excludes(os.path.join(root, d))
+                    )
+                    for name in sorted(files):
+                        full = os.path.join(root, name)
+                        if name.endswith(sources.SUFFIXES) and not here.excludes(full):
+                            yield full, here
+            else:
+                config = self.for_file(path)
+                if not config.excludes(path):
+                    yield path, config  # a missing or unreadable file is reported when it is read

@@ -1,0 +1,232 @@
+"""Reporters: the same results as text, JSON, SARIF 2.1.0 or GitHub workflow annotations.
+
+A reporter is a function from a `Report` to the text written to stdout or `--output`; it never
+decides what is reported, only how.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.parse
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+from skiplint import __version__, rules, sources
+from skiplint.diagnostics import Diagnostic
+from skiplint.engine import FileResult
+
+#: Version of the JSON report's layout (docs/json-schema.json); bumped on any incompatible change.
+JSON_SCHEMA_VERSION = 1
+#: Where each rule is documented; a rule's anchor is its code in lower case.
+HELP_URL = "https://github.com/skiplint/skiplint/blob/main/docs/rules.md"
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URL = "https://github.com/skiplint/skiplint"
+
+
+@dataclass
+class Report:
+    """What one run found, and how the user asked to see it."""
+
+    results: Sequence[FileResult]
+    statistics: bool = False
+    show_source: bool = False
+    _lines: dict[str, Optional[list[str]]] = field(default_factory=dict, repr=False)
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return [d for result in self.results for d in result.diagnostics]
+
+    @property
+    def unchecked(self) -> list[FileResult]:
+        return [result for result in self.results if result.error is not None]
+
+    def source_line(self, diagnostic: Diagnostic) -> Optional[str]:
+        """The reported line of source, without its line break (None when it cannot be read)."""
+        if diagnostic.path not in self._lines:
+            try:
+                text = sources.decode(sources.read_bytes(diagnostic.path))
+                self._lines[diagnostic.path] = text.splitlines()
+            except sources.SourceError:
+                self._lines[diagnostic.path] = None
+        lines = self._lines[diagnostic.path]
+        if lines is None or not 0 < diagnostic.line <= len(lines):
+            return None
+        return lines[diagnostic.line - 1]
+
+    def counts(self) -> list[tuple[str, int]]:
+        counter = Counter(d.code for d in self.diagnostics)
+        return sorted(counter.items())
+
+
+def level(code: str) -> str:
+    """SARIF level of a code: opt-in codes are informational notes, the others errors."""
+    return "note" if rules.RULES[code].opt_in else "error"
+
+
+def help_uri(code: str) -> str:
+    return f"{HELP_URL}#{code.lower()}"
+
+
+# -- text ------------------------------------------------------------------------------------------
+
+def statistics_lines(report: Report) -> list[str]:
+    """flake8's --statistics: one line per code, count first."""
+    return [f"{count:<5} {code} {rules.RULES[code].name}" for code, count in report.counts()]
+
+
+def text(report: Report) -> str:
+    out: list[str] = []
+    for d in report.diagnostics:
+        out.append(f"{d.path}:{d.line}:{d.col + 1}: {d.message}")
+        if report.show_source:
+            line = report.source_line(d)
+            if line is not None:
+                out.append(line)
+                # The caret under the column, keeping tabs so that it lines up.
+                out.append("".join(c if c == "\t" else " " for c in line[:d.col]) + "^")
+    if report.statistics:
+        out.extend(statistics_lines(report))
+    return "".join(line + "\n" for line in out)
+
+
+# -- JSON ------------------------------------------------------------------------------------------
+
+def json_payload(report: Report) -> dict[str, object]:
+    diagnostics = []
+    for d in report.diagnostics:
+        item: dict[str, object] = {
+            "path": d.path, "line": d.line, "column": d.col + 1, "code": d.code,
+            "name": rules.RULES[d.code].name, "message": d.message, "url": help_uri(d.code),
+        }
+        if report.show_source:
+            item["source"] = report.source_line(d)
+        diagnostics.append(item)
+    payload: dict[str, object] = {
+        "schema_version": JSON_SCHEMA_VERSION,
+        "tool": {"name": "skiplint", "version": __version__},
+        "files_checked": len(report.results),
+        "diagnostics": diagnostics,
+        "unchecked": [{"path": r.path, "reason": r.error} for r in report.unchecked],
+    }
+    if report.statistics:
+        payload["statistics"] = [{"code": code, "name": rules.RULES[code].name, "count": count}
+                                 for code, count in report.counts()]
+    return payload
+
+
+def json_report(report: Report) -> str:
+    return json.dumps(json_payload(report), indent=2) + "\n"
+
+
+# -- SARIF 2.1.0 -----------------------------------------------------------------------------------
+
+def sarif_rule(rule: rules.Rule) -> dict[str, object]:
+    full = rule.summary + (f". At run time: {rule.failure}" if rule.failure else ".")
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": full},
+        "helpUri": help_uri(rule.code),
+        "help": {"text": f"{full} See {help_uri(rule.code)}",
+                 "markdown": f"{full}\n\n[{rule.code} {rule.name}]({help_uri(rule.code)})"},
+        "defaultConfiguration": {"level": level(rule.code), "enabled": not rule.opt_in},
+        "properties": {"tags": ["skip-connections", "pipeline-parallel"] + (["opt-in"] if rule.opt_in else [])},
+    }
+
+
+def artifact_uri(path: str) -> str:
+    """A relative URI for paths under the current directory (as code scanning wants), else file://."""
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute)
+    if relative.startswith(os.pardir):
+        return "file://" + urllib.parse.quote(absolute.replace(os.sep, "/"))
+    return urllib.parse.quote(relative.replace(os.sep, "/"))
+
+
+def sarif_payload(report: Report) -> dict[str, object]:
+    codes = list(rules.RULES)
+    index = {code: i for i, code in enumerate(codes)}
+    results = []
+    for d in report.diagnostics:
+        uri = artifact_uri(d.path)
+        location: dict[str, object] = {"uri": uri}
+        if not uri.startswith("file://"):
+            location["uriBaseId"] = "%SRCROOT%"
+        region: dict[str, object] = {"startLine": d.line, "startColumn": d.col + 1}
+        if report.show_source:
+            line = report.source_line(d)
+            if line is not None:
+                region["snippet"] = {"text": line}
+        results.append({
+            "ruleId": d.code,
+            "ruleIndex": index[d.code],
+            "level": level(d.code),
+            "message": {"text": d.message},
+            "locations": [{"physicalLocation": {"artifactLocation": location, "region": region}}],
+        })
+    notifications = [
+        {"level": "error", "message": {"text": f"could not check this file: {r.error}"},
+         "locations": [{"physicalLocation": {"artifactLocation": {"uri": artifact_uri(r.path)}}}]}
+        for r in report.unchecked
+    ]
+    cwd = urllib.parse.quote(os.path.abspath(os.curdir).replace(os.sep, "/").rstrip("/") + "/")
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "skiplint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": INFORMATION_URL,
+                "rules": [sarif_rule(rules.RULES[code]) for code in codes],
+            }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + cwd}},
+            "columnKind": "unicodeCodePoints",
+            "invocations": [{"executionSuccessful": not report.unchecked,
+                             "toolExecutionNotifications": notifications}],
+            "results": results,
+        }],
+    }
+
+
+def sarif(report: Report) -> str:
+    return json.dumps(sarif_payload(report), indent=2) + "\n"
+
+
+# -- GitHub workflow commands ----------------------------------------------------------------------
+
+_GITHUB_LEVEL = {"error": "error", "note": "notice"}
+
+
+def _escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def github(report: Report) -> str:
+    out = []
+    for d in report.diagnostics:
+        command = _GITHUB_LEVEL[level(d.code)]
+        props = ",".join((
+            f"file={_escape_property(d.path)}", f"line={d.line}", f"col={d.col + 1}",
+            f"title={_escape_property(d.code + ' ' + rules.RULES[d.code].name)}",
+        ))
+        out.append(f"::{command} {props}::{_escape_data(d.message)}")
+    if report.statistics:
+        out.extend(statistics_lines(report))
+    return "".join(line + "\n" for line in out)
+
+
+FORMATS: dict[str, Callable[[Report], str]] = {
+    "text": text,
+    "json": json_report,
+    "sarif": sarif,
+    "github": github,
+}
