@@ -1,0 +1,276 @@
+"""Facts extracted from source: declarations, commands and the paths through forward."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from skiplint.facts import SkippableClass
+from skiplint.skippables import extract
+
+HEADER = "from torch import nn\nfrom torchgpipe.skip import skippable, stash, pop\n"
+
+
+def only_class(body: str, header: str = HEADER) -> SkippableClass:
+    source = header + textwrap.dedent(body)
+    facts = extract(cst.parse_module(source), "m.py", source)
+    assert len(facts.skippables) == 1
+    return facts.skippables[0]
+
+
+def exits(cls: SkippableClass) -> set[frozenset[tuple[str, str]]] | None:
+    assert cls.forward is not None
+    return None if cls.forward.exits is None else set(cls.forward.exits)
+
+
+def test_declarations_from_literals_constants_and_concatenation() -> None:
+    cls = only_class('''
+        NAMES = ("a",) + ("b",)
+        POP = "c"
+
+        @skippable(stash=NAMES, pop=[POP])
+        class L(nn.Module):
+            def forward(self, x):
+                return x
+    ''')
+    assert [d.name for d in cls.stash.names or ()] == ["a", "b"]
+    assert [d.name for d in cls.pop.names or ()] == ["c"]
+    assert cls.stash.bare_string is None
+
+
+def test_bare_string_declares_the_string_and_remembers_it() -> None:
+    cls = only_class('''
+        @skippable(pop="skip")
+        class L(nn.Module):
+            def forward(self, x):
+                y = yield pop("skip")
+                return y
+    ''')
+    assert cls.pop.bare_string == "skip"
+    assert cls.pop.name_set == {"skip"}
+
+
+@pytest.mark.parametrize("expr", ["[n for n in 'ab']", "names()", "NAMES", "[f'x{i}']", "['a', name]"])
+def test_computed_declarations_are_unknown(expr: str) -> None:
+    cls = only_class(f'''
+        @skippable(stash={expr})
+        class L(nn.Module):
+            def forward(self, x):
+                return x
+    ''')
+    assert not cls.stash.known
+
+
+def test_straight_line_forward_has_one_exit_with_every_command() -> None:
+    cls = only_class('''
+        @skippable(stash=["a"], pop=["b"])
+        class L(nn.Module):
+            def forward(self, x):
+                yield stash("a", x)
+                b = yield pop("b")
+                return x + b
+    ''')
+    assert exits(cls) == {frozenset({("stash", "a"), ("pop", "b")})}
+    assert cls.forward is not None and cls.forward.repeats == ()
+
+
+def test_if_without_else_gives_two_exits_and_names_the_if() -> None:
+    cls = only_class('''
+        @skippable(stash=["a"])
+        class L(nn.Module):
+            def forward(self, x):
+                if x.sum() > 0:
+                    yield stash("a", x)
+                return x
+    ''')
+    assert exits(cls) == {frozenset(), frozenset({("stash", "a")})}
+    assert cls.forward is not None
+    (key, site), = cls.forward.branches
+    assert key == ("stash", "a") and site.position == (7, 8)
+
+
+def test_raise_paths_are_not_exits_and_early_returns_are() -> None:
+    cls = only_class('''
+        @skippable(stash=["a"])
+        class L(nn.Module):
+            def forward(self, x):
+                if x is None:
+                    raise ValueError
+                if x.dim() == 0:
+                    return x
+                yield stash("a", x)
+                return x
+    ''')
+    assert exits(cls) == {frozenset(), frozenset({("stash", "a")})}
+    assert cls.forward is not None and cls.forward.early_exit is not None
+    assert cls.forward.early_exit.position == (9, 8)
+
+
+@pytest.mark.parametrize("loop, expected_exits, repeats", [
+    ("for i in range(1):", {frozenset({("stash", "a")})}, 0),
+    ("for i in range(0):", {frozenset()}, 0),
+    ("for i in reversed(range(2)):", {frozenset({("stash", "a")})}, 1),
+    ("for i in xs:", {frozenset(), frozenset({("stash", "a")})}, 1),
+    ("while x.sum() > 0:", {frozenset(), frozenset({("stash", "a")})}, 1),
+])
+def test_loops(loop: str, expected_exits: set[frozenset[tuple[str, str]]], repeats: int) -> None:
+    cls = only_class(f'''
+        @skippable(stash=["a"])
+        class L(nn.Module):
+            def forward(self, x, xs=()):
+                {loop}
+                    yield stash("a", x)
+                return x
+    ''')
+    assert exits(cls) == expected_exits
+    assert cls.forward is not None and len(cls.forward.repeats) == repeats
+
+
+def test_while_true_with_break_runs_once() -> None:
+    cls = only_class('''
+        @skippable(stash=["a"])
+        class L(nn.Module):
+            def forward(self, x):
+                while True:
+                    yield stash("a", x)
+                    break
+                return x
+    ''')
+    assert exits(cls) == {frozenset({("stash", "a")})}
+    assert cls.forward is not None and cls.forward.repeats == ()
+
+
+def test_try_handlers_start_from_any_point_of_the_body_and_finally_always_runs() -> None:
+    cls = only_class('''
+        @skippable(stash=["a", "b"])
+        class L(nn.Module):
+            def forward(self, x):
+                try:
+                    yield stash("a", x)
+                    x = x.relu()
+                except RuntimeError:
+                    pass
+                finally:
+                    yield stash("b", x)
+                return x
+    ''')
+    assert exits(cls) == {frozenset({("stash", "a"), ("stash", "b")}), frozenset({("stash", "b")})}
+
+
+def test_yield_from_a_helper_method_is_followed() -> None:
+    cls = only_class('''
+        @skippable(stash=["a"], pop=["b"])
+        class L(nn.Module):
+            def forward(self, x):
+                b = yield from self.merge(x)
+                return b
+
+            def merge(self, x):
+                yield stash("a", x)
+                b = yield pop("b")
+                return x + b
+    ''')
+    assert exits(cls) == {frozenset({("stash", "a"), ("pop", "b")})}
+    assert cls.forward is not None
+    assert {(c.kind, c.name) for c in cls.forward.commands} == {("stash", "a"), ("pop", "b")}
+
+
+@pytest.mark.parametrize("line", [
+    "yield from helper(x)",          # a module function: not followed
+    "yield self.make(x)",            # may build a command
+    "cmd = make(x); yield cmd",
+    "yield stash(name, x)",          # computed name
+])
+def test_unknowable_forwards_abstain(line: str) -> None:
+    cls = only_class(f'''
+        name = compute()
+
+        @skippable(stash=["a"])
+        class L(nn.Module):
+            def forward(self, x):
+                {line}
+                return x
+    ''')
+    assert cls.forward is not None
+    assert "stash" in cls.forward.unknown_kinds
+
+
+def test_unyielded_commands_are_recorded_but_do_nothing_on_any_path() -> None:
+    cls = only_class('''
+        @skippable(stash=["a"], pop=["b"])
+        class L(nn.Module):
+            def forward(self, x):
+                stash("a", x)
+                b = pop("b")
+                return x + b
+    ''')
+    assert cls.forward is not None
+    assert [(c.kind, c.name, c.yielded) for c in cls.forward.commands] == [
+        ("stash", "a", False), ("pop", "b", False)]
+    assert exits(cls) == {frozenset()}
+
+
+def test_a_command_assigned_then_yielded_counts_as_yielded() -> None:
+    cls = only_class('''
+        @skippable(stash=["a"])
+        class L(nn.Module):
+            def forward(self, x):
+                cmd = stash("a", x)
+                yield cmd
+                return x
+    ''')
+    assert cls.forward is not None
+    assert [(c.name, c.yielded) for c in cls.forward.commands] == [("a", True)]
+    assert cls.forward.unknown_kinds == frozenset()
+
+
+def test_arity_and_discarded_pop() -> None:
+    cls = only_class('''
+        @skippable(stash=["a"], pop=["b"])
+        class L(nn.Module):
+            def forward(self, x):
+                yield stash("a")
+                yield pop("b", x)
+                yield pop(name="b")
+                return x
+    ''')
+    assert cls.forward is not None
+    assert [(c.kind, c.arity_problem, c.discarded) for c in cls.forward.commands] == [
+        ("stash", "is missing the tensor to stash: write stash(name, tensor)", False),
+        ("pop", "takes only the skip name, but 2 arguments were given", True),
+        ("pop", None, True),
+    ]
+
+
+def test_too_many_paths_abstains() -> None:
+    branches = "\n".join(f"        if c{i}:\n            yield stash('n{i}', x)" for i in range(10))
+    source = HEADER + "@skippable(stash=[%s])\nclass L(nn.Module):\n    def forward(self, x):\n%s\n        return x\n" % (
+        ", ".join(f"'n{i}'" for i in range(10)), branches)
+    facts = extract(cst.parse_module(source), "m.py", source)
+    forward = facts.skippables[0].forward
+    assert forward is not None and forward.exits is None
+
+
+def test_skippable_call_form_and_nested_classes() -> None:
+    source = HEADER + textwrap.dedent('''
+        def build():
+            class Block(nn.Module):
+                def forward(self, x):
+                    yield stash("a", x)
+                    return x
+            Block = skippable(stash=["a"])(Block)
+            return Block()
+
+        if __name__ == "__main__":
+            @skippable(pop=["a"])
+            class Tail(nn.Module):
+                def forward(self, x):
+                    a = yield pop("a")
+                    return a
+    ''')
+    facts = extract(cst.parse_module(source), "m.py", source)
+    assert [(c.name, sorted(c.stash.name_set), sorted(c.pop.name_set)) for c in facts.skippables] == [
+        ("Block", ["a"], []), ("Tail", [], ["a"])]
+    assert facts.findings == ()
