@@ -143,6 +143,41 @@ class _Located:
             depth += 1
         return depth
 
+    def function_of(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+        while node in self.parents:
+            node = self.parents[node]
+            if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return node if isinstance(node, cst.FunctionDef) else None
+        return None
+
+    def yield_allowed(self, node: cst.CSTNode) -> bool:
+        """Whether adding a yield at `node` keeps the program's meaning apart from the fix: inside a
+        function that is already a generator, or the forward of a decorated class (@skippable)."""
+        func = self.function_of(node)
+        if func is None or func.asynchronous is not None:
+            return False
+        found: list[bool] = []
+
+        class Yields(cst.CSTVisitor):
+            def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
+                return inner is func
+
+            def visit_ClassDef(self, _: cst.ClassDef) -> bool:
+                return False
+
+            def visit_Lambda(self, _: cst.Lambda) -> bool:
+                return False
+
+            def visit_Yield(self, _: cst.Yield) -> None:
+                found.append(True)
+
+        func.visit(Yields())
+        if found:
+            return True
+        block = self.parents.get(func)
+        cls = self.parents.get(block) if block is not None else None
+        return func.name.value == "forward" and isinstance(cls, cst.ClassDef) and bool(cls.decorators)
+
     def names_in_scope(self, node: cst.CSTNode) -> set[str]:
         """Every name used in the function (or module) around `node`."""
         scope: cst.CSTNode = node
@@ -180,6 +215,8 @@ def _rewrite(module: cst.Module, diagnostic: Diagnostic, target: str) -> cst.Mod
             if not isinstance(node, cst.Call):
                 continue
             parent = located.parents.get(node)
+            if not located.yield_allowed(node):
+                raise _NotFixable("a yield here would change what the enclosing function is")
             if isinstance(parent, cst.Expr) and parent.value is node:
                 if diagnostic.message.split(" ", 2)[1].startswith("stash("):
                     old, new = parent, parent.with_changes(value=cst.Yield(value=node))
@@ -233,6 +270,7 @@ def fix_source(text: str, path: str, settings: config.Config = config.Config(), 
         return FileFix(path, text, text, (), (), result.error)
     current = text
     diagnostics = list(result.diagnostics)
+    compiles = any(d.code in codes for d in diagnostics) and _compiles(text, path)
     applied: list[Diagnostic] = []
     left: list[tuple[Diagnostic, str]] = []
     tried: set[tuple[str, int, int, str]] = set()
@@ -250,6 +288,9 @@ def fix_source(text: str, path: str, settings: config.Config = config.Config(), 
         except (cst.ParserSyntaxError, RecursionError, ValueError, TypeError) as error:
             left.append((diagnostic, f"could not rewrite: {str(error).splitlines()[0]}"))
             continue
+        if compiles and not _compiles(candidate, path):
+            left.append((diagnostic, "the rewritten file would not compile"))
+            continue
         after = parallel.check_source(candidate, path, settings)
         before_count = sum(1 for d in diagnostics if d.code == diagnostic.code)
         after_count = sum(1 for d in after.diagnostics if d.code == diagnostic.code)
@@ -260,6 +301,14 @@ def fix_source(text: str, path: str, settings: config.Config = config.Config(), 
         current = candidate
         diagnostics = list(after.diagnostics)
     return FileFix(path, text, current, tuple(applied), tuple(left))
+
+
+def _compiles(text: str, path: str) -> bool:
+    try:
+        compile(text, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _encoding(data: bytes) -> str:
