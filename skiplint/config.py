@@ -57,7 +57,11 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        where = f"{self.path}: {self.key}" if self.key else self.path
+        path = self.path
+        if os.path.isabs(path):
+            relative = os.path.relpath(path)
+            path = path if relative.startswith(os.pardir) else relative
+        where = f"{path}: {self.key}" if self.key else path
         return f"skiplint: {where}: {self.message}"
 
 
@@ -93,6 +97,21 @@ class Config:
 
     def excludes(self, path: str) -> bool:
         return any(_matches(pattern, path, self.root) for pattern in self.exclude)
+
+    def excludes_named(self, path: str) -> bool:
+        """For a file named on the command line (as pre-commit names every file): excluded when it
+        or a directory above it, up to the configuration's directory, matches a pattern."""
+        if not self.exclude:
+            return False
+        current = os.path.abspath(path)
+        stop = os.path.abspath(self.root) if self.source is not None else os.path.abspath(os.curdir)
+        while True:
+            if self.excludes(current):
+                return True
+            parent = os.path.dirname(current)
+            if current == stop or parent == current or not parent.startswith(stop):
+                return False
+            current = parent
 
     def replace(self, **changes: Any) -> "Config":
         return dataclasses.replace(self, **changes)
@@ -382,5 +401,5 @@ class Finder:
                             yield full, here
             else:
                 config = self.for_file(path)
-                if not config.excludes(path):
+                if not config.excludes_named(path):
                     yield path, config  # a missing or unreadable file is reported when it is read
