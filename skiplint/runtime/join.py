@@ -1,0 +1,140 @@
+"""Join runtime failures with static findings: a pure function of the two and of what the run reached.
+
+A static finding is `confirmed` only when a runtime failure maps to the same code, the same subject
+(class for SKP1xx, layer for SKP2xx) and the same skip name. A runtime failure is `predicted` when
+it confirms some static finding, `missed` otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+from skiplint.rules import RULES
+from skiplint.runtime.report import Observation, StaticFinding
+
+
+def _c(code: str) -> str:
+    return RULES[code].code
+
+
+#: Codes whose failure a run can show; the others are silent or happen before a run can start.
+OBSERVABLE = frozenset(map(_c, (
+    "SKP101", "SKP102", "SKP103", "SKP104", "SKP105", "SKP108", "SKP110", "SKP111", "SKP112",
+    "SKP114", "SKP201", "SKP202", "SKP203", "SKP204", "SKP301",
+)))
+#: Codes checked by verify_skippables over the whole Sequential at once.
+VERIFY_CODES = frozenset(map(_c, ("SKP105", "SKP201", "SKP202", "SKP203", "SKP204")))
+#: Codes about one class whose failure needs no skip name to match.
+UNNAMED = frozenset(map(_c, ("SKP108", "SKP112", "SKP114")))
+BALANCE = _c("SKP301")
+CONDITIONAL = _c("SKP111")
+#: Forward failures that a conditional (SKP111) explains when the static pass said so.
+_BY_CONDITION = {_c("SKP103"): "stashed", _c("SKP104"): "popped"}
+_REPEAT = _c("SKP110")
+
+
+@dataclass
+class Reach:
+    """What the run reached, so that an unconfirmed finding is told apart as not reproduced/exercised."""
+
+    #: Child name -> class name, for every direct child of the model.
+    layers: dict[str, str] = field(default_factory=dict)
+    #: Classes whose forward completed at least once / raised.
+    completed: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
+    verify_ran: bool = False
+    layout_ran: bool = False
+
+
+def _strip(text: Optional[str]) -> Optional[str]:
+    return text.strip("'\"") if text is not None else None
+
+
+def _is_class_code(code: str) -> bool:
+    return code.startswith("SKP1")
+
+
+def _layer_matches(static_layer: Optional[str], obs: Observation) -> bool:
+    """A static finding's layer (its child name, or the class expression) is the observed layer."""
+    layer = _strip(static_layer)
+    if layer is None or obs.layer is None:
+        return False
+    if layer == obs.layer:
+        return True
+    if obs.cls is not None and (layer == obs.cls or layer.startswith(obs.cls + "(")):
+        return True
+    return False
+
+
+def matches(s: StaticFinding, o: Observation) -> bool:
+    if s.code != o.code:
+        return False
+    if o.code not in UNNAMED and s.name != o.name:
+        return False
+    if o.code == BALANCE:
+        return True
+    if _is_class_code(o.code):
+        return s.cls is not None and s.cls == o.cls
+    return _layer_matches(s.layer, o) or (s.layer is None and s.cls is not None and s.cls == o.cls)
+
+
+def _conditional(o: Observation, static: list[StaticFinding]) -> Observation:
+    verb = _BY_CONDITION.get(o.code)
+    if verb is None:
+        return o
+    for s in static:
+        if s.code == CONDITIONAL and s.cls == o.cls and s.name == o.name and verb in s.message:
+            return replace(o, code=CONDITIONAL)
+    return o
+
+
+def _unconfirmed(s: StaticFinding, reach: Reach) -> tuple[str, str]:
+    if s.code not in OBSERVABLE or (s.code == _REPEAT and "stashed twice" in s.message):
+        return "not exercised", "its failure is silent at run time or happens before a run"
+    if s.code == BALANCE:
+        return ("not reproduced", "") if reach.layout_ran else ("not exercised", "the partitioning step did not run")
+    classes = set(reach.layers.values())
+    if s.code in VERIFY_CODES:
+        if s.cls is not None and s.cls not in classes:
+            return "not exercised", f"'{s.cls}' is not a layer of this model"
+        return ("not reproduced", "") if reach.verify_ran else ("not exercised", "verify_skippables did not run")
+    if s.cls is None or s.cls not in classes:
+        return "not exercised", f"'{s.cls}' is not a layer of this model" if s.cls else "not about a layer of this model"
+    if s.cls in reach.failed:
+        return "not exercised", f"the forward of '{s.cls}' failed first with another error"
+    if s.cls in reach.completed:
+        return "not reproduced", ""
+    return "not exercised", f"the run did not reach '{s.cls}'"
+
+
+def join(observations: list[Observation], static: list[StaticFinding],
+         reach: Reach) -> tuple[list[Observation], list[StaticFinding]]:
+    """Mark each observation predicted/missed and give each static finding its verdict."""
+    joined_obs = []
+    confirmed: set[int] = set()
+    for o in observations:
+        o = _conditional(o, static)
+        hits = [i for i, s in enumerate(static) if matches(s, o)]
+        confirmed.update(hits)
+        joined_obs.append(replace(o, predicted=bool(hits)))
+    joined_static = []
+    for i, s in enumerate(static):
+        if i in confirmed:
+            joined_static.append(replace(s, verdict="confirmed", note=""))
+        else:
+            verdict, note = _unconfirmed(s, reach)
+            joined_static.append(replace(s, verdict=verdict, note=note))  # type: ignore[arg-type]
+    return _dedupe(joined_obs), joined_static
+
+
+def _dedupe(observations: list[Observation]) -> list[Observation]:
+    """One failure, once: the same code, layer and name met by several steps is kept at the first."""
+    seen: set[tuple[str, Optional[str], Optional[str], Optional[str]]] = set()
+    out = []
+    for o in observations:
+        key = (o.code, o.layer, o.cls, o.name)
+        if key not in seen:
+            seen.add(key)
+            out.append(o)
+    return out

@@ -1,0 +1,219 @@
+"""What `skiplint verify` found: steps, runtime failures, static findings and routes, joined.
+
+Plain frozen data and two renderers (text, json); no torch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Literal, Optional
+
+from skiplint.rules import RULES
+
+StepStatus = Literal["ok", "failed", "skipped", "error"]
+#: A static finding after the run.
+Verdict = Literal["confirmed", "not reproduced", "not exercised"]
+
+EXIT_CLEAN, EXIT_DISAGREE, EXIT_NOT_RUN = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the run, as the progress line shows it."""
+
+    name: str
+    status: StepStatus
+    seconds: float = 0.0
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Observation:
+    """A failure the run met, mapped to its code; `predicted` says whether a static finding said so."""
+
+    code: str
+    #: The step that met it (plain, verify_skippables, layout, pipe[except_last], ...).
+    step: str
+    #: Child name of the failing layer in the Sequential, when known.
+    layer: Optional[str]
+    #: Class name of that layer (the wrapped module's class for skippables).
+    cls: Optional[str]
+    name: Optional[str]
+    #: The library's own message.
+    message: str
+    predicted: bool = False
+
+
+@dataclass(frozen=True)
+class StaticFinding:
+    """A diagnostic of the static pass, with the subject it is about, and its verdict after the run."""
+
+    path: str
+    line: int
+    col: int
+    code: str
+    message: str
+    cls: Optional[str] = None
+    layer: Optional[str] = None
+    name: Optional[str] = None
+    verdict: Verdict = "not exercised"
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Route:
+    """One skip's way through the partitions: stashed by layer `src` in partition `src_partition`."""
+
+    name: str
+    src_layer: str
+    dst_layer: str
+    src_partition: int
+    dst_partition: int
+
+    def __str__(self) -> str:
+        return (f"'{self.name}': layer {self.src_layer} (partition {self.src_partition}) -> "
+                f"layer {self.dst_layer} (partition {self.dst_partition})")
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """A value that crosses a partition boundary in the fx split (pipelining backend)."""
+
+    value: str
+    src_partition: int
+    dst_partition: int
+    #: The skip it carries, or None for the main activation.
+    skip: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Pipe output and gradients against the plain Sequential, for one checkpoint mode."""
+
+    mode: str
+    output_max_abs: float
+    grad_max_abs: float
+    ok: bool
+
+
+@dataclass
+class Report:
+    target: str
+    backend: str = ""
+    balance: tuple[int, ...] = ()
+    chunks: int = 1
+    checkpoints: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ()
+    steps: list[Step] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
+    static: list[StaticFinding] = field(default_factory=list)
+    runtime_routes: Optional[list[Route]] = None
+    static_routes: Optional[list[Route]] = None
+    #: Why the static routes could not be compared, when they could not.
+    static_routes_note: str = ""
+    crossings: Optional[list[Crossing]] = None
+    comparisons: list[Comparison] = field(default_factory=list)
+    tolerances: dict[str, float] = field(default_factory=dict)
+    #: Set when the run could not happen (exit status 2): the reason in one line.
+    reason: Optional[str] = None
+    #: The exception behind `reason`, for --verbose (not serialised).
+    cause: Optional[BaseException] = field(default=None, repr=False, compare=False)
+
+    @property
+    def routes_agree(self) -> bool:
+        if self.runtime_routes is None or self.static_routes is None:
+            return True
+        return sorted(map(str, self.runtime_routes)) == sorted(map(str, self.static_routes))
+
+    @property
+    def clean(self) -> bool:
+        return (not self.observations and not self.static
+                and all(s.status in ("ok", "skipped") for s in self.steps)
+                and all(c.ok for c in self.comparisons) and self.routes_agree)
+
+    @property
+    def exit_code(self) -> int:
+        if self.reason is not None:
+            return EXIT_NOT_RUN
+        return EXIT_CLEAN if self.clean else EXIT_DISAGREE
+
+    # -- rendering ------------------------------------------------------------------------
+    def to_json(self) -> str:
+        cause, self.cause = self.cause, None
+        try:
+            payload = asdict(self)
+        finally:
+            self.cause = cause
+        del payload["cause"]
+        payload["exit_code"] = self.exit_code
+        payload["routes_agree"] = self.routes_agree
+        for item in payload["observations"]:
+            item["rule"] = RULES[item["code"]].name
+        return json.dumps(payload, indent=2)
+
+    def to_text(self) -> str:
+        lines = [f"skiplint verify {self.target}"]
+        lines.extend(format_step(step) for step in self.steps)
+        return "\n".join(lines + [self.summary_text()])
+
+    def summary_text(self) -> str:
+        """Everything after the step lines (which a live run shows as they end)."""
+        lines = []
+        if self.backend:
+            lines.append("")
+            lines.append(f"backend {self.backend}, balance {list(self.balance)}, chunks {self.chunks}, "
+                         f"checkpoint {', '.join(self.checkpoints)}, devices {', '.join(self.devices)}")
+        if self.comparisons:
+            lines.append("")
+            lines.append("compared with the plain Sequential (output and every gradient; "
+                         + ", ".join(f"{k} {v:g}" for k, v in self.tolerances.items()) + "):")
+            for c in self.comparisons:
+                lines.append(f"  {c.mode:<12} output max |diff| {c.output_max_abs:.2e}, "
+                             f"gradient max |diff| {c.grad_max_abs:.2e}  {'ok' if c.ok else 'MISMATCH'}")
+        if self.runtime_routes is not None:
+            lines.append("")
+            lines.append("skip routes (runtime SkipLayout):" if self.runtime_routes else
+                         "skip routes (runtime SkipLayout): none")
+            lines.extend(f"  {r}" for r in self.runtime_routes)
+            if self.static_routes is not None:
+                lines.append("  static route table: " + ("agrees" if self.routes_agree else "DIFFERS"))
+                if not self.routes_agree:
+                    lines.extend(f"    static  {r}" for r in self.static_routes)
+            elif self.static_routes_note:
+                lines.append(f"  static route table: {self.static_routes_note}")
+        if self.crossings is not None:
+            lines.append("")
+            lines.append("values crossing partitions (torch.fx split_module):")
+            for x in self.crossings:
+                what = f"skip '{x.skip}'" if x.skip else "activation"
+                lines.append(f"  {x.value}: partition {x.src_partition} -> {x.dst_partition} ({what})")
+        if self.static or self.observations:
+            lines.append("")
+        for s in self.static:
+            note = f" ({s.note})" if s.note else ""
+            lines.append(f"{s.path}:{s.line}:{s.col + 1}: {s.message}")
+            lines.append(f"  static finding {s.verdict}{note}")
+        for o in self.observations:
+            where = f"layer '{o.layer}'" if o.layer is not None else "the pipe"
+            if o.cls:
+                where += f" ({o.cls})"
+            lines.append(f"{o.code} at run time in {o.step}, {where}: {o.message}")
+            lines.append(f"  {'predicted by the static pass' if o.predicted else 'MISSED by the static pass'}")
+        lines.append("")
+        if self.reason is not None:
+            lines.append(f"could not run: {self.reason}")
+        elif self.clean:
+            lines.append("clean: the run passed and agrees with the static pass")
+        else:
+            confirmed = sum(s.verdict == "confirmed" for s in self.static)
+            missed = sum(not o.predicted for o in self.observations)
+            lines.append(f"{len(self.static)} static finding(s), {confirmed} confirmed; "
+                         f"{len(self.observations)} runtime failure(s), {missed} missed by the static pass")
+        return "\n".join(lines)
+
+
+def format_step(step: Step) -> str:
+    mark = {"ok": "ok", "failed": "FAILED", "skipped": "skipped", "error": "ERROR"}[step.status]
+    detail = f"  {step.detail}" if step.detail else ""
+    return f"  {step.name:<36} {mark:<8} {step.seconds:7.3f}s{detail}"

@@ -1,0 +1,446 @@
+"""The run itself: build, verify_skippables, layout, plain reference, pipe per checkpoint mode,
+static pass, join. Imports torch; reached only through skiplint.runtime.verify or the CLI."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+import torch
+from torch import nn
+
+from skiplint.runtime import backends, join as joining, messages, static as static_pass, target
+from skiplint.runtime.errors import CannotRun
+from skiplint.runtime.report import Comparison, Observation, Report, Route, Step
+
+CHECKPOINTS = ("never", "except_last", "always")
+#: Pipe against plain Sequential: outputs, then every gradient (parameters and the input).
+TOLERANCES = {"output rtol": 1e-5, "output atol": 1e-6, "gradient rtol": 1e-4, "gradient atol": 1e-5}
+_LIBRARY_MODULES = ("torch", "torchgpipe", "fairscale")
+
+
+@dataclass
+class Options:
+    target: str
+    sample: Optional[str] = None
+    input_shape: Optional[tuple[int, ...]] = None
+    backend: str = "auto"
+    balance: Optional[tuple[int, ...]] = None
+    chunks: int = 2
+    checkpoints: tuple[str, ...] = CHECKPOINTS
+    devices: Optional[tuple[str, ...]] = None
+    #: Seconds the multi-process pipelining run may take before it is stopped.
+    timeout: float = 120.0
+
+
+class _Steps:
+    """Times each step, records it and shows it as soon as it ends."""
+
+    def __init__(self, report: Report, progress: Optional[Callable[[Step], None]]) -> None:
+        self.report = report
+        self.progress = progress
+
+    def add(self, name: str, status: str, seconds: float, detail: str = "") -> None:
+        step = Step(name, status, round(seconds, 4), detail)  # type: ignore[arg-type]
+        self.report.steps.append(step)
+        if self.progress is not None:
+            self.progress(step)
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[dict[str, str]]:
+        """Runs a step; the body sets out['status'] / out['detail']; CannotRun ends the run."""
+        out = {"status": "ok", "detail": ""}
+        start = time.perf_counter()
+        try:
+            yield out
+        except CannotRun as error:
+            self.add(name, "error", time.perf_counter() - start, str(error))
+            raise
+        except torch.cuda.OutOfMemoryError:
+            self.add(name, "error", time.perf_counter() - start, "CUDA out of memory")
+            raise CannotRun(f"CUDA out of memory in step '{name}': use more --chunks, a smaller sample "
+                            "or more --devices") from None
+        self.add(name, out["status"], time.perf_counter() - start, out["detail"])
+
+
+def _one_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+def _wrapped_class(layer: nn.Module, lib: Optional[backends.SkipLibrary]) -> type:
+    if lib is not None and isinstance(layer, lib.Skippable):
+        return type(layer.module)
+    return type(layer)
+
+
+def _default_devices(partitions: int) -> list[torch.device]:
+    if torch.cuda.is_available():
+        count = torch.cuda.device_count()
+        return [torch.device("cuda", i % count) for i in range(partitions)]
+    return [torch.device("cpu")] * partitions
+
+
+def _even_balance(layers: int, partitions: int) -> tuple[int, ...]:
+    partitions = max(1, min(partitions, layers))
+    base, extra = divmod(layers, partitions)
+    return tuple(base + (1 if i < extra else 0) for i in range(partitions))
+
+
+def _loss(output: Any, weights: list[torch.Tensor]) -> torch.Tensor:
+    outputs = output if isinstance(output, tuple) else (output,)
+    return sum(((o.float().cpu() * w).sum() for o, w in zip(outputs, weights)), torch.zeros(()))
+
+
+def _weights(output: Any) -> list[torch.Tensor]:
+    outputs = output if isinstance(output, tuple) else (output,)
+    gen = torch.Generator().manual_seed(1)
+    return [torch.randn(o.shape, generator=gen) for o in outputs]
+
+
+def _max_diff(a: Any, b: Any) -> float:
+    a_t = a if isinstance(a, tuple) else (a,)
+    b_t = b if isinstance(b, tuple) else (b,)
+    return max((float((x.detach().float().cpu() - y.detach().float().cpu()).abs().max()) if x.numel() else 0.0
+                for x, y in zip(a_t, b_t)), default=0.0)
+
+
+def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
+    a_t = a if isinstance(a, tuple) else (a,)
+    b_t = b if isinstance(b, tuple) else (b,)
+    return len(a_t) == len(b_t) and all(
+        x.shape == y.shape and torch.allclose(x.detach().float().cpu(), y.detach().float().cpu(), rtol=rtol, atol=atol)
+        for x, y in zip(a_t, b_t))
+
+
+@dataclass
+class _Result:
+    output: Any
+    grads: dict[str, torch.Tensor]
+
+
+class Runner:
+    def __init__(self, options: Options, progress: Optional[Callable[[Step], None]] = None) -> None:
+        self.options = options
+        self.report = Report(options.target, tolerances=dict(TOLERANCES))
+        self.steps = _Steps(self.report, progress)
+        self.reach = joining.Reach()
+        self.raw: list[Observation] = []
+        self.lib: Optional[backends.SkipLibrary] = None
+
+    # -- helpers --------------------------------------------------------------------------
+    def _observe(self, step: str, error: BaseException, layer: Optional[str]) -> list[Observation]:
+        """Failures of a step read from the library's message; [] when the error is not one of them."""
+        module = dict(self.model.named_children()).get(layer) if layer is not None else None
+        poppable: frozenset[str] = frozenset()
+        if module is not None and self.lib is not None and isinstance(module, self.lib.Skippable):
+            poppable = frozenset(module.poppable_names)
+        found = []
+        for failure in messages.parse_forward(error, poppable):
+            at = failure.layer if failure.layer is not None else layer
+            cls = self.reach.layers.get(at) if at is not None else None
+            found.append(Observation(failure.code, step, at, cls, failure.name, failure.message))
+        return found
+
+    def _fresh_tracker(self) -> Any:
+        assert self.lib is not None
+        return self.lib.use_skip_tracker(self.lib.SkipTracker())
+
+    # -- the steps -------------------------------------------------------------------------
+    def build(self) -> None:
+        with self.steps.timed("import and build") as out:
+            built = target.build(self.options.target, self.options.sample, self.options.input_shape)
+            self.model: nn.Sequential = built.model.cpu()
+            self.sample: torch.Tensor = built.sample
+            self.built = built
+            libs = backends.libraries_of(type(layer) for layer in self.model.children())
+            backend = self.options.backend
+            if len(libs) > 1:
+                raise CannotRun("the model mixes skippable layers of torchgpipe and fairscale; "
+                                "each library's Pipe sees only its own")
+            library = next(iter(libs)) if libs else None
+            if backend == "auto":
+                backend = library or "torchgpipe"
+            elif backend in ("torchgpipe", "fairscale") and library is not None and library != backend:
+                raise CannotRun(f"the model's skippable layers come from {library}; "
+                                f"--backend {backend} would not see them")
+            if backend == "pipelining":
+                backends.require_pipelining()
+            self.lib = backends.load(library or (backend if backend != "pipelining" else "torchgpipe"))
+            self.report.backend = backend
+            for name, layer in self.model.named_children():
+                self.reach.layers[name] = _wrapped_class(layer, self.lib).__name__
+            layers = len(self.model)
+            opts = self.options
+            if opts.balance is not None:
+                balance = tuple(opts.balance)
+            else:
+                wanted = len(opts.devices) if opts.devices else (torch.cuda.device_count() or 2)
+                balance = _even_balance(layers, wanted)
+            if opts.devices:
+                devices = [torch.device(d) for d in opts.devices]
+                if len(devices) < len(balance):
+                    raise CannotRun(f"{len(balance)} partitions but only {len(devices)} devices "
+                                    f"({', '.join(opts.devices)}); give more --devices or a shorter --balance")
+            else:
+                devices = _default_devices(len(balance))
+            self.balance, self.devices = balance, devices[:len(balance)]
+            self.report.balance = balance
+            self.report.chunks = opts.chunks
+            self.report.checkpoints = tuple(opts.checkpoints) if backend != "pipelining" else ("n/a",)
+            self.report.devices = tuple(str(d) for d in self.devices)
+            out["detail"] = (f"{layers} layers, {sum(isinstance(m, self.lib.Skippable) for m in self.model.children())} "
+                             f"skippable, sample {tuple(self.sample.shape)}")
+
+    def verify(self) -> None:
+        assert self.lib is not None
+        with self.steps.timed("verify_skippables") as out:
+            self.reach.verify_ran = True
+            try:
+                self.lib.verify_skippables(self.model)
+                self.verified = True
+            except TypeError as error:
+                self.verified = False
+                found = self._observe("verify_skippables", error, None)
+                if not found:
+                    raise CannotRun(f"verify_skippables raised {_one_line(error)}") from error
+                self.raw.extend(found)
+                out["status"], out["detail"] = "failed", f"{len(found)} mismatch(es)"
+
+    def layout(self) -> None:
+        assert self.lib is not None
+        with self.steps.timed("inspect_skip_layout") as out:
+            self.reach.layout_ran = True
+            self.balanced = False
+            try:
+                partitions, _, _ = self.lib.split_module(copy.deepcopy(self.model), list(self.balance),
+                                                         [torch.device("cpu")] * len(self.balance))
+            except self.lib.BalanceError as error:
+                if "different length" in str(error):
+                    self.raw.append(Observation(joining.BALANCE, "inspect_skip_layout", None, None, None, str(error)))
+                    out["status"], out["detail"] = "failed", "balance does not fit the model"
+                    return
+                raise CannotRun(f"bad --balance: {error}") from None
+            self.balanced = True
+            if not self.verified:
+                out["status"], out["detail"] = "skipped", "verify_skippables failed"
+                return
+            layout = self.lib.inspect_skip_layout(partitions)
+            self.report.runtime_routes = self._routes(layout)
+            crossing = sum(r.src_partition != r.dst_partition for r in self.report.runtime_routes)
+            out["detail"] = (f"balance {list(self.balance)}: {len(self.report.runtime_routes)} skip(s), "
+                             f"{crossing} crossing partitions")
+
+    def _routes(self, layout: Any) -> list[Route]:
+        assert self.lib is not None
+        stashed_at: dict[Any, str] = {}
+        routes = []
+        for name, layer in self.model.named_children():
+            if not isinstance(layer, self.lib.Skippable):
+                continue
+            for key in layer.stashable():
+                stashed_at[key] = name
+            for key in layer.poppable():
+                src_j, dst_j = layout.by_ns_name[key]
+                routes.append(Route(key[1], stashed_at[key], name, src_j, dst_j))
+        return routes
+
+    def plain(self) -> Optional[_Result]:
+        """The plain Sequential, layer by layer on the first device: the reference every run is compared with."""
+        with self.steps.timed("plain Sequential") as out:
+            device = self.devices[0]
+            model = copy.deepcopy(self.model).to(device)
+            x = self.sample.clone().to(device)
+            if x.is_floating_point():
+                x.requires_grad_(True)
+            h: Any = x
+            with self._fresh_tracker():
+                for name, layer in model.named_children():
+                    cls = self.reach.layers[name]
+                    try:
+                        h = layer(h)
+                    except (torch.cuda.OutOfMemoryError, CannotRun):
+                        raise
+                    except Exception as error:
+                        self.reach.failed.add(cls)
+                        found = self._observe("plain Sequential", error, name)
+                        if not found:
+                            raise CannotRun(f"the sample does not fit the model: layer '{name}' ({cls}) "
+                                            f"raised {_one_line(error)}") from error
+                        self.raw.extend(found)
+                        out["status"], out["detail"] = "failed", f"layer '{name}' ({cls}): {found[0].code}"
+                        return None
+                    self.reach.completed.add(cls)
+            self.weights = _weights(h)
+            _loss(h, self.weights).backward()
+            grads = {n: p.grad.detach().cpu().clone() for n, p in model.named_parameters() if p.grad is not None}
+            if x.grad is not None:
+                grads["<input>"] = x.grad.detach().cpu().clone()
+            out["detail"] = f"forward and backward, {len(grads)} gradients"
+            return _Result(h, grads)
+
+    def pipe(self, mode: str, reference: _Result) -> None:
+        assert self.lib is not None
+        name = f"Pipe forward+backward [{mode}]"
+        with self.steps.timed(name) as out:
+            model = copy.deepcopy(self.model)
+            labels = _label_layers(model)
+            try:
+                pipe = self.lib.Pipe(model, balance=list(self.balance), devices=list(self.devices),
+                                     chunks=self.options.chunks, checkpoint=mode)
+                x = self.sample.clone().to(self.devices[0])
+                if x.is_floating_point():
+                    x.requires_grad_(True)
+                output = pipe(x)
+                _loss(output, self.weights).backward()
+            except (torch.cuda.OutOfMemoryError, CannotRun):
+                raise
+            except Exception as error:
+                layer = getattr(error, "_skiplint_layer", None)
+                found = self._observe(f"pipe[{mode}]", error, layer)
+                self.raw.extend(found)
+                where = f" in layer '{layer}'" if layer is not None else ""
+                out["status"], out["detail"] = "failed", f"{_one_line(error)}{where}"
+                return
+            finally:
+                labels.close()
+            grads = {n: p.grad.detach().cpu() for n, p in model.named_parameters() if p.grad is not None}
+            if x.grad is not None:
+                grads["<input>"] = x.grad.detach().cpu()
+            self.reach.completed.update(self.reach.layers.values())
+            self._compare(mode, output, grads, reference, out)
+
+    def _compare(self, mode: str, output: Any, grads: dict[str, torch.Tensor], reference: _Result,
+                 out: dict[str, str]) -> None:
+        t = TOLERANCES
+        out_ok = _close(output, reference.output, t["output rtol"], t["output atol"])
+        grad_ok = grads.keys() == reference.grads.keys() and all(
+            _close(grads[k], reference.grads[k], t["gradient rtol"], t["gradient atol"]) for k in grads)
+        grad_diff = max((_max_diff(grads[k], reference.grads[k]) for k in grads.keys() & reference.grads.keys()),
+                        default=0.0)
+        comparison = Comparison(mode, _max_diff(output, reference.output), grad_diff, out_ok and grad_ok)
+        self.report.comparisons.append(comparison)
+        if not comparison.ok:
+            missing = sorted(reference.grads.keys() ^ grads.keys())
+            extra = f"; gradients present in only one run: {', '.join(missing)}" if missing else ""
+            out["status"], out["detail"] = "failed", f"differs from the plain Sequential{extra}"
+        else:
+            out["detail"] = f"matches the plain Sequential ({len(grads)} gradients)"
+
+    def static(self) -> None:
+        with self.steps.timed("static analysis") as out:
+            files = self._source_files()
+            self.report.static = static_pass.static_findings(files)
+            out["detail"] = f"{len(files)} file(s), {len(self.report.static)} finding(s)"
+
+    def _source_files(self) -> list[str]:
+        assert self.lib is not None
+        files = set()
+        if self.built.source_file:
+            files.add(self.built.source_file)
+        objects: list[Any] = [self.built.origin]
+        objects.extend(_wrapped_class(layer, self.lib) for layer in self.model.children())
+        for obj in objects:
+            module = getattr(obj, "__module__", None) or ""
+            if module.split(".")[0] in _LIBRARY_MODULES:
+                continue
+            try:
+                path = inspect.getsourcefile(obj)
+            except TypeError:
+                continue
+            if path and os.path.isfile(path):
+                files.add(os.path.abspath(path))
+        return sorted(files)
+
+    def compare_routes(self) -> None:
+        from skiplint.runtime import routes as static_routes
+        routes, note = static_routes.static_routes(self, self.report.static)
+        self.report.static_routes, self.report.static_routes_note = routes, note
+
+    def finish(self) -> None:
+        with self.steps.timed("join") as out:
+            if self.report.runtime_routes is not None:
+                self.compare_routes()
+            observations, static = joining.join(self.raw, self.report.static, self.reach)
+            self.report.observations, self.report.static = observations, static
+            confirmed = sum(s.verdict == "confirmed" for s in static)
+            missed = sum(not o.predicted for o in observations)
+            out["detail"] = (f"{confirmed}/{len(static)} static finding(s) confirmed, "
+                             f"{missed}/{len(observations)} runtime failure(s) missed")
+            if missed or confirmed < len(static) or not self.report.routes_agree:
+                out["status"] = "failed"
+
+    def run(self) -> Report:
+        try:
+            self.build()
+            if self.report.backend == "pipelining":
+                from skiplint.runtime import pipelining
+                pipelining.run(self)
+            else:
+                self.verify()
+                self.layout()
+                reference = self.plain()
+                for mode in self.options.checkpoints:
+                    if reference is None or not self.verified or not self.balanced:
+                        self.steps.add(f"Pipe forward+backward [{mode}]", "skipped", 0.0,
+                                       "an earlier step failed")
+                        continue
+                    self.pipe(mode, reference)
+            self.static()
+            self.finish()
+        except CannotRun as error:
+            self.report.reason = str(error)
+            self.report.cause = error.__cause__ or error
+        return self.report
+
+
+class _Labels:
+    """Instance-level forward wrappers that tag an exception with the child it came from."""
+
+    def __init__(self, model: nn.Sequential) -> None:
+        self.layers = list(model.named_children())
+        for name, layer in self.layers:
+            layer.forward = self._wrap(name, layer.forward)  # type: ignore[method-assign]
+
+    @staticmethod
+    def _wrap(name: str, forward: Callable[..., Any]) -> Callable[..., Any]:
+        def labelled(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return forward(*args, **kwargs)
+            except Exception as error:
+                if not hasattr(error, "_skiplint_layer"):
+                    try:
+                        error._skiplint_layer = name  # type: ignore[attr-defined]
+                    except AttributeError:
+                        pass
+                raise
+        return labelled
+
+    def close(self) -> None:
+        for _name, layer in self.layers:
+            layer.__dict__.pop("forward", None)
+
+
+def _label_layers(model: nn.Sequential) -> _Labels:
+    return _Labels(model)
+
+
+def verify(target_spec: str, *, sample: Optional[str] = None, input_shape: Optional[Sequence[int]] = None,
+           backend: str = "auto", balance: Optional[Sequence[int]] = None, chunks: int = 2,
+           checkpoint: Sequence[str] | str = CHECKPOINTS, devices: Optional[Sequence[str]] = None,
+           timeout: float = 120.0, progress: Optional[Callable[[Step], None]] = None) -> Report:
+    modes = (checkpoint,) if isinstance(checkpoint, str) else tuple(checkpoint)
+    for mode in modes:
+        if mode not in CHECKPOINTS:
+            raise ValueError(f"checkpoint must be one of {', '.join(CHECKPOINTS)}, not {mode!r}")
+    if backend not in ("auto", *backends.BACKENDS):
+        raise ValueError(f"backend must be auto or one of {', '.join(backends.BACKENDS)}, not {backend!r}")
+    options = Options(target_spec, sample, tuple(input_shape) if input_shape is not None else None, backend,
+                      tuple(balance) if balance is not None else None, chunks, modes,
+                      tuple(devices) if devices else None, timeout)
+    return Runner(options, progress).run()

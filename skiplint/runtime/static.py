@@ -1,0 +1,74 @@
+"""The static half of the join: skiplint's own diagnostics on the model's source files, each with
+the subject it is about (the class for SKP1xx, the layer for SKP2xx) read back from its facts."""
+
+from __future__ import annotations
+
+import re
+import string
+from functools import lru_cache
+from typing import Iterable, Optional
+
+from skiplint import checks, engine, sources
+from skiplint.rules import RULES
+from skiplint.runtime.report import StaticFinding
+
+
+@lru_cache(maxsize=None)
+def _template_pattern(code: str) -> re.Pattern[str]:
+    """A regex that reads a rule's message back into its arguments."""
+    parts = [re.escape(code + " ")]
+    seen: set[str] = set()
+    for literal, field_name, _spec, _conv in string.Formatter().parse(RULES[code].template):
+        parts.append(re.escape(literal))
+        if field_name is None:
+            continue
+        if field_name in seen:
+            parts.append(f"(?P={field_name})")
+        else:
+            parts.append(f"(?P<{field_name}>.*?)")
+            seen.add(field_name)
+    return re.compile("^" + "".join(parts) + "$", re.S)
+
+
+def message_args(code: str, message: str) -> dict[str, str]:
+    """The arguments a diagnostic's message was formatted with ({} when it does not parse)."""
+    match = _template_pattern(code).match(message)
+    return match.groupdict() if match else {}
+
+
+def _quoted(text: Optional[str]) -> Optional[str]:
+    if text is None:
+        return None
+    found = re.findall(r"'([^']*)'", text)
+    return found[-1] if found else text
+
+
+def _class_of_findings(path: str) -> dict[tuple[str, int, int], str]:
+    """(code, line, col) of every SKP1xx finding of a file -> the name of the class it is about."""
+    try:
+        text = sources.decode(sources.read_bytes(path))
+        facts = engine.analyze(text, path)
+    except (sources.SourceError, engine.ParseFailure):
+        return {}
+    owners: dict[tuple[str, int, int], str] = {}
+    for cls in facts.skippables if facts is not None else ():
+        for finding in checks.class_findings(cls):
+            site = finding.site or cls.site
+            if site is not None:
+                line, col = site.position
+                owners[(finding.code, line, col)] = cls.name
+    return owners
+
+
+def static_findings(paths: Iterable[str]) -> list[StaticFinding]:
+    """Default-selected diagnostics of the given files (noqa applied), with their subjects."""
+    out = []
+    for result in engine.check_paths(sorted(set(paths)), engine.Selection()):
+        owners = _class_of_findings(result.path) if result.diagnostics else {}
+        for d in result.diagnostics:
+            args = message_args(d.code, d.message)
+            cls = owners.get((d.code, d.line, d.col)) or args.get("cls")
+            name = args.get("name") or _quoted(args.get("skip"))
+            layer = args.get("layer")
+            out.append(StaticFinding(d.path, d.line, d.col, d.code, d.message, cls=cls, layer=layer, name=name))
+    return out
