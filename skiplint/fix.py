@@ -14,7 +14,7 @@ import keyword
 import sys
 import tokenize
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
@@ -242,7 +242,10 @@ def _rewrite(module: cst.Module, diagnostic: Diagnostic, target: str) -> cst.Mod
     else:
         raise _NotFixable(f"{diagnostic.code} has no automatic fix")
     assert old is not None and new is not None
-    return located.module.deep_replace(old, new)  # type: ignore[return-value]
+    replaced: Any = new
+    result = located.module.deep_replace(old, replaced)
+    assert isinstance(result, cst.Module)
+    return result
 
 
 def _skip_name(call: cst.Call) -> str:

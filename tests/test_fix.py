@@ -73,8 +73,8 @@ FIXED = SOURCE.replace("torch.distributed.pipeline.sync.skip", "torchgpipe.skip"
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
-def test_formatting_comments_encoding_and_noqa_are_kept(tmp_path: Path, newline: str,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_formatting_comments_encoding_and_noqa_are_kept(
+        tmp_path: Path, newline: str, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "model.py"
     path.write_bytes(SOURCE.replace("\n", newline).encode("latin-1"))
     assert cli.main(["fix", "--isolated", str(path)]) == 0

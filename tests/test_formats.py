@@ -118,7 +118,8 @@ def test_github_annotations(capsys: pytest.CaptureFixture[str]) -> None:
     _, text_out, _ = run(capsys, "--isolated", "-j", "1", "fixtures")
     _, out, _ = run(capsys, "--isolated", "-j", "1", "--format", "github", "--extend-select",
                     ",".join(sorted(rules.OPT_IN)), "fixtures")
-    pattern = re.compile(r"^::(error|notice) file=([^,]+),line=(\d+),col=(\d+),title=(SKP\d{3}) [a-z0-9-]+::(SKP\d{3}) ")
+    pattern = re.compile(r"^::(error|notice) file=([^,]+),line=(\d+),col=(\d+),"
+                         r"title=(SKP\d{3}) [a-z0-9-]+::(SKP\d{3}) ")
     annotations = []
     for line in out.splitlines():
         match = pattern.match(line)

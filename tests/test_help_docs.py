@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -39,8 +40,8 @@ def test_usage_shows_the_current_help(argv: tuple[str, ...], name: str) -> None:
         f"docs/usage.md is out of date: paste `COLUMNS=100 skiplint {' '.join(argv)} --help` between the markers"
 
 
-def _options(parser: object) -> set[str]:
-    return {s for action in parser._actions for s in action.option_strings if s.startswith("--")}  # type: ignore[attr-defined]
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    return {s for action in parser._actions for s in action.option_strings if s.startswith("--")}
 
 
 def test_every_option_is_documented() -> None:
