@@ -28,6 +28,8 @@ VERIFY_CODES = frozenset(map(_c, ("SKP105", "SKP201", "SKP202", "SKP203", "SKP20
 #: Codes about one class whose failure needs no skip name to match.
 UNNAMED = frozenset(map(_c, ("SKP108", "SKP112", "SKP114")))
 BALANCE = _c("SKP301")
+VERIFY_STEP = "verify_skippables"
+UNPOPPED = _c("SKP202")
 CONDITIONAL = _c("SKP111")
 #: Forward failures that a conditional (SKP111) explains when the static pass said so.
 _BY_CONDITION = {_c("SKP103"): "stashed", _c("SKP104"): "popped"}
@@ -57,14 +59,14 @@ def _is_class_code(code: str) -> bool:
 
 def _layer_matches(static_layer: Optional[str], obs: Observation) -> bool:
     """A static finding's layer (its child name, or the class expression) is the observed layer."""
-    layer = _strip(static_layer)
-    if layer is None or obs.layer is None:
+    if static_layer is None or obs.layer is None:
         return False
-    if layer == obs.layer:
-        return True
-    if obs.cls is not None and (layer == obs.cls or layer.startswith(obs.cls + "(")):
-        return True
-    return False
+    # The static pass writes a layer as `KEY (Label)`: its child name, then what it is.
+    head, _, label = static_layer.partition(" (")
+    if _strip(head) != obs.layer:
+        return False
+    label = label.rstrip(")")
+    return not label or obs.cls is None or label.split(".")[-1].split("(")[0] == obs.cls
 
 
 def matches(s: StaticFinding, o: Observation) -> bool:
@@ -129,10 +131,14 @@ def join(observations: list[Observation], static: list[StaticFinding],
 
 
 def _dedupe(observations: list[Observation]) -> list[Observation]:
-    """One failure, once: the same code, layer and name met by several steps is kept at the first."""
+    """One failure, once: the same code, layer and name met by several steps is kept at the first;
+    a forward failure of a layer and name that verify_skippables already named is that same root cause."""
     seen: set[tuple[str, Optional[str], Optional[str], Optional[str]]] = set()
+    verified = {(o.layer, o.name) for o in observations if o.step == VERIFY_STEP}
     out = []
     for o in observations:
+        if o.step != VERIFY_STEP and (o.layer, o.name) in verified:
+            continue
         key = (o.code, o.layer, o.cls, o.name)
         if key not in seen:
             seen.add(key)

@@ -107,5 +107,10 @@ def parse_forward(error: BaseException, poppable: frozenset[str] = frozenset()) 
         groups = match.groupdict()
         if "names" in groups:
             return [Failure(_code(code), n, message=text) for n in sorted(_split_names(groups["names"]))]
+        if "op" in groups:
+            op = groups["op"].strip()
+            if "\n" in op or len(op) > 60:
+                op = op.splitlines()[0][:40].rstrip(", ") + " ...)"
+            text = f"{op} is not a command from @skippable"
         return [Failure(_code(code), groups.get("name"), message=text)]
     return []

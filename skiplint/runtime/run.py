@@ -141,11 +141,32 @@ class Runner:
         if module is not None and self.lib is not None and isinstance(module, self.lib.Skippable):
             poppable = frozenset(module.poppable_names)
         found = []
+        unpopped = self._unpopped()
         for failure in messages.parse_forward(error, poppable):
             at = failure.layer if failure.layer is not None else layer
+            if at is None and failure.code == joining.UNPOPPED:
+                # verify_skippables names no layer for a stash never popped: the first stashing layer.
+                at = next((child for child, name in unpopped if name == failure.name), None)
+                unpopped = [item for item in unpopped if item[0] != at or item[1] != failure.name]
             cls = self.reach.layers.get(at) if at is not None else None
             found.append(Observation(failure.code, step, at, cls, failure.name, failure.message))
         return found
+
+    def _unpopped(self) -> list[tuple[str, str]]:
+        """(first stashing child, name) of each (namespace, name) that no later layer pops."""
+        if self.lib is None:
+            return []
+        open_: dict[Any, str] = {}
+        for child, layer in self.model.named_children():
+            if not isinstance(layer, self.lib.Skippable):
+                continue
+            for ns, name in layer.stashable():
+                if name not in layer.poppable_names:
+                    open_.setdefault((ns, name), child)
+            for ns, name in layer.poppable():
+                if name not in layer.stashable_names:
+                    open_.pop((ns, name), None)
+        return [(child, key[1]) for key, child in open_.items()]
 
     def _fresh_tracker(self) -> Any:
         assert self.lib is not None
@@ -273,7 +294,7 @@ class Runner:
                             raise CannotRun(f"the sample does not fit the model: layer '{name}' ({cls}) "
                                             f"raised {_one_line(error)}") from error
                         self.raw.extend(found)
-                        out["status"], out["detail"] = "failed", f"layer '{name}' ({cls}): {found[0].code}"
+                        out["status"], out["detail"] = "failed", f"layer '{name}' ({cls}): {found[0].message}"
                         return None
                     self.reach.completed.add(cls)
             self.weights = _weights(h)
@@ -359,7 +380,10 @@ class Runner:
 
     def compare_routes(self) -> None:
         from skiplint.runtime import routes as static_routes
-        routes, note = static_routes.static_routes(self, self.report.static)
+        assert self.lib is not None
+        children = [(name, self.reach.layers[name], isinstance(layer, self.lib.Skippable))
+                    for name, layer in self.model.named_children()]
+        routes, note = static_routes.static_routes(self._source_files(), children, self.balance)
         self.report.static_routes, self.report.static_routes_note = routes, note
 
     def finish(self) -> None:
