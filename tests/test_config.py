@@ -187,3 +187,33 @@ def test_flake8_reads_the_same_settings(tmp_path: Path) -> None:
         "of the skip API (e.g. 'torchgpipe.skip.skippable' or 'torchgpipe.skip')",
         "skiplint: flake8 configuration: [flake8] skiplint-max-unroll: expected a whole number >= 0, got 'lots'",
     ]
+
+
+UNROLLED = '''from torch import nn
+from torchgpipe.skip import skippable, stash
+
+
+@skippable(stash=["s"])
+class S(nn.Module):
+    def forward(self, x):
+        yield stash("s", x)
+        return x
+
+
+layers = []
+for i in range(3):
+    layers.append(S())
+model = nn.Sequential(*layers)
+'''
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_max_unroll_reaches_the_composition_analysis(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.py").write_text(UNROLLED, encoding="utf-8")
+    (tmp_path / "n.py").write_text(UNROLLED, encoding="utf-8")
+    status, out, _ = run(capsys, "-j", jobs, ".")
+    assert status == 1 and "SKP202" in out
+    (tmp_path / "tox.ini").write_text("[skiplint]\nmax-unroll = 2\n", encoding="utf-8")
+    assert run(capsys, "-j", jobs, ".")[:2] == (0, "")  # past the limit the analysis abstains
