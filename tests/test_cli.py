@@ -178,6 +178,30 @@ def test_unchecked_wins_over_findings_and_ignoring_skp900_keeps_status_2(lint) -
     assert "SKP900" not in out and "SKP101" in out
 
 
+@pytest.mark.xfail(strict=True, reason="analyzer gap: the RecursionError raised while computing "
+                                       "positions (libcst MetadataWrapper) escapes check_text")
+def test_long_expression_is_checked_or_skp900_never_a_traceback(tmp_path: Path) -> None:
+    """A valid module with a 1000-term sum somewhere and a finding elsewhere."""
+    source = UNDECLARED + "TOTAL = " + " + ".join(["1"] * 1000) + "\n"
+    compile(source, "model.py", "exec")  # valid Python
+    (tmp_path / "model.py").write_text(source, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "skiplint", "--isolated", "-j", "1", "model.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in done.stderr
+    assert done.returncode in (1, 2)
+    assert "SKP101" in done.stdout or "SKP900" in done.stdout
+
+
+@pytest.mark.xfail(strict=True, reason="analyzer gap: libcst.parse_module segfaults on very deep "
+                                       "nesting; expected SKP900 and exit 2")
+def test_deep_nesting_is_skp900_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "deep.py").write_text("import torchgpipe\nx = " + "(" * 2000 + ")" * 2000 + "\n")
+    done = subprocess.run([sys.executable, "-m", "skiplint", "--isolated", "-j", "1", "deep.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stdout.startswith("deep.py:1:1: SKP900 ")
+
+
 def test_pep263_encoding_is_honoured(lint) -> None:
     source = ("# -*- coding: latin-1 -*-\n" + CLEAN + "NAME = '\xe9'\n").encode("latin-1")
     status, out, _ = lint({"latin.py": source}, "latin.py")
