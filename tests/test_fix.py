@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,12 @@ from skiplint import cli, config, fix, parallel
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p for code in ("skp106", "skp107", "skp401") for p in (REPO / "fixtures").glob(f"{code}_*.py"))
+#: Other fixtures with a fixable finding among others: after the fix, only the fixable ones go.
+MIXED = sorted(
+    p for p in (REPO / "fixtures").rglob("*.py")
+    if p not in FIXTURES and not any((d / ".skiplint-fixture-skip").exists() for d in p.parents)
+    and re.search(r"#\s*expect:.*(SKP106|SKP107|SKP401)", p.read_text(encoding="utf-8"))
+)
 #: Reasons for leaving a finding that are by design: no mechanical rewrite exists.
 BY_DESIGN = ("has no drop-in replacement", "a yield here would change what the enclosing function is",
              "is used through its full name", "part of a larger expression")
@@ -40,6 +47,17 @@ def test_fixture_lints_clean_after_fix(fixture: Path, tmp_path: Path) -> None:
     changed = {i + 1 for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b}
     assert changed <= {d.line for d in outcome.applied}
     assert bool(changed) == bool(outcome.applied)
+
+
+@pytest.mark.parametrize("fixture", MIXED, ids=lambda p: p.name)
+def test_mixed_fixture_loses_only_its_fixable_findings(fixture: Path, tmp_path: Path) -> None:
+    path = tmp_path / fixture.name
+    shutil.copyfile(fixture, path)
+    outcome = fix.fix_file(str(path), config.Config(), "torchgpipe", fix.FIXABLE, write=True)
+    assert outcome.error is None
+    left = {(d.line, d.code) for d, _ in outcome.left}
+    assert {f for f in lint(path) if f[1] in fix.FIXABLE} == left
+    assert all(any(reason in why for reason in BY_DESIGN) for _, why in outcome.left)
 
 
 SOURCE = '''# -*- coding: latin-1 -*-
