@@ -122,6 +122,13 @@ class Report:
 
     @property
     def routes_agree(self) -> bool:
+        if self.runtime_routes is not None and self.crossings is not None:
+            # Every skip that the layout says crosses partitions is a value the fx split carries so.
+            carried = {(x.skip, x.src_partition, x.dst_partition) for x in self.crossings if x.skip}
+            layout = {(r.name, r.src_partition, r.dst_partition) for r in self.runtime_routes
+                      if r.src_partition != r.dst_partition}
+            if carried != layout:
+                return False
         if self.runtime_routes is None or self.static_routes is None:
             return True
         return sorted(map(str, self.runtime_routes)) == sorted(map(str, self.static_routes))
@@ -173,8 +180,8 @@ class Report:
                              f"gradient max |diff| {c.grad_max_abs:.2e}  {'ok' if c.ok else 'MISMATCH'}")
         if self.runtime_routes is not None:
             lines.append("")
-            lines.append("skip routes (runtime SkipLayout):" if self.runtime_routes else
-                         "skip routes (runtime SkipLayout): none")
+            source = "torch.fx trace" if self.crossings is not None else "runtime SkipLayout"
+            lines.append(f"skip routes ({source}):" if self.runtime_routes else f"skip routes ({source}): none")
             lines.extend(f"  {r}" for r in self.runtime_routes)
             if self.static_routes is not None:
                 lines.append("  static route table: " + ("agrees" if self.routes_agree else "DIFFERS"))

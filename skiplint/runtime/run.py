@@ -404,7 +404,14 @@ class Runner:
             self.build()
             if self.report.backend == "pipelining":
                 from skiplint.runtime import pipelining
-                pipelining.run(self)
+                self.verify()
+                pipelining.split(self)
+                reference = self.plain()
+                if reference is None or not self.verified or not self.balanced:
+                    self.steps.add(f"pipelining ScheduleGPipe ({len(self.balance)} processes)", "skipped", 0.0,
+                                   "an earlier step failed")
+                else:
+                    pipelining.distributed(self, reference)
             else:
                 self.verify()
                 self.layout()

@@ -1,0 +1,181 @@
+"""The `pipelining` backend: the skippable Sequential traced by torch.fx and split with
+split_module at the balance (every value that crosses a partition is listed), then run by
+torch.distributed.pipelining's ScheduleGPipe in one process per stage (gloo on CPU, nccl on GPUs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+import torch
+
+from skiplint.runtime.report import Crossing, Route
+
+STEP_SPLIT = "fx trace and split_module"
+
+
+def _layer_of(node: Any, children: list[str]) -> int | None:
+    stack = node.meta.get("nn_module_stack") or {}
+    for value in stack.values():
+        path = value[0] if isinstance(value, tuple) else str(value)
+        head = path.split(".")[0]
+        if head in children:
+            return children.index(head)
+    return None
+
+
+def split(runner: Any) -> None:
+    """Trace, split at the balance, list the crossing values and the skip routes they carry."""
+    import torch.fx as fx
+    from torch.fx.passes.split_module import split_module
+
+    lib = runner.lib
+    with runner.steps.timed(STEP_SPLIT) as out:
+        if not runner.verified:
+            out["status"], out["detail"] = "skipped", "verify_skippables failed"
+            return
+        model = runner.model
+        children = [name for name, _ in model.named_children()]
+        part_of_layer = [p for p, size in enumerate(runner.balance) for _ in range(size)]
+        if len(part_of_layer) != len(children):
+            from skiplint.runtime import join as joining
+            from skiplint.runtime.report import Observation
+
+            message = (f"module and sum of balance have different length "
+                       f"(module: {len(children)}, sum of balance: {sum(runner.balance)})")
+            runner.raw.append(Observation(joining.BALANCE, STEP_SPLIT, None, None, None, message))
+            runner.reach.layout_ran = True
+            runner.balanced = False
+            out["status"], out["detail"] = "failed", "balance does not fit the model"
+            return
+        runner.reach.layout_ran = True
+        runner.balanced = True
+        saved: dict[Any, Any] = {}
+
+        class Recorder(lib.SkipTracker):  # type: ignore[misc, name-defined]
+            def save(self, batch: Any, ns: Any, name: str, tensor: Any) -> None:
+                saved[(ns, name)] = getattr(tensor, "node", None)
+                super().save(batch, ns, name, tensor)
+
+        with lib.use_skip_tracker(Recorder()):
+            traced = fx.symbolic_trace(model)
+        partition: dict[str, int] = {}
+        last = 0
+        for node in traced.graph.nodes:
+            layer = _layer_of(node, children)
+            if layer is not None:
+                last = part_of_layer[layer]
+            partition[node.name] = last
+        split_gm = split_module(traced, model, lambda node: partition[node.name])
+        skip_of = {node.name: name for (_ns, name), node in saved.items() if node is not None}
+        crossings = []
+        for sub_name, sub in split_gm.named_children():
+            dst = int(sub_name.rsplit("_", 1)[-1])
+            for node in sub.graph.nodes:
+                if node.op != "placeholder":
+                    continue
+                src = partition.get(node.name, 0)
+                if src != dst:
+                    crossings.append(Crossing(node.name, src, dst, skip_of.get(node.name)))
+        runner.report.crossings = crossings
+        runner.report.runtime_routes = _routes(runner, children, part_of_layer)
+        skips = sum(c.skip is not None for c in crossings)
+        out["detail"] = (f"{len(list(split_gm.named_children()))} submodules, {len(crossings)} value(s) cross "
+                         f"partitions, {skips} of them skips")
+
+
+def _routes(runner: Any, children: list[str], part_of_layer: list[int]) -> list[Route]:
+    """The skip routes at this balance, stash layer to pop layer, as inspect_skip_layout pairs them."""
+    lib = runner.lib
+    stashed_at: dict[Any, int] = {}
+    routes = []
+    for index, (name, layer) in enumerate(runner.model.named_children()):
+        if not isinstance(layer, lib.Skippable):
+            continue
+        for key in layer.stashable():
+            stashed_at[key] = index
+        for key in layer.poppable():
+            src = stashed_at.pop(key)
+            routes.append(Route(key[1], children[src], name, part_of_layer[src], part_of_layer[index]))
+    return routes
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def distributed(runner: Any, reference: Any) -> None:
+    """ScheduleGPipe over one process per stage; compares output and parameter gradients."""
+    world = len(runner.balance)
+    name = f"pipelining ScheduleGPipe ({world} processes)"
+    with runner.steps.timed(name) as out, tempfile.TemporaryDirectory(prefix="skiplint-pp-") as tmp:
+        children = [child for child, _ in runner.model.named_children()]
+        starts, index = [], 0
+        for size in runner.balance[:-1]:
+            index += size
+            starts.append(children[index])
+        torch.save({"state": runner.model.state_dict(), "sample": runner.sample,
+                    "weights": runner.weights}, os.path.join(tmp, "input.pt"))
+        opts = runner.options
+        job = {"target": opts.target, "sample": opts.sample, "input_shape": opts.input_shape,
+               "split": starts, "chunks": opts.chunks, "world": world, "port": _free_port(),
+               "devices": [str(d) for d in runner.devices], "dir": tmp, "timeout": opts.timeout}
+        with open(os.path.join(tmp, "job.json"), "w") as handle:
+            json.dump(job, handle)
+        procs = []
+        env = dict(os.environ)
+        env.setdefault("OMP_NUM_THREADS", "1")
+        for rank in range(world):
+            log = open(os.path.join(tmp, f"rank{rank}.log"), "w")
+            procs.append((subprocess.Popen([sys.executable, "-m", "skiplint.runtime.stage", tmp, str(rank)],
+                                           stdout=log, stderr=subprocess.STDOUT, env=env), log))
+        deadline = time.monotonic() + opts.timeout
+        timed_out = False
+        for proc, log in procs:
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+        for proc, log in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            log.close()
+        if timed_out:
+            out["status"], out["detail"] = "failed", f"timed out after {opts.timeout:g}s"
+            return
+        errors = []
+        for rank, (proc, _log) in enumerate(procs):
+            result_path = os.path.join(tmp, f"rank{rank}.json")
+            if os.path.exists(result_path):
+                with open(result_path) as handle:
+                    error = json.load(handle).get("error")
+                if error:
+                    errors.append(f"rank {rank}: {error}")
+            elif proc.returncode != 0:
+                with open(os.path.join(tmp, f"rank{rank}.log")) as handle:
+                    tail = [line for line in handle.read().splitlines() if line.strip()][-1:]
+                errors.append(f"rank {rank} exited {proc.returncode}: {' '.join(tail)}")
+        if errors:
+            out["status"], out["detail"] = "failed", errors[0]
+            return
+        grads: dict[str, torch.Tensor] = {}
+        output = None
+        for rank in range(world):
+            result = torch.load(os.path.join(tmp, f"rank{rank}.pt"))
+            grads.update(result["grads"])
+            if result.get("output") is not None:
+                output = result["output"]
+        runner.reach.completed.update(runner.reach.layers.values())
+        wanted = {k: v for k, v in reference.grads.items() if k != "<input>"}
+        from skiplint.runtime.run import _Result
+
+        runner._compare("pipelining", output, grads, _Result(reference.output, wanted), out)
