@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 import libcst as cst
 
-from skiplint import checks, noqa, rules, skippables, sources
+from skiplint import checks, compositions, noqa, pipes, rules, skippables, sources
 from skiplint.diagnostics import Diagnostic
-from skiplint.facts import Finding, ModuleFacts
+from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts
 from skiplint.imports import PREFILTER_NEEDLES, prefilter_needles
+from skiplint.project import INDEX, ProjectIndex
 
 _TEXT_NEEDLES = tuple(n.decode() for n in PREFILTER_NEEDLES)
 
@@ -49,6 +51,21 @@ def mentions_api(text: str) -> bool:
         needle.decode() in text for needle in prefilter_needles()[len(PREFILTER_NEEDLES):])
 
 
+def wanted(text: str, path: str, project: Optional[ProjectIndex] = None) -> bool:
+    """The whole prefilter: the file names an API module, or it composes skippable classes that it
+    imports from modules of its own project (each read once, then cached)."""
+    if mentions_api(text):
+        return True
+    return "Sequential" in text and (project or INDEX).imports_project_skippables(
+        path, text.encode("utf-8", "replace"))
+
+
+def _wanted_bytes(data: bytes, path: str, project: Optional[ProjectIndex]) -> bool:
+    if any(needle in data for needle in prefilter_needles()):
+        return True
+    return b"Sequential" in data and (project or INDEX).imports_project_skippables(path, data)
+
+
 def parse(text: str) -> cst.Module:
     try:
         return cst.parse_module(text)
@@ -61,15 +78,50 @@ def parse(text: str) -> cst.Module:
         raise ParseFailure(f"cannot parse: {error}") from None
 
 
-def analyze(text: str, path: str) -> Optional[ModuleFacts]:
-    """Facts of one module's source, or None when it does not mention the API. Raises ParseFailure."""
-    if not mentions_api(text):
+def analyze(text: str, path: str, *, project: Optional[ProjectIndex] = None,
+            prefiltered: bool = False, max_unroll: Optional[int] = None) -> Optional[ModuleFacts]:
+    """Facts of one module's source, or None when it does not mention the API. Raises ParseFailure.
+
+    The SKP2xx/SKP3xx findings of its compositions and pipes are among the module's findings.
+    """
+    both = analyze_models(text, path, project=project, prefiltered=prefiltered, max_unroll=max_unroll)
+    if both is None:
+        return None
+    facts, models = both
+    extra = tuple(pipes.model_findings(models))
+    if extra:
+        facts = dataclasses.replace(facts, findings=facts.findings + extra)
+    return facts
+
+
+def analyze_models(text: str, path: str, *, project: Optional[ProjectIndex] = None,
+                   prefiltered: bool = False,
+                   max_unroll: Optional[int] = None) -> Optional[tuple[ModuleFacts, ModelFacts]]:
+    """The skippable-class facts and the composition/pipe facts of one module's source."""
+    index_ = project or INDEX
+    if not prefiltered and not wanted(text, path, index_):
         return None
     module = parse(text)
     try:
-        return skippables.extract(module, path, text)
+        index = skippables.ModuleIndex(module)
+        facts = skippables.extract(module, path, text, index)
+        if not compositions.relevant(text):
+            return facts, ModelFacts(path)
+        locator = next((c.site.locator for c in facts.skippables if c.site is not None), None) or Locator(module)
+        models = compositions.extract(module, path, facts, index, locator, _resolver(index_, path),
+                                      max_unroll=max_unroll)
     except RecursionError:
         raise ParseFailure("nested too deeply to analyse (RecursionError)") from None
+    return facts, models
+
+
+def _resolver(project: ProjectIndex, path: str) -> Any:
+    def resolve(qualified: str) -> Any:
+        summary = project.resolve_class(path, qualified)
+        if summary is None:
+            return None
+        return compositions.class_from_summary(summary.name, summary.kind, summary.stash, summary.pop)
+    return resolve
 
 
 def _diagnostics(findings: Iterable[Finding], path: str, text: str, selection: Selection,
@@ -94,10 +146,14 @@ def _unchecked(path: str, reason: str, selection: Selection) -> FileResult:
     return FileResult(path, diags, reason)
 
 
-def check_text(text: str, path: str, selection: Selection = Selection(), *, apply_noqa: bool = True) -> FileResult:
+def check_text(text: str, path: str, selection: Selection = Selection(), *, apply_noqa: bool = True,
+               project: Optional[ProjectIndex] = None, prefiltered: bool = False,
+               max_unroll: Optional[int] = None) -> FileResult:
     """Check decoded source text."""
     try:
-        facts = analyze(text, path)
+        if not prefiltered and not wanted(text, path, project):
+            return FileResult(path, ())
+        facts = analyze(text, path, project=project, prefiltered=True, max_unroll=max_unroll)
     except ParseFailure as failure:
         return _unchecked(path, str(failure), selection)
     if facts is None:
@@ -105,19 +161,24 @@ def check_text(text: str, path: str, selection: Selection = Selection(), *, appl
     return FileResult(path, _diagnostics(checks.module_findings(facts), path, text, selection, apply_noqa))
 
 
-def check_file(path: str, selection: Selection = Selection()) -> FileResult:
+def check_file(path: str, selection: Selection = Selection(), *, project: Optional[ProjectIndex] = None,
+               max_unroll: Optional[int] = None) -> FileResult:
     """Read, decode and check one file; any failure becomes SKP900 with its reason."""
     try:
         data = sources.read_bytes(path)
-        if not any(needle in data for needle in prefilter_needles()) and b"\0" not in data:
+        if b"\0" not in data and not _wanted_bytes(data, path, project):
             # Cheap path: no API module is named, so only decodability is left to confirm.
             sources.decode(data)
             return FileResult(path, ())
         text = sources.decode(data)
     except sources.SourceError as error:
         return _unchecked(path, str(error), selection)
-    return check_text(text, path, selection)
+    return check_text(text, path, selection, project=project, prefiltered=True, max_unroll=max_unroll)
 
 
-def check_paths(paths: Iterable[str], selection: Selection = Selection()) -> list[FileResult]:
-    return [check_file(path, selection) for path in sources.discover(paths)]
+def check_paths(paths: Iterable[str], selection: Selection = Selection(), *,
+                project: Optional[ProjectIndex] = None, max_unroll: Optional[int] = None) -> list[FileResult]:
+    """Check every Python file under the paths; one project index serves the whole run."""
+    index = project or INDEX
+    return [check_file(path, selection, project=index, max_unroll=max_unroll)
+            for path in sources.discover(paths)]

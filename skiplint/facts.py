@@ -162,3 +162,87 @@ class ModuleFacts:
     skippables: tuple[SkippableClass, ...] = ()
     #: SKP107 outside skippable forwards, SKP109, SKP113, SKP115, SKP401.
     findings: tuple[Finding, ...] = ()
+
+
+# -- compositions and pipes (SKP2xx, SKP3xx, `skiplint layout`) ----------------------------------
+
+#: A namespaced skip: (namespace, name). The namespace is None for the default one, else a number
+#: that identifies one `Namespace()` result within the module's analysis.
+SkipKey = tuple[Optional[int], str]
+LayerKind = Literal["skippable", "plain", "container", "unknown"]
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A direct child of a composition, as verify_skippables and inspect_skip_layout see it."""
+
+    index: int
+    #: Its name in named_children(): "0", "1", ... or the OrderedDict / add_module key.
+    key: str
+    #: What it is, for people: the class name, or the source text when that is all there is.
+    label: str
+    #: skippable: declarations known; plain: no skips; container: a Sequential or module whose own
+    #: children may hold skippables (invisible to verify_skippables); unknown: cannot be known.
+    kind: LayerKind
+    stash: tuple[SkipKey, ...] = ()
+    pop: tuple[SkipKey, ...] = ()
+    #: Names declared both as stashable and poppable (SKP105; verify_skippables skips them).
+    both: tuple[str, ...] = ()
+    site: Optional[Site] = None
+    #: For a container: the skippable layers nested in it (kind "unknown" where a nested child
+    #: cannot be known), invisible to verify_skippables (SKP205).
+    nested: tuple["Layer", ...] = ()
+
+
+@dataclass(frozen=True)
+class Composition:
+    """An nn.Sequential (or subclass) and its children, in order."""
+
+    name: str
+    layers: tuple[Layer, ...]
+    #: False when the children past the last listed layer cannot be known (their count included).
+    complete: bool
+    site: Optional[Site] = None
+    #: Whether it is given to a pipe in the same module (verify_skippables surely runs on it).
+    piped: bool = False
+    #: Namespace number -> how the source refers to it (`ns`, `namespaces[2]`).
+    namespaces: tuple[tuple[int, str], ...] = ()
+    #: Why the composition (or its tail) cannot be known, for `skiplint layout`.
+    unknown: Optional[str] = None
+
+
+PipeKind = Literal["GPipe", "FairscalePipe", "TorchPipe", "MultiProcessPipe", "AsyncPipe",
+                   "balance_by_time", "balance_by_size", "LazyModule"]
+
+
+@dataclass(frozen=True)
+class Pipe:
+    """A call that hands a composition to pipeline machinery: a pipe, a balancer, a LazyModule."""
+
+    kind: PipeKind
+    name: str
+    composition: Optional[Composition]
+    #: Layers per partition, when given literally (None: absent or computed).
+    balance: Optional[tuple[int, ...]] = None
+    site: Optional[Site] = None
+
+
+@dataclass(frozen=True)
+class SkipRoute:
+    """Where one skip is stashed and popped: the static inspect_skip_layout."""
+
+    ns: Optional[int]
+    name: str
+    stash_layer: Optional[int]
+    pop_layer: Optional[int]
+    stash_partition: Optional[int] = None
+    pop_partition: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """The compositions and pipes one module builds."""
+
+    path: str
+    compositions: tuple[Composition, ...] = ()
+    pipes: tuple[Pipe, ...] = ()

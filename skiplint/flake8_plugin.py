@@ -54,7 +54,7 @@ class SkiplintChecker:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
         with imports.using_aliases(self.api_aliases):
-            if not engine.mentions_api(text):
+            if not engine.wanted(text, self.filename):
                 return
             try:
                 options = {"max_unroll": self.max_unroll} if self.max_unroll is not None and \

@@ -1,0 +1,199 @@
+"""SKP2xx and SKP3xx checks and the static skip layout: pure functions of composition facts.
+
+The composition check replays verify_skippables over the direct children, in its order: a layer's
+names declared both ways are skipped (SKP105 reports them), a second stash or pop of a (namespace,
+name) is a redeclaration, a pop with no earlier stash is unmatched, and stashes never popped are
+reported last. Checking stops at the first layer that cannot be known.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Optional
+
+from skiplint.facts import Composition, Finding, Layer, ModelFacts, Pipe, Site, SkipKey, SkipRoute
+
+_PROFILERS = ("balance_by_time", "balance_by_size")
+_MULTIPROCESS = ("MultiProcessPipe", "AsyncPipe", "LazyModule")
+_PIPE_LABEL = {"MultiProcessPipe": "fairscale's MultiProcessPipe", "AsyncPipe": "fairscale's AsyncPipe",
+               "LazyModule": "LazyModule (lazy construction for fairscale's multi-process pipes)"}
+
+
+def _finding(code: str, site: Optional[Site], **args: object) -> Finding:
+    return Finding(code, tuple((k, str(v)) for k, v in args.items()), site)
+
+
+def layer_text(layer: Layer) -> str:
+    key = layer.key if layer.key == str(layer.index) else repr(layer.key)
+    return f"{key} ({layer.label})"
+
+
+def skip_text(key: SkipKey, composition: Composition) -> str:
+    ns, name = key
+    if ns is None:
+        return repr(name)
+    return f"{name!r} in namespace {dict(composition.namespaces).get(ns, ns)}"
+
+
+def hides_skippables(composition: Composition) -> bool:
+    """Whether a child container holds (or may hold) skippable layers."""
+    return any(layer.kind == "container" and layer.nested for layer in composition.layers)
+
+
+def model_findings(model: ModelFacts) -> Iterator[Finding]:
+    """Every SKP2xx/SKP3xx finding of a module; one per (code, reported node)."""
+    seen: set[tuple[str, int]] = set()
+    for finding in _all_findings(model):
+        node_id = id(finding.site.node) if finding.site is not None else 0
+        if (finding.code, node_id) in seen:
+            continue
+        seen.add((finding.code, node_id))
+        yield finding
+
+
+def _all_findings(model: ModelFacts) -> Iterator[Finding]:
+    for composition in model.compositions:
+        yield from composition_findings(composition)
+    for pipe in model.pipes:
+        yield from pipe_findings(pipe)
+
+
+def composition_findings(composition: Composition) -> Iterator[Finding]:
+    """SKP201-SKP205 for one composition (verify_skippables on its direct children)."""
+    hidden_names: set[str] = set()
+    if hides_skippables(composition):
+        if not composition.piped:
+            # Run plain, nested skips do work; given to a pipe, they do not: which one is unknown.
+            return
+        for layer in composition.layers:
+            for nested in layer.nested:
+                if nested.kind == "unknown":
+                    hidden_names.add("*")
+                hidden_names.update(name for _, name in (*nested.stash, *nested.pop))
+                if nested.kind == "skippable" and nested.site is not None:
+                    yield _finding("SKP205", nested.site, layer=repr(nested.label), child=layer_text(layer))
+        if "*" in hidden_names:
+            return
+    stashed: dict[SkipKey, Layer] = {}
+    popped: dict[SkipKey, Layer] = {}
+    truncated = not composition.complete
+    for layer in composition.layers:
+        if layer.kind == "unknown":
+            truncated = True
+            break
+        if layer.kind != "skippable":
+            continue
+        for key in layer.stash:
+            first = stashed.get(key)
+            if first is not None:
+                if key[1] not in hidden_names:
+                    yield _finding("SKP203", layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
+                                   first=layer_text(first), name=key[1])
+                continue
+            stashed[key] = layer
+        for key in layer.pop:
+            first = popped.get(key)
+            if key[1] in hidden_names:
+                continue
+            if first is not None:
+                yield _finding("SKP204", layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
+                               first=layer_text(first), name=key[1])
+            elif key not in stashed:
+                yield _finding("SKP201", layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
+                               name=key[1])
+            else:
+                popped[key] = layer
+    if truncated:
+        return
+    for key, layer in stashed.items():
+        if key not in popped and key[1] not in hidden_names:
+            yield _finding("SKP202", layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
+                           name=key[1])
+
+
+def has_skippables(composition: Composition) -> bool:
+    """Whether a known skippable layer with declared skips is a child or nested in one."""
+    for layer in composition.layers:
+        for candidate in (layer, *layer.nested):
+            if candidate.kind == "skippable" and (candidate.stash or candidate.pop or candidate.both):
+                return True
+    return False
+
+
+def pipe_findings(pipe: Pipe) -> Iterator[Finding]:
+    """SKP301-SKP304 for one pipe, balancer or LazyModule call."""
+    composition = pipe.composition
+    if composition is None:
+        return
+    if pipe.kind in _PROFILERS:
+        if has_skippables(composition):
+            yield _finding("SKP303", pipe.site, func=pipe.kind)
+        return
+    if pipe.kind in _MULTIPROCESS:
+        if has_skippables(composition):
+            yield _finding("SKP304", pipe.site, pipe=_PIPE_LABEL[pipe.kind])
+        return
+    if pipe.balance is None or not composition.complete:
+        return
+    total = sum(pipe.balance)
+    if total != len(composition.layers):
+        yield _finding("SKP301", pipe.site, total=total, count=len(composition.layers))
+        return
+    if hides_skippables(composition):
+        return
+    for route in routes(composition, pipe.balance):
+        if route.stash_partition is not None and route.stash_partition != route.pop_partition:
+            yield _finding("SKP302", pipe.site, skip=skip_text((route.ns, route.name), composition),
+                           src=route.stash_partition, dst=route.pop_partition,
+                           src_layer=route.stash_layer, dst_layer=route.pop_layer)
+
+
+def partitions(balance: Iterable[int]) -> list[int]:
+    """The partition of each layer index, for a balance."""
+    out: list[int] = []
+    for partition, size in enumerate(balance):
+        out.extend([partition] * size)
+    return out
+
+
+def routes(composition: Composition, balance: Optional[Iterable[int]] = None) -> list[SkipRoute]:
+    """The static inspect_skip_layout: each popped (ns, name), where it is stashed and popped.
+
+    As inspect_skip_layout, a pop takes the latest earlier stash of its (ns, name); stashes that
+    are never popped have no route. Layers past the first unknown are not followed.
+    """
+    part = partitions(balance) if balance is not None else []
+
+    def partition_of(index: Optional[int]) -> Optional[int]:
+        if index is None or index >= len(part):
+            return None
+        return part[index]
+
+    stashed_at: dict[SkipKey, int] = {}
+    found: dict[SkipKey, SkipRoute] = {}
+    for layer in composition.layers:
+        if layer.kind == "unknown":
+            break
+        if layer.kind != "skippable":
+            continue
+        for key in layer.stash:
+            stashed_at[key] = layer.index
+        for key in layer.pop:
+            source = stashed_at.pop(key, None)
+            found[key] = SkipRoute(key[0], key[1], source, layer.index, partition_of(source),
+                                   partition_of(layer.index))
+    return sorted(found.values(), key=lambda r: (r.pop_layer if r.pop_layer is not None else -1, r.name))
+
+
+def unpopped(composition: Composition) -> list[tuple[SkipKey, int]]:
+    """Stashes that no later layer pops: (key, stashing layer)."""
+    open_: dict[SkipKey, int] = {}
+    for layer in composition.layers:
+        if layer.kind == "unknown":
+            break
+        if layer.kind != "skippable":
+            continue
+        for key in layer.stash:
+            open_.setdefault(key, layer.index)
+        for key in layer.pop:
+            open_.pop(key, None)
+    return sorted(open_.items(), key=lambda item: item[1])
