@@ -79,8 +79,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             traceback.print_exc()
         print(f"skiplint verify: {error}", file=sys.stderr)
         return EXIT_NOT_RUN
-    if report.reason is not None and args.verbose and report.cause is not None:
-        traceback.print_exception(report.cause)
+    if report.reason is not None:
+        if args.verbose and report.cause is not None:
+            traceback.print_exception(report.cause)
+        if not text:
+            print(report.to_json())
+        print(f"skiplint verify: {report.reason}", file=sys.stderr)
+        return report.exit_code
     if text:
         print(report.summary_text())
     else:

@@ -1,0 +1,57 @@
+"""The join is exact: same code, same subject, same name; everything else keeps its own verdict."""
+
+from skiplint.runtime.join import Reach, join
+from skiplint.runtime.report import Observation, StaticFinding
+
+
+def finding(code, cls=None, layer=None, name=None, message=""):
+    return StaticFinding("m.py", 1, 0, code, message or code, cls=cls, layer=layer, name=name)
+
+
+def obs(code, layer, cls, name, step="plain Sequential"):
+    return Observation(code, step, layer, cls, name, "msg")
+
+
+REACH = Reach(layers={"0": "Save", "1": "Linear", "2": "Load"}, completed={"Save"}, failed={"Load"},
+              verify_ran=True, layout_ran=True)
+
+
+def test_confirmed_needs_the_same_class_and_name():
+    static = [finding("SKP102", cls="Load", name="x"), finding("SKP102", cls="Save", name="x")]
+    observations, verdicts = join([obs("SKP102", "2", "Load", "x")], static, REACH)
+    assert observations[0].predicted
+    assert [v.verdict for v in verdicts] == ["confirmed", "not reproduced"]
+
+
+def test_a_different_name_is_missed():
+    observations, verdicts = join([obs("SKP101", "0", "Save", "y")], [finding("SKP101", cls="Save", name="x")],
+                                  Reach(layers=REACH.layers, failed={"Save"}))
+    assert not observations[0].predicted
+    assert verdicts[0].verdict == "not exercised"
+
+
+def test_layer_findings_match_by_child_name():
+    static = [finding("SKP201", layer="2 (Load)", name="x")]
+    observations, verdicts = join([obs("SKP201", "2", "Load", "x", "verify_skippables")], static, REACH)
+    assert observations[0].predicted and verdicts[0].verdict == "confirmed"
+    observations, verdicts = join([obs("SKP201", "0", "Save", "x", "verify_skippables")], static, REACH)
+    assert not observations[0].predicted and verdicts[0].verdict == "not reproduced"
+
+
+def test_must_be_stashed_is_the_conditional_when_the_static_pass_said_so():
+    static = [finding("SKP111", cls="Save", name="x", message="SKP111 'x' is stashed on some paths")]
+    observations, verdicts = join([obs("SKP103", "0", "Save", "x")], static, REACH)
+    assert observations[0].code == "SKP111" and observations[0].predicted
+    assert verdicts[0].verdict == "confirmed"
+
+
+def test_forward_failure_behind_a_verify_failure_is_one_root_cause():
+    observations, _ = join([obs("SKP105", "2", "Load", "x", "verify_skippables"),
+                            obs("SKP201", "2", "Load", "x")], [], REACH)
+    assert [o.code for o in observations] == ["SKP105"]
+
+
+def test_silent_rules_and_absent_classes_are_not_exercised():
+    static = [finding("SKP107", cls="Save", name="x"), finding("SKP101", cls="Other", name="x")]
+    _, verdicts = join([], static, REACH)
+    assert [v.verdict for v in verdicts] == ["not exercised", "not exercised"]

@@ -1,0 +1,81 @@
+"""verify against the real libraries on CPU: each runtime-observable fixture confirms exactly its
+static findings; clean fixtures run clean on both backends; a computed name is missed by static."""
+
+import glob
+import os
+import re
+
+import pytest
+
+from skiplint.runtime import verify
+
+from .conftest import FIXTURES
+
+MARKER = re.compile(r"#\s*expect:\s*(SKP\d{3}(?:\s*,\s*SKP\d{3})*)")
+BUGGY = sorted(glob.glob(os.path.join(FIXTURES, "skp*.py")))
+#: Options a fixture needs beyond the defaults.
+OPTIONS = {"skp301_balance.py": {"balance": (2, 2)}}
+
+
+def markers(path):
+    with open(path) as handle:
+        return {(number, code.strip()) for number, line in enumerate(handle, 1)
+                for match in [MARKER.search(line)] if match for code in match.group(1).split(",")}
+
+
+@pytest.mark.parametrize("path", BUGGY, ids=os.path.basename)
+def test_buggy_fixture_confirms_exactly_its_static_findings(path):
+    report = verify(f"{path}:build", checkpoint=("never",), **OPTIONS.get(os.path.basename(path), {}))
+    assert report.reason is None, report.reason
+    expected = markers(path)
+    assert expected, "a buggy fixture has markers"
+    assert {(s.line, s.code) for s in report.static} == expected, report.to_text()
+    assert all(s.verdict == "confirmed" for s in report.static), report.to_text()
+    assert report.observations and all(o.predicted for o in report.observations), report.to_text()
+    assert {o.code for o in report.observations} == {code for _, code in expected}
+    assert report.exit_code == 1
+
+
+@pytest.mark.parametrize("fixture, backend", [("unet.py", "torchgpipe"), ("unet_fairscale.py", "fairscale")])
+def test_clean_unet_runs_clean(fixture, backend):
+    report = verify(os.path.join(FIXTURES, fixture) + ":build", backend=backend,
+                    checkpoint=("never", "except_last", "always"))
+    assert report.exit_code == 0, report.to_text()
+    assert report.backend == backend
+    assert [c.mode for c in report.comparisons] == ["never", "except_last", "always"]
+    assert all(c.ok for c in report.comparisons)
+    assert {(r.name, r.src_layer, r.dst_layer, r.src_partition, r.dst_partition) for r in report.runtime_routes} == {
+        ("skip", "0", "4", 0, 1), ("skip", "1", "3", 0, 1)}
+    assert report.static_routes is not None and report.routes_agree
+
+
+def test_auto_backend_is_the_library_of_the_classes():
+    report = verify(os.path.join(FIXTURES, "unet_fairscale.py") + ":build", checkpoint="never")
+    assert report.backend == "fairscale" and report.exit_code == 0
+
+
+def test_static_route_table_agrees_at_another_balance():
+    report = verify(os.path.join(FIXTURES, "unet.py") + ":build", balance=(1, 3, 2), checkpoint="never")
+    assert report.exit_code == 0, report.to_text()
+    assert {(r.src_layer, r.src_partition, r.dst_partition) for r in report.runtime_routes} == {
+        ("0", 0, 2), ("1", 1, 1)}
+    assert report.static_routes is not None and report.routes_agree
+
+
+def test_computed_name_is_missed_by_static():
+    report = verify(os.path.join(FIXTURES, "computed_name.py") + ":build", checkpoint="never")
+    assert report.static == []
+    assert [(o.code, o.layer, o.cls, o.name, o.predicted) for o in report.observations] == [
+        ("SKP101", "0", "Save", "skip2", False)]
+    assert "'skip2' has not been declared as stashable" in report.observations[0].message
+    assert report.exit_code == 1
+
+
+def test_json_report_names_rules():
+    import json
+
+    report = verify(os.path.join(FIXTURES, "skp202_stash_never_popped.py") + ":build", checkpoint="never")
+    payload = json.loads(report.to_json())
+    assert payload["exit_code"] == 1
+    assert payload["observations"][0]["rule"] == "stash-never-popped"
+    assert payload["static"][0]["verdict"] == "confirmed"
