@@ -23,9 +23,6 @@ def package_dir(name: str) -> str | None:
     return list(spec.submodule_search_locations)[0]
 
 
-@pytest.mark.xfail(raises=AttributeError, strict=False,
-                   reason="analyzer gap: compositions.Builder.if_ passes an IndentedBlock's statement "
-                          "tuple to suite() (e.g. torchgpipe/checkpoint.py); remove when fixed")
 @pytest.mark.parametrize("name", LIBRARIES)
 def test_library_lints_clean(name: str) -> None:
     root = package_dir(name)
