@@ -65,6 +65,7 @@ class SkipInfo:
 class NS:
     serial: int
     origin: Optional[str] = None
+    node: Optional[cst.CSTNode] = None
 
 
 @dataclass(eq=False)
@@ -390,23 +391,25 @@ class Builder:
             elif isinstance(stmt.orelse, cst.Else):
                 self.suite(stmt.orelse.body, env)
             return
-        branches: list[cst.CSTNode] = [stmt.body]
-        if stmt.orelse is not None:
-            branches.append(stmt.orelse)
+        branches: list[tuple[cst.CSTNode, cst.CSTNode]] = [(stmt.body, stmt.body)]
+        if isinstance(stmt.orelse, cst.If):
+            branches.append((stmt.orelse, stmt.orelse))
+        elif isinstance(stmt.orelse, cst.Else):
+            branches.append((stmt.orelse.body, stmt.orelse))
         overlays = []
-        for branch in branches:
+        for branch, whole in branches:
             overlay = Env(env, env.scope, env.func, overlay=True)
             try:
                 if isinstance(branch, cst.If):
                     self.if_(branch, overlay)
                 else:
-                    self.suite(branch.body, overlay)  # type: ignore[attr-defined]
+                    self.suite(branch, overlay)  # type: ignore[arg-type]
             except (_Break, _Continue):
                 raise _LoopUnknown from None
             except _Return:
                 overlay.vars["$returned"] = True
             overlays.append(overlay)
-            self.taint_block(branch, env)
+            self.taint_block(whole, env)
         names = set().union(*(o.vars for o in overlays))
         for name in names:
             if name == "$returned":
@@ -849,7 +852,7 @@ class Builder:
             return seq
         if symbol == "Namespace":
             self.ns_serial += 1
-            return NS(self.ns_serial)
+            return NS(self.ns_serial, node=node)
         if symbol == "OrderedDict":
             if not known or kwargs:
                 return DictV({}, ordered=True, tainted=True)
@@ -1226,7 +1229,7 @@ class Builder:
                 for name in sorted(names - both):
                     ns = value.namespaces.get(name)
                     if ns is not None:
-                        ns_label.setdefault(ns.serial, ns.origin or f"Namespace#{ns.serial}")
+                        ns_label.setdefault(ns.serial, ns.origin or self.ns_text(ns))
                     out.append((ns.serial if ns is not None else None, name))
                 return tuple(out)
 
@@ -1234,6 +1237,11 @@ class Builder:
                          tuple(sorted(both)), site)
         label = _code(node) if node is not None else "?"
         return Layer(index, key, label, "unknown", site=site)
+
+    def ns_text(self, ns: NS) -> str:
+        if ns.node is None:
+            return f"#{ns.serial}"
+        return f"Namespace() of line {self.locator.position(ns.node)[0]}"
 
     def nested_skippables(self, seq: SeqV, ns_label: dict[int, str], depth: int = 0) -> Iterator[Layer]:
         """Skippable (or unknown) layers anywhere inside a container."""

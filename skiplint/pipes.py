@@ -75,6 +75,7 @@ def composition_findings(composition: Composition) -> Iterator[Finding]:
             return
     stashed: dict[SkipKey, Layer] = {}
     popped: dict[SkipKey, Layer] = {}
+    unmatched: list[tuple[SkipKey, Layer]] = []
     truncated = not composition.complete
     for layer in composition.layers:
         if layer.kind == "unknown":
@@ -98,6 +99,7 @@ def composition_findings(composition: Composition) -> Iterator[Finding]:
                 yield _finding("SKP204", layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
                                first=layer_text(first), name=key[1])
             elif key not in stashed:
+                unmatched.append((key, layer))
                 yield _finding("SKP201", layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
                                name=key[1])
             else:
@@ -105,9 +107,17 @@ def composition_findings(composition: Composition) -> Iterator[Finding]:
     if truncated:
         return
     for key, layer in stashed.items():
-        if key not in popped and key[1] not in hidden_names:
-            yield _finding("SKP202", layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
-                           name=key[1])
+        if key in popped or key[1] in hidden_names:
+            continue
+        # A later pop of the same name in another namespace is the other half of one mistake (a
+        # wrong or missing namespace at the pop): SKP201 there says it; the stash is not repeated.
+        partner = next((i for i, (k, pop) in enumerate(unmatched)
+                        if k[1] == key[1] and k[0] != key[0] and pop.index > layer.index), None)
+        if partner is not None:
+            del unmatched[partner]
+            continue
+        yield _finding("SKP202", layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
+                       name=key[1])
 
 
 def has_skippables(composition: Composition) -> bool:
@@ -138,8 +148,8 @@ def pipe_findings(pipe: Pipe) -> Iterator[Finding]:
     if total != len(composition.layers):
         yield _finding("SKP301", pipe.site, total=total, count=len(composition.layers))
         return
-    if hides_skippables(composition):
-        return
+    if hides_skippables(composition) or any(True for _ in composition_findings(composition)):
+        return  # the pipe fails to build; no cost to report
     for route in routes(composition, pipe.balance):
         if route.stash_partition is not None and route.stash_partition != route.pop_partition:
             yield _finding("SKP302", pipe.site, skip=skip_text((route.ns, route.name), composition),

@@ -1,0 +1,364 @@
+"""`skiplint layout PATH[:NAME]`: each composition's layers, partitions and skip arcs, statically.
+
+The route table is the static equivalent of `inspect_skip_layout` for a balance: which partition
+stashes and which pops every (namespace, name). Namespaces are labelled `ns1`, `ns2`, ... in the
+order of the first layer that stashes into them (then by skip name), the default one `None`, so a
+table computed from a live model (see `label_namespaces`) compares equal as a plain value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any, Hashable, Iterable, Optional, Sequence
+
+from skiplint import engine, pipes, sources
+from skiplint.facts import Composition, Layer, ModelFacts, SkipRoute
+
+EXIT_OK, EXIT_NOT_FOUND, EXIT_UNCHECKED = 0, 1, 2
+_PIPE_KINDS = ("GPipe", "FairscalePipe", "TorchPipe")
+
+
+@dataclass(frozen=True)
+class Model:
+    """A composition to draw, with the pipe (and balance) it is given to, if any."""
+
+    name: str
+    composition: Composition
+    pipe: Optional[str] = None
+    balance: Optional[tuple[int, ...]] = None
+
+
+def label_namespaces(entries: Iterable[tuple[Hashable, str, Optional[int]]]) -> dict[Hashable, Optional[str]]:
+    """Labels for namespaces: None for the default (None), else ns1, ns2, ... by first stash.
+
+    `entries` are (namespace, name, stashing layer index); works for static namespace numbers and
+    for live `Namespace` objects alike.
+    """
+    labels: dict[Hashable, Optional[str]] = {}
+    ordered = sorted(entries, key=lambda e: (e[2] if e[2] is not None else 1 << 30, e[1]))
+    count = 0
+    for ns, _, _ in ordered:
+        if ns is None:
+            labels[None] = None
+        elif ns not in labels:
+            count += 1
+            labels[ns] = f"ns{count}"
+    return labels
+
+
+def route_rows(composition: Composition, balance: Optional[Sequence[int]]) -> list[dict[str, Any]]:
+    """The route table of a composition for a balance: one row per popped (ns, name)."""
+    found = pipes.routes(composition, balance)
+    labels = label_namespaces((r.ns, r.name, r.stash_layer) for r in found)
+    return [_row(r, labels) for r in found]
+
+
+def _row(route: SkipRoute, labels: dict[Hashable, Optional[str]]) -> dict[str, Any]:
+    return {"ns": labels.get(route.ns), "name": route.name, "stash_layer": route.stash_layer,
+            "pop_layer": route.pop_layer, "stash_partition": route.stash_partition,
+            "pop_partition": route.pop_partition}
+
+
+def models(facts: ModelFacts, wanted: Optional[str] = None) -> list[Model]:
+    """The compositions worth drawing (those given to pipes first), or the one named `wanted`."""
+    out: list[Model] = []
+    covered: set[int] = set()
+    for pipe in facts.pipes:
+        if pipe.kind in _PIPE_KINDS and pipe.composition is not None:
+            out.append(Model(pipe.name, pipe.composition, pipe.kind, pipe.balance))
+            covered.add(id(pipe.composition))
+    for composition in facts.compositions:
+        if id(composition) in covered:
+            continue
+        if wanted is None and not _has_skips(composition):
+            continue
+        out.append(Model(composition.name, composition))
+    if wanted is not None:
+        out = [m for m in out if wanted in (m.name, m.composition.name, _line(m.composition))]
+    return out
+
+
+def _has_skips(composition: Composition) -> bool:
+    return pipes.has_skippables(composition) or not composition.complete or any(
+        layer.kind == "unknown" for layer in composition.layers)
+
+
+def _line(composition: Composition) -> str:
+    return str(composition.site.position[0]) if composition.site is not None else ""
+
+
+def load(path: str) -> ModelFacts:
+    """The composition facts of one file (read whatever the prefilter would say)."""
+    text = sources.decode(sources.read_bytes(path))
+    both = engine.analyze_models(text, path, prefiltered=True)
+    assert both is not None
+    return both[1]
+
+
+def route_table(path: str, name: Optional[str] = None,
+                balance: Optional[Sequence[int]] = None) -> list[dict[str, Any]]:
+    """The static route table of the composition (or pipe) `name` in `path` (the first one if
+    None) for `balance` (the pipe's own if None): what the runtime companion compares with
+    `inspect_skip_layout`. Raises LookupError when there is no such model, ValueError when its
+    skips cannot be resolved."""
+    found = models(load(path), name)
+    if not found:
+        raise LookupError(f"no composition named {name!r} in {path}" if name else f"no composition in {path}")
+    model = found[0]
+    problem = unresolved(model.composition)
+    if problem is not None:
+        raise ValueError(problem)
+    return route_rows(model.composition, balance if balance is not None else model.balance)
+
+
+def unresolved(composition: Composition) -> Optional[str]:
+    """Why a composition's skips cannot be resolved, or None."""
+    for layer in composition.layers:
+        if layer.kind == "unknown":
+            return f"layer {pipes.layer_text(layer)} cannot be known statically"
+    if not composition.complete:
+        return f"its children cannot all be listed: {composition.unknown or 'unknown'}"
+    if pipes.hides_skippables(composition):
+        nested = [layer for layer in composition.layers if layer.kind == "container" and layer.nested]
+        return (f"child {pipes.layer_text(nested[0])} holds skippable layers that verify_skippables "
+                "and inspect_skip_layout do not see")
+    return None
+
+
+# -- renderers ----------------------------------------------------------------------------------
+
+def _partition_of(balance: Optional[Sequence[int]], count: int) -> list[Optional[int]]:
+    part: list[Optional[int]] = list(pipes.partitions(balance)) if balance is not None else []
+    return (part + [None] * count)[:count]
+
+
+def render_json(path: str, model: Model, balance: Optional[Sequence[int]]) -> dict[str, Any]:
+    composition = model.composition
+    problem = unresolved(composition)
+    part = _partition_of(balance, len(composition.layers))
+    rows = route_rows(composition, balance) if problem is None else []
+    names = dict(composition.namespaces)
+    labels = label_namespaces((r.ns, r.name, r.stash_layer) for r in pipes.routes(composition))
+    return {
+        "path": path, "name": model.name, "pipe": model.pipe,
+        "balance": list(balance) if balance is not None else None,
+        "layers": [{"index": layer.index, "key": layer.key, "label": layer.label, "kind": layer.kind,
+                    "partition": part[layer.index]} for layer in composition.layers],
+        "routes": [dict(row, crosses=row["stash_partition"] != row["pop_partition"]
+                        if row["stash_partition"] is not None else None) for row in rows],
+        "namespaces": {label: names.get(ns, "") for ns, label in labels.items() if label is not None},
+        "unresolved": problem,
+    }
+
+
+def _lanes(found: list[SkipRoute]) -> list[int]:
+    """A column per arc, reusing a column once its arc has ended (interval colouring)."""
+    ends: list[int] = []
+    lanes: list[int] = []
+    for route in found:
+        start = route.stash_layer if route.stash_layer is not None else route.pop_layer or 0
+        for lane, end in enumerate(ends):
+            if end < start:
+                ends[lane] = route.pop_layer or start
+                lanes.append(lane)
+                break
+        else:
+            ends.append(route.pop_layer or start)
+            lanes.append(len(ends) - 1)
+    return lanes
+
+
+def render_text(path: str, model: Model, balance: Optional[Sequence[int]]) -> str:
+    composition = model.composition
+    header = f"{model.name}  ({path}:{_line(composition)})"
+    if model.pipe:
+        header += f"  {model.pipe}"
+    if balance is not None:
+        header += f"  balance={list(balance)}"
+    lines = [header]
+    if balance is not None and sum(balance) != len(composition.layers):
+        lines.append(f"  balance sums to {sum(balance)} but the composition has {len(composition.layers)} layers")
+    problem = unresolved(composition)
+    if problem is not None:
+        lines.append(f"  skips cannot be resolved: {problem}")
+    found = sorted(pipes.routes(composition, balance) if problem is None else [],
+                   key=lambda r: (r.stash_layer if r.stash_layer is not None else -1, r.pop_layer or 0))
+    found = [r for r in found if r.stash_layer is not None]
+    labels = label_namespaces((r.ns, r.name, r.stash_layer) for r in found)
+    lanes = _lanes(found)
+    width = max(lanes, default=-1) + 1
+    part = _partition_of(balance, len(composition.layers))
+    def shown(layer: Layer) -> str:
+        return layer.label if layer.key == str(layer.index) else f"{layer.key!r} {layer.label}"
+
+    label_width = max((len(shown(layer)) for layer in composition.layers), default=5)
+    previous: Optional[int] = -1
+
+    def skip_name(route: SkipRoute) -> str:
+        ns = labels.get(route.ns)
+        return repr(route.name) + (f" @{ns}" if ns else "")
+
+    for layer in composition.layers:
+        p = part[layer.index]
+        if balance is not None and p != previous:
+            cells = ["│" if any(r.stash_layer is not None and r.stash_layer < layer.index <= (r.pop_layer or 0)
+                                and lanes[k] == lane for k, r in enumerate(found)) else "─"
+                     for lane in range(width)]
+            title = f"  ──── partition {p} "
+            lines.append(title + "─" * max(label_width + 9 - len(title), 2) + "  " + "".join(cells))
+            previous = p
+        cells = [" "] * width
+        notes = []
+        for k, route in enumerate(found):
+            lane = lanes[k]
+            if route.stash_layer == layer.index:
+                cells[lane] = "┬"
+                notes.append(f"stash {skip_name(route)} → layer {route.pop_layer}")
+            elif route.pop_layer == layer.index:
+                cells[lane] = "┴"
+                crossing = ""
+                if route.stash_partition is not None and route.stash_partition != route.pop_partition:
+                    crossing = f"  [crosses partition {route.stash_partition} → {route.pop_partition}]"
+                notes.append(f"pop {skip_name(route)} ← layer {route.stash_layer}{crossing}")
+            elif route.stash_layer is not None and route.stash_layer < layer.index < (route.pop_layer or 0):
+                cells[lane] = "│"
+        if layer.kind == "unknown":
+            notes.append("? cannot be known")
+        elif layer.kind == "container" and layer.nested:
+            notes.append("contains skippable layers (invisible to the pipe)")
+        where = f"{p:>2}" if p is not None else "  "
+        text = shown(layer)
+        lines.append(f"  {where} {layer.index:>3}  {text:<{label_width}}  {''.join(cells)}  {'; '.join(notes)}".rstrip())
+    if not composition.complete and composition.unknown:
+        lines.append(f"  ...  {composition.unknown}")
+    for key, index in pipes.unpopped(composition) if problem is None else []:
+        lines.append(f"  note: layer {index} stashes {key[1]!r} but no later layer pops it")
+    return "\n".join(lines)
+
+
+def _dot_id(index: int) -> str:
+    return f"L{index}"
+
+
+def render_dot(path: str, model: Model, balance: Optional[Sequence[int]]) -> str:
+    data = render_json(path, model, balance)
+    out = [f"digraph {json.dumps(model.name)} {{", "  rankdir=TB;", "  node [shape=box];"]
+    groups: dict[Optional[int], list[dict[str, Any]]] = {}
+    for layer in data["layers"]:
+        groups.setdefault(layer["partition"], []).append(layer)
+    for partition, layers in groups.items():
+        indent = "  "
+        if partition is not None:
+            out.append(f"  subgraph cluster_{partition} {{")
+            out.append(f"    label=\"partition {partition}\";")
+            indent = "    "
+        for layer in layers:
+            label = f"{layer['index']}: {layer['label']}"
+            out.append(f"{indent}{_dot_id(layer['index'])} [label={json.dumps(label)}];")
+        if partition is not None:
+            out.append("  }")
+    for a, b in zip(data["layers"], data["layers"][1:]):
+        out.append(f"  {_dot_id(a['index'])} -> {_dot_id(b['index'])};")
+    for row in data["routes"]:
+        if row["stash_layer"] is None:
+            continue
+        label = row["name"] + (f" ({row['ns']})" if row["ns"] else "")
+        style = "dashed"
+        extra = ", color=red, penwidth=2" if row["crosses"] else ""
+        out.append(f"  {_dot_id(row['stash_layer'])} -> {_dot_id(row['pop_layer'])} "
+                   f"[label={json.dumps(label)}, style={style}, constraint=false{extra}];")
+    out.append("}")
+    return "\n".join(out)
+
+
+def render_mermaid(path: str, model: Model, balance: Optional[Sequence[int]]) -> str:
+    data = render_json(path, model, balance)
+    out = ["flowchart TD"]
+    groups: dict[Optional[int], list[dict[str, Any]]] = {}
+    for layer in data["layers"]:
+        groups.setdefault(layer["partition"], []).append(layer)
+    for partition, layers in groups.items():
+        if partition is not None:
+            out.append(f"  subgraph P{partition} [\"partition {partition}\"]")
+        for layer in layers:
+            text = f"{layer['index']}: {layer['label']}".replace('"', "'")
+            out.append(f"    {_dot_id(layer['index'])}[\"{text}\"]")
+        if partition is not None:
+            out.append("  end")
+    for a, b in zip(data["layers"], data["layers"][1:]):
+        out.append(f"  {_dot_id(a['index'])} --> {_dot_id(b['index'])}")
+    for row in data["routes"]:
+        if row["stash_layer"] is None:
+            continue
+        label = row["name"] + (f" ({row['ns']})" if row["ns"] else "")
+        arrow = f"== \"{label} (crosses)\" ==>" if row["crosses"] else f"-. \"{label}\" .->"
+        out.append(f"  {_dot_id(row['stash_layer'])} {arrow} {_dot_id(row['pop_layer'])}")
+    return "\n".join(out)
+
+
+# -- the command --------------------------------------------------------------------------------
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="skiplint layout",
+        description="Draw each composition's layers, partitions and skip arcs (no code is run).")
+    p.add_argument("target", metavar="PATH[:NAME]",
+                   help="a Python file; NAME picks one composition or pipe (a variable, class or "
+                        "function name, or the line of its call)")
+    p.add_argument("--balance", default=None, metavar="N,N,...",
+                   help="layers per partition (default: the balance given to the pipe, if literal)")
+    p.add_argument("--format", choices=("text", "json", "dot", "mermaid"), default="text")
+    return p
+
+
+def _split_target(target: str) -> tuple[str, Optional[str]]:
+    path, sep, name = target.rpartition(":")
+    if sep and path and not name.startswith(("\\", "/")) and name:
+        return path, name
+    return target, None
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parser().parse_args(list(argv))
+    path, name = _split_target(args.target)
+    balance: Optional[tuple[int, ...]] = None
+    if args.balance:
+        try:
+            balance = tuple(int(n) for n in args.balance.replace(" ", "").split(",") if n)
+        except ValueError:
+            print(f"skiplint layout: --balance wants integers separated by commas, not {args.balance!r}",
+                  file=sys.stderr)
+            return EXIT_UNCHECKED
+    try:
+        facts = load(path)
+    except (sources.SourceError, engine.ParseFailure) as error:
+        print(f"{path}: cannot read: {error}", file=sys.stderr)
+        return EXIT_UNCHECKED
+    found = models(facts, name)
+    if not found:
+        what = f"no composition named {name!r}" if name else "no composition with skippable layers"
+        print(f"{path}: {what}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    chunks: list[Any] = []
+    status = EXIT_OK
+    for model in found:
+        use = balance if balance is not None else model.balance
+        if unresolved(model.composition) is not None:
+            status = EXIT_UNCHECKED
+        if args.format == "json":
+            chunks.append(render_json(path, model, use))
+        elif args.format == "dot":
+            chunks.append(render_dot(path, model, use))
+        elif args.format == "mermaid":
+            chunks.append(render_mermaid(path, model, use))
+        else:
+            chunks.append(render_text(path, model, use))
+    if args.format == "json":
+        print(json.dumps(chunks, indent=2))
+    else:
+        print("\n\n".join(chunks))
+    return status
+
