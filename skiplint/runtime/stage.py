@@ -12,7 +12,7 @@ import sys
 import warnings
 
 
-def main(folder: str, rank: int) -> int:
+def main(folder: str, rank: int, torchrun: bool = False) -> int:
     import torch
     import torch.distributed as dist
 
@@ -30,11 +30,21 @@ def main(folder: str, rank: int) -> int:
         model = target.build(job["target"], job["sample"], shape).model
         data = torch.load(os.path.join(folder, "input.pt"))
         model.load_state_dict(data["state"])
-        device = torch.device(job["devices"][rank])
-        backend = "nccl" if device.type == "cuda" else "gloo"
-        dist.init_process_group(backend, rank=rank, world_size=job["world"],
-                                init_method=f"tcp://127.0.0.1:{job['port']}",
-                                timeout=datetime.timedelta(seconds=job["timeout"]))
+        timeout = datetime.timedelta(seconds=job["timeout"])
+        if torchrun:
+            # torchrun (or any launcher) gives the rank and the rendezvous in the environment.
+            local = int(os.environ.get("LOCAL_RANK", "0"))
+            device = torch.device("cuda", local) if torch.cuda.is_available() else torch.device("cpu")
+            if device.type == "cuda":
+                torch.cuda.set_device(device)
+            job["world"] = int(os.environ["WORLD_SIZE"])
+            dist.init_process_group("nccl" if device.type == "cuda" else "gloo", init_method="env://",
+                                    timeout=timeout)
+        else:
+            device = torch.device(job["devices"][rank])
+            dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank,
+                                    world_size=job["world"], init_method=f"tcp://127.0.0.1:{job['port']}",
+                                    timeout=timeout)
         sample, weights = data["sample"], data["weights"][0]
         chunks = job["chunks"]
         micro = sample.tensor_split(chunks)[0]
@@ -66,4 +76,6 @@ def main(folder: str, rank: int) -> int:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[2] == "--torchrun":
+        sys.exit(main(sys.argv[1], int(os.environ["RANK"]), torchrun=True))
     sys.exit(main(sys.argv[1], int(sys.argv[2])))
