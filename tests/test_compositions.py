@@ -1,0 +1,172 @@
+"""Composition facts and SKP2xx/SKP3xx checks, on small sources (no fixtures, no subprocesses)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from skiplint import engine, pipes
+
+HEADER = '''
+from collections import OrderedDict
+from torch import nn
+from torchgpipe import GPipe
+from torchgpipe.skip import Namespace, pop, skippable, stash
+
+@skippable(stash=["skip"])
+class S(nn.Module):
+    def forward(self, x):
+        yield stash("skip", x)
+        return x
+
+@skippable(pop=["skip"])
+class P(nn.Module):
+    def forward(self, x):
+        skip = yield pop("skip")
+        return x + skip
+'''
+
+
+def models(body: str):
+    text = HEADER + textwrap.dedent(body)
+    both = engine.analyze_models(text, "t.py")
+    assert both is not None
+    return both[1]
+
+
+def codes(body: str) -> list[tuple[int, str]]:
+    text = HEADER + textwrap.dedent(body)
+    offset = HEADER.count("\n")
+    result = engine.check_text(text, "t.py", engine.Selection(extend_select=("SKP302",)))
+    return sorted((d.line - offset, d.code) for d in result.diagnostics)
+
+
+def only(body: str):
+    found = [c for c in models(body).compositions if c.name == "model"]
+    assert len(found) == 1, [c.name for c in models(body).compositions]
+    return found[0]
+
+
+def test_literal_children_and_kinds():
+    comp = only("model = nn.Sequential(S(), nn.ReLU(), P())\n")
+    assert [layer.kind for layer in comp.layers] == ["skippable", "plain", "skippable"]
+    assert comp.layers[0].stash == ((None, "skip"),)
+    assert comp.layers[2].pop == ((None, "skip"),)
+    assert comp.complete
+
+
+def test_namespace_identity_through_list_and_reversed_loop():
+    comp = only('''
+        nss = [Namespace() for _ in range(3)]
+        layers = []
+        for i in range(1, 4):
+            layers.append(S().isolate(nss[i - 1]))
+        for i in reversed(range(1, 4)):
+            layers.append(P().isolate(nss[i - 1]))
+        model = nn.Sequential(*layers)
+    ''')
+    stash_ns = [layer.stash[0][0] for layer in comp.layers[:3]]
+    pop_ns = [layer.pop[0][0] for layer in comp.layers[3:]]
+    assert len(set(stash_ns)) == 3 and pop_ns == stash_ns[::-1]
+    assert list(pipes.composition_findings(comp)) == []
+
+
+def test_each_namespace_call_is_distinct_in_a_helper():
+    comp = only('''
+        def block():
+            ns = Namespace()
+            return [S().isolate(ns), P().isolate(ns)]
+        model = nn.Sequential(*block(), *block())
+    ''')
+    assert comp.layers[0].stash[0][0] != comp.layers[2].stash[0][0]
+    assert list(pipes.composition_findings(comp)) == []
+
+
+def test_ordered_dict_keys_and_add_module():
+    comp = only('''
+        d = OrderedDict()
+        d["a"] = S()
+        model = nn.Sequential(d)
+        model.add_module("b", P())
+    ''')
+    assert [layer.key for layer in comp.layers] == ["a", "b"]
+
+
+def test_subclass_init_with_defaults_and_call_arguments():
+    found = models('''
+        class Stack(nn.Sequential):
+            def __init__(self, n=2):
+                layers = []
+                for _ in range(n):
+                    layers += [S(), P()]
+                super().__init__(*layers)
+        model = Stack(1)
+    ''')
+    assert [len(c.layers) for c in found.compositions] == [2]  # Stack(1); __init__ already ran
+    alone = models('''
+        class Stack(nn.Sequential):
+            def __init__(self, n=2):
+                super().__init__(*[S() if i % 2 == 0 else P() for i in range(2 * n)])
+    ''')
+    assert [(c.name, len(c.layers)) for c in alone.compositions] == [("Stack", 4)]
+
+
+def test_verify_order_and_codes():
+    assert codes("model = nn.Sequential(P(), S())\n") == [(1, "SKP201"), (1, "SKP202")]
+    assert codes("model = nn.Sequential(S(), P(), S(), P())\n") == [(1, "SKP203"), (1, "SKP204")]
+
+
+def test_namespace_mismatch_is_one_diagnostic_at_the_pop():
+    found = codes('''
+        ns = Namespace()
+        model = nn.Sequential(
+            S().isolate(ns),
+            P(),
+        )
+    ''')
+    assert found == [(5, "SKP201")]
+
+
+def test_unknown_child_stops_the_check():
+    assert codes("from elsewhere import X\nmodel = nn.Sequential(S(), X(), S())\n") == []
+    assert codes("from elsewhere import X\nmodel = nn.Sequential(P(), X())\n") == [(2, "SKP201")]
+
+
+def test_conditional_mutation_abstains():
+    assert codes('''
+        import random
+        layers = [S()]
+        if random.random() > 0.5:
+            layers.append(P())
+        model = nn.Sequential(*layers)
+    ''') == []
+
+
+def test_unbounded_loop_abstains():
+    assert codes('''
+        def build(depth):
+            return nn.Sequential(*[P() for _ in range(depth)])
+    ''') == []
+
+
+def test_nested_skippables_only_reported_when_piped():
+    assert codes("model = nn.Sequential(nn.Sequential(S()), P())\n") == []
+    assert codes("model = nn.Sequential(nn.Sequential(S()), P())\npipe = GPipe(model, [1, 1])\n") == [
+        (1, "SKP205")]
+
+
+def test_balance_and_crossing():
+    assert codes("pipe = GPipe(nn.Sequential(S(), P()), balance=[1, 2])\n") == [(1, "SKP301")]
+    assert codes("pipe = GPipe(nn.Sequential(S(), P()), balance=[1, 1])\n") == [(1, "SKP302")]
+    assert codes("pipe = GPipe(nn.Sequential(S(), P()), balance=[2])\n") == []
+
+
+def test_routes_match_inspect_skip_layout_semantics():
+    comp = only("ns = Namespace()\nmodel = nn.Sequential(S(), nn.ReLU(), P(), S().isolate(ns), P().isolate(ns))\n")
+    found = pipes.routes(comp, [2, 3])
+    assert [(r.stash_layer, r.pop_layer, r.stash_partition, r.pop_partition) for r in found] == [
+        (0, 2, 0, 1), (3, 4, 1, 1)]
+
+
+def test_budget_keeps_the_analyzer_finite():
+    # A loop too long to unroll: unknown, so nothing is reported, and it returns promptly.
+    assert codes("layers = [P() for _ in range(10**6)]\nmodel = nn.Sequential(*layers)\n") == []
