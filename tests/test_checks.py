@@ -33,8 +33,8 @@ def at(line: int, col: int = 0) -> Site:
 
 
 def declared(kind: str, *names: str, line: int = 1) -> Declaration:
-    return Declaration(kind, tuple(Declared(n, at(line, 20 + 10 * i)) for i, n in enumerate(names)),  # type: ignore[arg-type]
-                       at(line, 10))
+    names_ = tuple(Declared(n, at(line, 20 + 10 * i)) for i, n in enumerate(names))
+    return Declaration(kind, names_, at(line, 10))  # type: ignore[arg-type]
 
 
 def unknown(kind: str, line: int = 1) -> Declaration:

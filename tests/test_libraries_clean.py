@@ -7,7 +7,6 @@ test is skipped.
 from __future__ import annotations
 
 import importlib.util
-import os
 
 import pytest
 

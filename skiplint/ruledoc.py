@@ -1,0 +1,531 @@
+"""The rule reference (docs/rules.md), generated from the rule table and the examples below.
+
+`python -m skiplint.ruledoc > docs/rules.md`; a test keeps the file equal to this output, and
+checks that each bad example is reported under its code and each fixed example is not.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from typing import Optional, Sequence
+
+from skiplint import rules
+
+_TG = "from torch import nn\nfrom torchgpipe.skip import pop, skippable, stash\n"
+_FS = "from torch import nn\nfrom fairscale.nn.pipe.skip import pop, skippable, stash\n"
+
+# Two layers that most composition examples use.
+_LAYERS = '''
+
+@skippable(stash=["skip"])
+class Stash(nn.Module):
+    def forward(self, x):
+        yield stash("skip", x)
+        return x
+
+
+@skippable(pop=["skip"])
+class Pop(nn.Module):
+    def forward(self, x):
+        skip = yield pop("skip")
+        return x + skip
+
+'''
+_PIPE = ("from torch import nn\nfrom torchgpipe import GPipe\n"
+         "from torchgpipe.skip import Namespace, pop, skippable, stash\n") + _LAYERS
+
+
+def _src(text: str) -> str:
+    return textwrap.dedent(text).strip("\n") + "\n"
+
+
+def _join(head: str, body: str) -> str:
+    """A module: `head` (imports, layers), two blank lines, then `body`."""
+    return head.rstrip("\n") + "\n\n\n" + _src(body)
+
+
+#: code -> (bad example, fixed example); each a complete module.
+EXAMPLES: dict[str, tuple[str, str]] = {
+    "SKP101": (_join(_TG, '''
+
+        @skippable(stash=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                yield stash("extra", x * 2)
+                return x
+    '''), _join(_TG, '''
+
+        @skippable(stash=["skip", "extra"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                yield stash("extra", x * 2)
+                return x
+    ''')),
+    "SKP102": (_join(_FS, '''
+
+        @skippable(pop=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                skip = yield pop("skip")
+                extra = yield pop("extra")
+                return x + skip + extra
+    '''), _join(_FS, '''
+
+        @skippable(pop=["skip", "extra"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                skip = yield pop("skip")
+                extra = yield pop("extra")
+                return x + skip + extra
+    ''')),
+    "SKP103": (_join(_TG, '''
+
+        @skippable(stash=["1to2", "1to3"])
+        class Layer1(nn.Module):
+            def forward(self, x):
+                yield stash("1to2", x)
+                return x
+    '''), _join(_TG, '''
+
+        @skippable(stash=["1to2", "1to3"])
+        class Layer1(nn.Module):
+            def forward(self, x):
+                yield stash("1to2", x)
+                yield stash("1to3", x)
+                return x
+    ''')),
+    "SKP104": (_join(_FS, '''
+
+        @skippable(pop=["1to3", "2to3"])
+        class Layer3(nn.Module):
+            def forward(self, x):
+                skip_1to3 = yield pop("1to3")
+                return x + skip_1to3
+    '''), _join(_FS, '''
+
+        @skippable(pop=["1to3", "2to3"])
+        class Layer3(nn.Module):
+            def forward(self, x):
+                skip_1to3 = yield pop("1to3")
+                skip_2to3 = yield pop("2to3")
+                return x + skip_1to3 + skip_2to3
+    ''')),
+    "SKP105": (_join(_TG, '''
+
+        @skippable(stash=["skip"], pop=["skip"])
+        class Relay(nn.Module):
+            def forward(self, x):
+                skip = yield pop("skip")
+                yield stash("skip", x + skip)
+                return x
+    '''), _join(_TG, '''
+
+        @skippable(stash=["skip_out"], pop=["skip_in"])
+        class Relay(nn.Module):
+            def forward(self, x):
+                skip = yield pop("skip_in")
+                yield stash("skip_out", x + skip)
+                return x
+    ''')),
+    "SKP106": (_join(_TG, '''
+
+        @skippable(stash="skip")  # declares 's', 'k', 'i' and 'p'
+        class Layer(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                return x
+    '''), _join(_TG, '''
+
+        @skippable(stash=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                return x
+    ''')),
+    "SKP107": (_join(_FS, '''
+
+        @skippable(stash=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                stash("skip", x)
+                return x
+    '''), _join(_FS, '''
+
+        @skippable(stash=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                return x
+    ''')),
+    "SKP108": (_join(_TG, '''
+
+        @skippable(stash=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                yield x * 2
+    '''), _join(_TG, '''
+
+        @skippable(stash=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                return x * 2
+    ''')),
+    "SKP109": (_join(_TG, '''
+
+        class Layer(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                return x
+    '''), _join(_TG, '''
+
+        @skippable(stash=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                return x
+    ''')),
+    "SKP110": (_join(_FS, '''
+
+        @skippable(pop=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                skip = yield pop("skip")
+                x = x + skip
+                skip = yield pop("skip")
+                return x * skip
+    '''), _join(_FS, '''
+
+        @skippable(pop=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                skip = yield pop("skip")
+                x = x + skip
+                return x * skip
+    ''')),
+    "SKP111": (_join(_TG, '''
+
+        @skippable(stash=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                if self.training:
+                    yield stash("skip", x)
+                return x
+    '''), _join(_TG, '''
+
+        @skippable(stash=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                if self.training:
+                    yield stash("skip", x)
+                else:
+                    yield stash("skip", None)  # a stash of None is a valid stash
+                return x
+    ''')),
+    "SKP112": (_join(_TG, '''
+
+        @skippable(stash=["foo"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                yield stash("foo")
+                return x
+    '''), _join(_TG, '''
+
+        @skippable(stash=["foo"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                yield stash("foo", x)
+                return x
+    ''')),
+    "SKP113": (_join(_FS, '''
+
+        @skippable
+        class Layer(nn.Module):
+            def forward(self, x):
+                return x
+    '''), _join(_FS, '''
+
+        @skippable()
+        class Layer(nn.Module):
+            def forward(self, x):
+                return x
+    ''')),
+    "SKP114": (_join(_TG, '''
+
+        @skippable(pop=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x, mask):
+                skip = yield pop("skip")
+                return x * mask + skip
+    '''), _join(_TG, '''
+
+        @skippable(pop=["skip"])
+        class Layer(nn.Module):
+            def __init__(self, mask):
+                super().__init__()
+                self.mask = mask
+
+            def forward(self, x):
+                skip = yield pop("skip")
+                return x * self.mask + skip
+    ''')),
+    "SKP115": (_join(_TG.replace("pop, ", "Namespace, pop, "), '''
+
+        @skippable(stash=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                return x
+
+
+        layer = Layer().isolate(Namespace(), only=["skp"])
+    '''), _join(_TG.replace("pop, ", "Namespace, pop, "), '''
+
+        @skippable(stash=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                return x
+
+
+        layer = Layer().isolate(Namespace(), only=["skip"])
+    ''')),
+    "SKP116": (_join(_FS, '''
+
+        @skippable(pop=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                yield pop("skip")
+                return x
+    '''), _join(_FS, '''
+
+        @skippable(pop=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                skip = yield pop("skip")
+                return x + skip
+    ''')),
+    "SKP201": (_join(_PIPE, '''
+        model = GPipe(nn.Sequential(Pop(), nn.ReLU(), Stash()), balance=[2, 1], chunks=4)
+    '''), _join(_PIPE, '''
+        model = GPipe(nn.Sequential(Stash(), nn.ReLU(), Pop()), balance=[2, 1], chunks=4)
+    ''')),
+    "SKP202": (_join(_PIPE, '''
+        model = GPipe(nn.Sequential(Stash(), nn.ReLU()), balance=[1, 1], chunks=4)
+    '''), _join(_PIPE, '''
+        model = GPipe(nn.Sequential(Stash(), nn.ReLU(), Pop()), balance=[2, 1], chunks=4)
+    ''')),
+    "SKP203": (_join(_PIPE, '''
+        model = GPipe(nn.Sequential(Stash(), Stash(), Pop()), balance=[2, 1], chunks=4)
+    '''), _join(_PIPE, '''
+        ns1, ns2 = Namespace(), Namespace()
+        model = GPipe(
+            nn.Sequential(
+                Stash().isolate(ns1), Pop().isolate(ns1),
+                Stash().isolate(ns2), Pop().isolate(ns2),
+            ),
+            balance=[2, 2], chunks=4,
+        )
+    ''')),
+    "SKP204": (_join(_PIPE, '''
+        model = GPipe(nn.Sequential(Stash(), Pop(), Pop()), balance=[2, 1], chunks=4)
+    '''), _join(_PIPE, '''
+        ns1, ns2 = Namespace(), Namespace()
+        model = GPipe(
+            nn.Sequential(
+                Stash().isolate(ns1), Pop().isolate(ns1),
+                Stash().isolate(ns2), Pop().isolate(ns2),
+            ),
+            balance=[2, 2], chunks=4,
+        )
+    ''')),
+    "SKP205": (_join(_PIPE, '''
+        block = nn.Sequential(nn.ReLU(), Pop())
+        model = GPipe(nn.Sequential(Stash(), block), balance=[1, 1], chunks=4)
+    '''), _join(_PIPE, '''
+        model = GPipe(nn.Sequential(Stash(), nn.ReLU(), Pop()), balance=[2, 1], chunks=4)
+    ''')),
+    "SKP301": (_join(_PIPE, '''
+        model = GPipe(nn.Sequential(Stash(), nn.ReLU(), Pop()), balance=[1, 1], chunks=4)
+    '''), _join(_PIPE, '''
+        model = GPipe(nn.Sequential(Stash(), nn.ReLU(), Pop()), balance=[2, 1], chunks=4)
+    ''')),
+    "SKP302": (_join(_PIPE, '''
+        model = GPipe(nn.Sequential(Stash(), nn.ReLU(), Pop()), balance=[1, 2], chunks=4)
+    '''), _join(_PIPE, '''
+        model = GPipe(nn.Sequential(Stash(), nn.ReLU(), Pop(), nn.ReLU()), balance=[3, 1], chunks=4)
+    ''')),
+    "SKP303": (_join("import torch\n" + _PIPE.replace(
+        "from torchgpipe import GPipe\n",
+        "from torchgpipe import GPipe\nfrom torchgpipe.balance import balance_by_time\n"), '''
+        layers = nn.Sequential(Stash(), nn.ReLU(), Pop())
+        balance = balance_by_time(2, layers, torch.empty(64, 16))
+        model = GPipe(layers, balance=balance, chunks=4)
+    '''), _join(_PIPE, '''
+        layers = nn.Sequential(Stash(), nn.ReLU(), Pop())
+        model = GPipe(layers, balance=[2, 1], chunks=4)
+    ''')),
+    "SKP304": (_join(_PIPE.replace("from torchgpipe import GPipe\n", "from fairscale.nn.pipe import AsyncPipe\n")
+               .replace("torchgpipe.skip", "fairscale.nn.pipe.skip"), '''
+        model = AsyncPipe(nn.Sequential(Stash(), nn.ReLU(), Pop()), balance=[2, 1], chunks=4)
+    '''), _join(_PIPE.replace("from torchgpipe import GPipe\n", "from fairscale.nn import Pipe\n")
+               .replace("torchgpipe.skip", "fairscale.nn.pipe.skip"), '''
+        model = Pipe(nn.Sequential(Stash(), nn.ReLU(), Pop()), balance=[2, 1], chunks=4)
+    ''')),
+    "SKP401": (_src('''
+        from torch import nn
+        from torch.distributed.pipeline.sync.skip import pop, skippable, stash
+    '''), _src('''
+        from torch import nn
+        from torchgpipe.skip import pop, skippable, stash  # or fairscale.nn.pipe.skip
+    ''')),
+    "SKP900": (_src('''
+        from torchgpipe.skip import skippable
+
+        @skippable(stash=["skip"]
+        class Layer:
+            pass
+    '''), _src('''
+        from torchgpipe.skip import skippable
+
+        @skippable(stash=["skip"])
+        class Layer:
+            pass
+    ''')),
+    "SKP901": (_join(_TG, '''
+
+        @skippable(stash=["skip"])
+        class Layer(nn.Module):
+            def __init__(self, name):
+                super().__init__()
+                self.name = name
+
+            def forward(self, x):
+                yield stash(self.name, x)
+                return x
+    '''), _join(_TG, '''
+
+        @skippable(stash=["skip"])
+        class Layer(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                return x
+    ''')),
+}
+
+#: Where each diagnostic is reported: the line to put `# noqa: CODE` on.
+REPORTED_AT: dict[str, str] = {
+    "SKP101": "the `stash(...)` call",
+    "SKP102": "the `pop(...)` call",
+    "SKP103": "the name in the decorator's `stash=` (its string or constant)",
+    "SKP104": "the name in the decorator's `pop=` (its string or constant)",
+    "SKP105": "the second of the two declarations",
+    "SKP106": "the `stash=`/`pop=` argument",
+    "SKP107": "the call",
+    "SKP108": "the `yield`",
+    "SKP109": "the `yield`",
+    "SKP110": "the second call",
+    "SKP111": "the `def forward` line; the message names the line of the conditional",
+    "SKP112": "the call",
+    "SKP113": "the decorator",
+    "SKP114": "the `def forward` line",
+    "SKP115": "the `only=` argument",
+    "SKP116": "the `pop(...)` call",
+    "SKP201": "the popping layer's expression",
+    "SKP202": "the stashing layer's expression",
+    "SKP203": "the second stashing layer",
+    "SKP204": "the second popping layer",
+    "SKP205": "the nested child",
+    "SKP301": "the pipe call",
+    "SKP302": "the pipe call",
+    "SKP303": "the balancing call",
+    "SKP304": "the pipe call, or the `LazyModule` list",
+    "SKP401": "the import",
+    "SKP900": "line 1 (the command line only; flake8 reports unparsable files as E999)",
+    "SKP901": "the computed expression",
+}
+
+_GROUPS = (
+    ("SKP1", "SKP1xx: one @skippable class", "What `Skippable.forward` raises when the layer runs."),
+    ("SKP2", "SKP2xx: one composition",
+     "What `verify_skippables` (called by every pipe's constructor) and the skip tracker raise."),
+    ("SKP3", "SKP3xx: a pipe and its partitions", "GPipe, fairscale's Pipe, torch's Pipe and the balancers."),
+    ("SKP4", "SKP4xx: portability", "Code that stops importing on a newer PyTorch."),
+    ("SKP9", "SKP9xx: the analyzer itself", "What skiplint could not check."),
+)
+
+_INTRO = """\
+# skiplint rules
+
+<!-- Generated by `python -m skiplint.ruledoc > docs/rules.md` from skiplint/rules.py and the
+examples in skiplint/ruledoc.py. Do not edit by hand: tests/test_ruledoc.py compares them. -->
+
+Every code below is stable: put it in `# noqa: SKPnnn` comments (on the line where the
+diagnostic is reported), in `--select`/`--ignore`/`--extend-select` lists and in CI
+configuration. Each section shows a bad example, the fixed example, and the run-time failure the
+rule prevents.
+
+skiplint abstains when a fact cannot be known statically (names or declarations computed at run
+time, layer classes it cannot see): it does not guess. One mistake gives one diagnostic; when a
+declared name and a used name differ, both sides are reported, since either may be the one to fix.
+
+Opt-in codes ({opt_in}) are off unless selected by their full code, as flake8-bugbear's
+B9 codes: `skiplint --extend-select SKP116` or, in flake8, `--extend-select SKP116`.
+
+A note on flake8-bugbear and ruff: a forward that only stashes is a generator that returns a
+value, which their rule B901 (`return` in a generator) flags. For a skippable layer that `return`
+is the layer's output and is correct; projects silence it on that line with `# noqa: B901`.
+
+| code | name | finds |
+|---|---|---|
+"""
+
+
+def _section(code: str) -> list[str]:
+    rule = rules.RULES[code]
+    bad, fixed = EXAMPLES[code]
+    out = [f'<a id="{code.lower()}"></a>', "", f"### {code} `{rule.name}`", "", _sentence(rule.summary), ""]
+    if rule.opt_in:
+        out += [f"Opt-in: reported only when selected, e.g. `--extend-select {code}`.", ""]
+    out += [f"Message: `{rule.code} {rule.template}`", ""]
+    out += [f"Reported at: {REPORTED_AT[code]}.", ""]
+    failure = rule.failure.replace("{name}", "x") or "none: skiplint reports what it could not check"
+    out += [f"Run-time failure it prevents: {failure}.", ""]
+    out += ["Bad:", "", "```python", bad.rstrip("\n"), "```", "", "Fixed:", "", "```python",
+            fixed.rstrip("\n"), "```", ""]
+    return out
+
+
+def _sentence(text: str) -> str:
+    text = text[0].upper() + text[1:]
+    return text if text.endswith(".") else text + "."
+
+
+def render() -> str:
+    """The whole of docs/rules.md."""
+    lines = [_INTRO.format(opt_in=", ".join(sorted(rules.OPT_IN))).rstrip("\n")]
+    for code, rule in rules.RULES.items():
+        flag = " (opt-in)" if rule.opt_in else ""
+        lines.append(f"| [{code}](#{code.lower()}) | `{rule.name}`{flag} | {rule.summary} |")
+    lines.append("")
+    for prefix, title, blurb in _GROUPS:
+        codes = [code for code in rules.RULES if code.startswith(prefix)]
+        if not codes:
+            continue
+        lines += [f"## {title}", "", blurb, ""]
+        for code in codes:
+            lines += _section(code)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    sys.stdout.write(render())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
