@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pytest
 
 
-@pytest.fixture
+@pytest.fixture  # type: ignore[untyped-decorator, unused-ignore]
 def skiplint_verify() -> Callable[..., Any]:
     """skiplint.runtime.verify(target, **options) -> Report; a run that cannot happen fails the test."""
 

@@ -32,13 +32,13 @@ class SkipLibrary:
     """One library's skip API and its pipe: what the steps call."""
 
     name: str
-    Skippable: type
+    Skippable: Any
     verify_skippables: Any
     inspect_skip_layout: Any
-    SkipTracker: type
+    SkipTracker: Any
     use_skip_tracker: Any
     split_module: Any
-    BalanceError: type
+    BalanceError: type[Exception]
     Pipe: Any
 
 

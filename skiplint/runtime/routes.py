@@ -40,7 +40,7 @@ def static_routes(files: list[str], children: list[tuple[str, str, bool]],
         return None, "not compared: this skiplint has no static route table"
     from skiplint import sources
 
-    found = []
+    found: list[Any] = []
     for path in files:
         try:
             text = sources.decode(sources.read_bytes(path))

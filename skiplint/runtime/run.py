@@ -427,6 +427,10 @@ class Runner:
         except CannotRun as error:
             self.report.reason = str(error)
             self.report.cause = error.__cause__ or error
+        except Exception as error:  # a failure outside what the steps expect still ends in one line
+            step = self.report.steps[-1].name if self.report.steps else "import and build"
+            self.report.reason = f"unexpected error after step '{step}': {_one_line(error)}"
+            self.report.cause = error
         return self.report
 
 
@@ -436,7 +440,7 @@ class _Labels:
     def __init__(self, model: nn.Sequential) -> None:
         self.layers = list(model.named_children())
         for name, layer in self.layers:
-            layer.forward = self._wrap(name, layer.forward)  # type: ignore[method-assign]
+            layer.forward = self._wrap(name, layer.forward)  # type: ignore[method-assign, unused-ignore]
 
     @staticmethod
     def _wrap(name: str, forward: Callable[..., Any]) -> Callable[..., Any]:
