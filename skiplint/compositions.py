@@ -581,13 +581,13 @@ class Builder:
             return ListV(items, isinstance(node, cst.Tuple))
         if isinstance(node, cst.Dict):
             result = DictV({}, ordered=False)
-            for element in node.elements:
-                if not isinstance(element, cst.DictElement):
+            for entry in node.elements:
+                if not isinstance(entry, cst.DictElement):
                     return DictV({}, tainted=True)
-                key = self.eval(element.key, env)
+                key = self.eval(entry.key, env)
                 if not _hashable_constant(key):
                     return DictV({}, tainted=True)
-                result.items[key] = (self.eval(element.value, env), element.value)
+                result.items[key] = (self.eval(entry.value, env), entry.value)
             return result
         if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
             return self.comprehension(node, env)
@@ -1167,24 +1167,17 @@ class Builder:
                 converted[id(seq)] = done
             return done
 
-        compositions: list[Composition] = []
-        seen_nodes: set[tuple[int, bool]] = set()
-        for seq in self.sequences:
-            if seq.nested_in and not seq.piped:
-                continue
-            composition = convert(seq)
-            compositions.append(composition)
-            seen_nodes.add((id(seq.node), seq.piped))
+        compositions = [convert(seq) for seq in self.sequences if seq.piped or not seq.nested_in]
         pipes = []
         for record in self.pipes:
             module = record.module
-            composition = None
+            found: Optional[Composition] = None
             if isinstance(module, SeqV):
-                composition = convert(module)
-            elif isinstance(module, (LayerV,)) and record.kind == "LazyModule":
-                composition = self.composition(_single(module, record.node))
-            name = record.name or (composition.name if composition is not None else record.kind)
-            pipes.append(Pipe(record.kind, name, composition, record.balance,  # type: ignore[arg-type]
+                found = convert(module)
+            elif isinstance(module, LayerV) and record.kind == "LazyModule":
+                found = self.composition(_single(module, record.node))
+            name = record.name or (found.name if found is not None else record.kind)
+            pipes.append(Pipe(record.kind, name, found, record.balance,  # type: ignore[arg-type]
                               Site(record.node, self.locator)))
         return ModelFacts(path, tuple(compositions), tuple(pipes))
 
@@ -1357,7 +1350,7 @@ def _builtin(name: str, args: list[Any], builder: Builder) -> Any:
         lists = [builder.iterate(a, with_nodes=True) for a in args]
         if any(items is None for items in lists):
             return UNKNOWN
-        return ListV([(ListV(list(group), True), None) for group in zip(*lists)])  # type: ignore[misc]
+        return ListV([(ListV(list(group), True), None) for group in zip(*lists)])
     if name == "len" and len(args) == 1:
         items = builder.iterate(args[0])
         return len(items) if items is not None else UNKNOWN
@@ -1369,7 +1362,7 @@ def _builtin(name: str, args: list[Any], builder: Builder) -> Any:
         values = args if len(args) > 1 else builder.iterate(args[0])
         if values is None or not all(_is_int(v) for v in values) or not values:
             return UNKNOWN
-        return {"min": min, "max": max, "sum": sum}[name](values)
+        return min(values) if name == "min" else max(values) if name == "max" else sum(values)
     if name == "abs" and len(args) == 1 and _is_int(args[0]):
         return abs(args[0])
     if name == "int" and len(args) == 1 and _is_int(args[0]):

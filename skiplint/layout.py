@@ -149,7 +149,8 @@ def render_json(path: str, model: Model, balance: Optional[Sequence[int]]) -> di
                     "partition": part[layer.index]} for layer in composition.layers],
         "routes": [dict(row, crosses=row["stash_partition"] != row["pop_partition"]
                         if row["stash_partition"] is not None else None) for row in rows],
-        "namespaces": {label: names.get(ns, "") for ns, label in labels.items() if label is not None},
+        "namespaces": {label: names.get(ns, "") if isinstance(ns, int) else "" for ns, label in labels.items()
+                       if label is not None},
         "unresolved": problem,
     }
 

@@ -17,6 +17,7 @@ from typing import Optional
 import libcst as cst
 
 from skiplint import skippables, sources
+from skiplint.facts import SkippableClass
 from skiplint.imports import PREFILTER_NEEDLES, OTHER, Scope, import_bindings
 
 #: Depth of re-exports followed (`__init__` importing from a submodule importing from another).
@@ -56,7 +57,7 @@ def summarize(path: str, data: bytes) -> ModuleSummary:
     except (sources.SourceError, cst.ParserSyntaxError, RecursionError, ValueError, TypeError):
         return ModuleSummary(path)
     index = skippables.ModuleIndex(module)
-    declared: dict[int, skippables.SkippableClass] = {}
+    declared: dict[int, SkippableClass] = {}
     if any(needle in data for needle in PREFILTER_NEEDLES):
         try:
             facts = skippables.extract(module, path, text, index)
