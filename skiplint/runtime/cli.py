@@ -56,6 +56,14 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        return _run(args)
+    except BrokenPipeError:  # `skiplint verify ... | head`
+        sys.stderr.close()
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     text = args.format == "text"
 
     def progress(step: Step) -> None:

@@ -223,4 +223,4 @@ class Report:
 def format_step(step: Step) -> str:
     mark = {"ok": "ok", "failed": "FAILED", "skipped": "skipped", "error": "ERROR"}[step.status]
     detail = f"  {step.detail}" if step.detail else ""
-    return f"  {step.name:<36} {mark:<8} {step.seconds:7.3f}s{detail}"
+    return f"  {step.name:<40} {mark:<8} {step.seconds:7.3f}s{detail}"
