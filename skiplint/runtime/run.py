@@ -427,6 +427,8 @@ class Runner:
         except CannotRun as error:
             self.report.reason = str(error)
             self.report.cause = error.__cause__ or error
+        except BrokenPipeError:
+            raise
         except Exception as error:  # a failure outside what the steps expect still ends in one line
             step = self.report.steps[-1].name if self.report.steps else "import and build"
             self.report.reason = f"unexpected error after step '{step}': {_one_line(error)}"
