@@ -363,27 +363,15 @@ class ForwardAnalysis:
                 for small in stmt.body:
                     if not out.normal:
                         break
-                    step = self._small(small, out.normal, scope)
-                    out.normal = step.normal
-                    out.returns |= step.returns
-                    out.breaks |= step.breaks
-                    out.continues |= step.continues
+                    _continue_with(out, self._small(small, out.normal, scope))
             elif isinstance(stmt, cst.BaseSmallStatement):
-                step = self._small(stmt, out.normal, scope)
-                out.normal = step.normal
-                out.returns |= step.returns
-                out.breaks |= step.breaks
-                out.continues |= step.continues
+                _continue_with(out, self._small(stmt, out.normal, scope))
             elif isinstance(stmt, cst.BaseCompoundStatement):
                 self._stack.append(stmt)
                 try:
-                    step = self._compound(stmt, out.normal, scope)
+                    _continue_with(out, self._compound(stmt, out.normal, scope))
                 finally:
                     self._stack.pop()
-                out.normal = step.normal
-                out.returns |= step.returns
-                out.breaks |= step.breaks
-                out.continues |= step.continues
             self._check_size(out.normal)
         return out
 
@@ -487,7 +475,8 @@ class ForwardAnalysis:
             body = self._suite(stmt.body, states, scope)
         finally:
             self._observers.pop()
-        observed |= body.normal
+        # Handlers start from the state before some statement of the body raised; once the
+        # body has completed (body.normal), nothing inside the try can raise any more.
         result = _Paths(returns=set(body.returns), breaks=set(body.breaks), continues=set(body.continues))
         if stmt.orelse is not None:
             result = _merge(result, self._suite(stmt.orelse.body, body.normal, scope))
@@ -672,8 +661,6 @@ class ForwardAnalysis:
                 states = out.normal | out.returns
             else:  # unknown delegation: anything may happen
                 self.unknown.update(("stash", "pop"))
-            for observer in self._observers:
-                observer.update(states)
             self._check_size(states)
         return states
 
@@ -682,6 +669,14 @@ class ForwardAnalysis:
             if isinstance(node, _BRANCHING):
                 return node
         return self._stack[-1]
+
+
+def _continue_with(out: _Paths, step: _Paths) -> None:
+    """Sequence `step` after `out`: its normal exits are where execution goes on."""
+    out.normal = step.normal
+    out.returns |= step.returns
+    out.breaks |= step.breaks
+    out.continues |= step.continues
 
 
 def _merge(a: _Paths, b: _Paths) -> _Paths:

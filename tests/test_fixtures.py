@@ -33,11 +33,7 @@ OPT_IN = tuple(sorted(rules.OPT_IN))
 
 #: Fixtures on which the analyzer disagrees with the rule catalogue (spec/rules.md).
 #: Their marker tests are expected to fail (strict): remove an entry once the analyzer is fixed.
-KNOWN_ANALYZER_GAPS: dict[str, str] = {
-    "fixtures/skp110_clean_try_fallback.py":
-        "SKP110 on a handler's stash although the try body can only fail before its own stash "
-        "(the handler is analysed from the state after the body's last command)",
-}
+KNOWN_ANALYZER_GAPS: dict[str, str] = {}
 
 _MARKER = re.compile(r"#\s*expect:\s*(?P<codes>SKP\d{3}(?:\s*,\s*SKP\d{3})*)")
 _REPORTED = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>SKP\d{3}) ")
