@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import sys
 from typing import Any, Iterator, Sequence
 
@@ -23,6 +22,9 @@ class SkiplintChecker:
     #: per-file-ignores are flake8's own options.
     api_aliases: tuple[tuple[str, str], ...] = ()
     max_unroll: Any = None
+    #: What the plugin reports: every code, opt-in ones only when named in full in flake8's
+    #: --select/--extend-select (so `flake8 --select SKP` reports what `skiplint` reports).
+    selection: engine.Selection = engine.Selection()
 
     @classmethod
     def add_options(cls, option_manager: Any) -> None:
@@ -50,6 +52,10 @@ class SkiplintChecker:
             print(str(problem).replace("[flake8] ", "[flake8] skiplint-"), file=sys.stderr)
         cls.api_aliases = settings.api_aliases
         cls.max_unroll = settings.max_unroll
+        named = {code.strip() for option in ("select", "extend_select")
+                 for code in (getattr(options, option, None) or ())}
+        cls.selection = engine.Selection(select=tuple(
+            code for code in rules.RULES if code not in rules.OPT_IN or code in named))
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
@@ -57,9 +63,8 @@ class SkiplintChecker:
             if not engine.wanted(text, self.filename):
                 return
             try:
-                options = {"max_unroll": self.max_unroll} if self.max_unroll is not None and \
-                    "max_unroll" in inspect.signature(engine.check_text).parameters else {}
-                result = engine.check_text(text, self.filename, engine.EVERYTHING, apply_noqa=False, **options)
+                result = engine.check_text(text, self.filename, self.selection, apply_noqa=False,
+                                           max_unroll=self.max_unroll)
             except Exception:  # a linter never breaks the user's flake8 run
                 return
         for diagnostic in result.diagnostics:

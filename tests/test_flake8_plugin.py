@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import ast
 import subprocess
 import sys
@@ -59,10 +60,22 @@ def test_run_yields_0_based_columns_and_messages_starting_with_the_code() -> Non
         assert message.split()[0].startswith("SKP")
 
 
-def test_run_yields_every_code_flake8_selects_itself() -> None:
-    """The plugin reports opt-in codes too; flake8's selection (extend_default_ignore) hides them."""
+@pytest.mark.parametrize("select, extend_select, expected", [
+    (None, None, {"SKP101", "SKP103"}),
+    (["SKP"], None, {"SKP101", "SKP103"}),          # a family prefix leaves opt-in codes off
+    (["SKP", "SKP116"], None, {"SKP101", "SKP103", "SKP116"}),
+    (None, ["SKP116"], {"SKP101", "SKP103", "SKP116"}),
+])
+def test_opt_in_codes_only_when_named_in_full(
+        monkeypatch: pytest.MonkeyPatch, select: list[str] | None, extend_select: list[str] | None,
+        expected: set[str]) -> None:
+    """As the CLI: `flake8 --select SKP` reports what `skiplint` reports; SKP116 must be named."""
+    options = argparse.Namespace(select=select, extend_select=extend_select,
+                                 skiplint_api_aliases="", skiplint_max_unroll=None)
+    monkeypatch.setattr(SkiplintChecker, "selection", SkiplintChecker.selection)
+    SkiplintChecker.parse_options(options)
     codes = {message.split()[0] for _, _, message in plugin_results(SOURCE)}
-    assert codes == {"SKP101", "SKP103", "SKP116"}
+    assert codes == expected
 
 
 def test_run_reports_noqa_lines_for_flake8_to_filter() -> None:
@@ -134,8 +147,6 @@ _RUN_PLUGIN = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason="analyzer gap: libcst.parse_module segfaults on very deep "
-                                       "nesting; the whole flake8 worker dies")
 @pytest.mark.parametrize("name", sorted(DEEP))
 def test_plugin_survives_deep_nesting(name: str) -> None:
     done = subprocess.run([sys.executable, "-c", _RUN_PLUGIN], input=DEEP[name], capture_output=True,
