@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
 import libcst as cst
 
-from skiplint import checks, compositions, noqa, pipes, rules, skippables, sources
+from skiplint import checks, compositions, limits, noqa, pipes, rules, skippables, sources
 from skiplint.diagnostics import Diagnostic
 from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts
 from skiplint.imports import PREFILTER_NEEDLES, prefilter_needles
@@ -67,11 +68,18 @@ def _wanted_bytes(data: bytes, path: str, project: Optional[ProjectIndex]) -> bo
     return b"Sequential" in data and (project or INDEX).imports_project_skippables(path, data)
 
 
+_PARSER_PREFIX = re.compile(r"^(?:parser error: |tokenizer error: )?(?:error at \d+:\d+: )?")
+
+
 def parse(text: str) -> cst.Module:
+    hazard = limits.parser_hazard(text)
+    if hazard is not None:  # libcst's native parser would overflow its stack and kill the process
+        raise ParseFailure(hazard)
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        message = str(error.message).splitlines()[0] if error.message else "invalid syntax"
+        first = str(error.message).splitlines()[0] if error.message else ""
+        message = _PARSER_PREFIX.sub("", first) or "invalid syntax"
         raise ParseFailure(f"syntax error at {error.raw_line}:{error.raw_column + 1}: {message}") from None
     except RecursionError:
         raise ParseFailure("nested too deeply for the parser (RecursionError)") from None
@@ -140,7 +148,11 @@ def _diagnostics(findings: Iterable[Finding], path: str, text: str, selection: S
     lines = text.splitlines()
     out = set()
     for finding in chosen:
-        line, col = finding.site.position if finding.site is not None else (1, 0)
+        try:
+            line, col = finding.site.position if finding.site is not None else (1, 0)
+        except RecursionError:
+            return (Diagnostic(path, 1, 0, "SKP900", rules.RULES["SKP900"].format(
+                reason="nested too deeply to locate its findings (RecursionError)")),)
         if apply_noqa and 0 < line <= len(lines) and noqa.is_suppressed(finding.code, lines[line - 1]):
             continue
         message = rules.RULES[finding.code].format(**dict(finding.args))

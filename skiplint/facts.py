@@ -8,12 +8,42 @@ as plain values. Sites compare equal regardless of position, so facts from two s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+import sys
+import threading
+from typing import Callable, Literal, Optional, TypeVar
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 Kind = Literal["stash", "pop"]
+T = TypeVar("T")
+
+
+def with_deep_stack(func: Callable[[], T], depth: int = 50_000, stack_mb: int = 512) -> T:
+    """Run `func` in a thread with a large stack and recursion limit (libcst's code generator
+    recurses once per nesting level). Still raises RecursionError past `depth`."""
+    result: list[T] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(func())
+        except BaseException as error:  # re-raised in the caller's thread
+            errors.append(error)
+
+    old_limit, old_size = sys.getrecursionlimit(), threading.stack_size()
+    try:
+        threading.stack_size(stack_mb * 1024 * 1024)
+        sys.setrecursionlimit(max(old_limit, depth))
+        worker = threading.Thread(target=target, name="skiplint-deep-stack")
+        worker.start()
+        worker.join()
+    finally:
+        threading.stack_size(old_size)
+        sys.setrecursionlimit(old_limit)
+    if errors:
+        raise errors[0]
+    return result[0]
 #: A command a forward performs: ("stash", "skip") or ("pop", "skip").
 Key = tuple[Kind, str]
 
@@ -30,8 +60,12 @@ class Locator:
     def position(self, node: cst.CSTNode) -> tuple[int, int]:
         """(1-based line, 0-based column) of the node's first token."""
         if self._positions is None:
-            wrapper = MetadataWrapper(self._module, unsafe_skip_copy=True)
-            self._positions = wrapper.resolve(PositionProvider)
+            def resolve() -> object:
+                return MetadataWrapper(self._module, unsafe_skip_copy=True).resolve(PositionProvider)
+            try:
+                self._positions = resolve()
+            except RecursionError:  # a long expression: retry with room to recurse
+                self._positions = with_deep_stack(resolve)
         start = self._positions[node].start  # type: ignore[index]
         return start.line, start.column
 
