@@ -113,8 +113,8 @@ class Scope:
             scope = scope.parent
         return None
 
-    def qualified(self, node: cst.BaseExpression) -> str | None:
-        """The imported qualified name an expression refers to, when it refers to one unambiguously."""
+    def _resolutions(self, node: cst.BaseExpression) -> set[str] | None:
+        """Every imported qualified name the expression may refer to; None if any binding is local."""
         dotted = dotted_name(node)
         if dotted is None:
             return None
@@ -122,27 +122,25 @@ class Scope:
         bindings = self.lookup(head)
         if not bindings or any(b is OTHER for b in bindings):
             return None
-        quals = {b for b in bindings if isinstance(b, str)}
-        resolved = {f"{q}.{rest}" if rest else q for q in quals}
-        symbols = {API.get(q, q) for q in resolved}
+        return {f"{b}.{rest}" if rest else str(b) for b in bindings}
+
+    def qualified(self, node: cst.BaseExpression) -> str | None:
+        """The imported qualified name an expression refers to, when it refers to one unambiguously."""
+        resolved = self._resolutions(node)
+        if resolved is None:
+            return None
         # try/except fallbacks import the same symbol from two roots: still one meaning.
-        if len(symbols) != 1:
+        if len({API.get(q, q) for q in resolved}) != 1:
             return None
         return min(resolved)
 
     def api(self, node: cst.BaseExpression) -> str | None:
         """The API symbol (`stash`, `pop`, `skippable`, `GPipe`, ...) an expression refers to."""
-        dotted = dotted_name(node)
-        if dotted is None:
+        resolved = self._resolutions(node)
+        if resolved is None:
             return None
-        head, _, rest = dotted.partition(".")
-        bindings = self.lookup(head)
-        if not bindings or any(b is OTHER for b in bindings):
-            return None
-        symbols = {API.get(f"{b}.{rest}" if rest else str(b)) for b in bindings}
-        if len(symbols) != 1:
-            return None
-        return symbols.pop()
+        symbols = {API.get(q) for q in resolved}
+        return symbols.pop() if len(symbols) == 1 else None
 
 
 def import_bindings(stmt: cst.Import | cst.ImportFrom) -> Iterator[tuple[str, str]]:
