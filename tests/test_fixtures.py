@@ -111,12 +111,13 @@ def cli_reports() -> dict[str, dict[str, set[tuple[int, str]]]]:
 def flake8_reports() -> dict[str, dict[str, set[tuple[int, str]]]]:
     """What flake8 reports (SKP codes only) for all fixtures at once, per mode.
 
-    Default mode runs flake8 with its own default selection: an explicit `--select SKP` would
-    also turn the opt-in codes on (flake8 lets an explicit select beat a default ignore).
+    Default mode is `flake8 --select SKP`: the plugin keeps opt-in codes off unless they are
+    named in full, exactly as the CLI does.
     """
     reports = {}
     for mode in MODES:
-        extra = ["--select", "SKP", "--extend-select", ",".join(OPT_IN)] if mode == "opt-in" else []
+        extra = ["--select", "SKP", "--extend-select", ",".join(OPT_IN)] if mode == "opt-in" \
+            else ["--select", "SKP"]
         done = _run(["flake8", "--isolated", *extra, *FILES])
         assert "Traceback" not in done.stderr, done.stderr
         reports[mode] = _parse(done.stdout)
@@ -148,6 +149,12 @@ def test_flake8_reports_the_marked_lines(flake8_reports: dict, mode: str, path: 
     got = flake8_reports[mode].get(path, set())
     want = expected(path, mode)
     assert got == want, _describe(got, want)
+
+
+def test_flake8_default_selection_reports_what_select_skp_reports(flake8_reports: dict) -> None:
+    done = _run(["flake8", "--isolated", *FILES])
+    assert "Traceback" not in done.stderr, done.stderr
+    assert _parse(done.stdout) == flake8_reports["default"]
 
 
 @pytest.mark.parametrize("mode", MODES)
