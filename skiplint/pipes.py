@@ -39,14 +39,20 @@ def hides_skippables(composition: Composition) -> bool:
     return any(layer.kind == "container" and layer.nested for layer in composition.layers)
 
 
+#: Codes that report each skip separately at one node (a cost report lists every crossing skip).
+_PER_SKIP = frozenset({"SKP302"})
+
+
 def model_findings(model: ModelFacts) -> Iterator[Finding]:
-    """Every SKP2xx/SKP3xx finding of a module; one per (code, reported node)."""
-    seen: set[tuple[str, int]] = set()
+    """Every SKP2xx/SKP3xx finding of a module; one per (code, reported node), so a mistake in
+    a block that is built twice is reported once; SKP302 once per skip at its pipe."""
+    seen: set[tuple[str, int, tuple[tuple[str, str], ...]]] = set()
     for finding in _all_findings(model):
         node_id = id(finding.site.node) if finding.site is not None else 0
-        if (finding.code, node_id) in seen:
+        key = (finding.code, node_id, finding.args if finding.code in _PER_SKIP else ())
+        if key in seen:
             continue
-        seen.add((finding.code, node_id))
+        seen.add(key)
         yield finding
 
 

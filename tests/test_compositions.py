@@ -170,3 +170,17 @@ def test_routes_match_inspect_skip_layout_semantics():
 def test_budget_keeps_the_analyzer_finite():
     # A loop too long to unroll: unknown, so nothing is reported, and it returns promptly.
     assert codes("layers = [P() for _ in range(10**6)]\nmodel = nn.Sequential(*layers)\n") == []
+
+
+def test_cross_partition_cost_report_names_every_crossing_skip() -> None:
+    """SKP302 is per skip: the depth-3 U-Net at [3, 2, 2] crosses three times, depth 4 four."""
+    from skiplint import engine
+
+    path = "fixtures/compositions/unet.py"
+    text = open(path, encoding="utf-8").read()
+    result = engine.check_text(text, path, engine.Selection(select=("SKP302",)))
+    by_line: dict[int, list[str]] = {}
+    for diagnostic in result.diagnostics:
+        by_line.setdefault(diagnostic.line, []).append(diagnostic.message)
+    assert {line: len(messages) for line, messages in by_line.items()} == {53: 3, 54: 4}
+    assert "namespaces[0] crosses from partition 0 (layer 0) to partition 2 (layer 6)" in by_line[53][0]
