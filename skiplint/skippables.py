@@ -393,7 +393,10 @@ class ForwardAnalysis:
     def _compound(self, stmt: cst.BaseCompoundStatement, states: set[frozenset[Key]], scope: Scope) -> _Paths:
         if isinstance(stmt, cst.If):
             states = self._apply(self._events(stmt.test, scope), states, scope)
-            out = self._suite(stmt.body, states, scope)
+            constant = _constant_truth(stmt.test)
+            if constant is True:  # `if True:` / `if 1:`: the other branch never runs
+                return self._suite(stmt.body, states, scope)
+            out = self._suite(stmt.body, states, scope) if constant is None else _Paths()
             if isinstance(stmt.orelse, cst.If):
                 other = self._compound(stmt.orelse, states, scope)
             elif isinstance(stmt.orelse, cst.Else):
@@ -436,8 +439,11 @@ class ForwardAnalysis:
                 min_iters, max_iters = min(count, 2), count
         else:
             states = self._apply(self._events(stmt.test, scope), states, scope)
-            if _always_true(stmt.test):
+            truth = _constant_truth(stmt.test)
+            if truth is True:
                 infinite = True
+            elif truth is False:
+                max_iters = 0
         result = _Paths()
         finished: set[frozenset[Key]] = set() if (infinite or min_iters > 0) else set(states)
         if max_iters == 0:
@@ -718,12 +724,14 @@ def _int_literal(node: cst.BaseExpression) -> Optional[int]:
     return None
 
 
-def _always_true(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.Name):
+def _constant_truth(node: cst.BaseExpression) -> Optional[bool]:
+    """The truth of a condition written as a constant (`True`, `False`, `None`, `0`, `1`), else None."""
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
         return node.value == "True"
     if isinstance(node, cst.Integer):
         return int(node.value, 0) != 0
-    return False
+    return None
+
 
 
 _LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,

@@ -274,3 +274,28 @@ def test_skippable_call_form_and_nested_classes() -> None:
     assert [(c.name, sorted(c.stash.name_set), sorted(c.pop.name_set)) for c in facts.skippables] == [
         ("Block", ["a"], []), ("Tail", [], ["a"])]
     assert facts.findings == ()
+
+
+@pytest.mark.parametrize("dead", ["if False: return x", "if 0: return x", "while False: return x"])
+def test_constant_false_branches_never_run(dead: str) -> None:
+    cls = only_class(f'''
+        @skippable(stash=["a"])
+        class L(nn.Module):
+            def forward(self, x):
+                {dead}
+                yield stash("a", x)
+                return x
+    ''')
+    assert exits(cls) == {frozenset({("stash", "a")})}
+
+
+def test_constant_true_branch_always_runs() -> None:
+    cls = only_class('''
+        @skippable(stash=["a"])
+        class L(nn.Module):
+            def forward(self, x):
+                if True:
+                    yield stash("a", x)
+                return x
+    ''')
+    assert exits(cls) == {frozenset({("stash", "a")})}
