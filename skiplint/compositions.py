@@ -9,6 +9,7 @@ literals, lists, dicts, constant ranges (unrolled, bounded), `Namespace()` ident
 
 from __future__ import annotations
 
+import builtins
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Sequence
@@ -35,7 +36,12 @@ _MUTATORS = frozenset({"append", "extend", "insert", "add_module", "isolate", "u
                        "remove", "clear", "setdefault", "__setitem__", "register_module", "reverse",
                        "sort", "popitem"})
 #: Words of which one must occur for a module to build compositions or call pipes.
-NEEDLES = ("Sequential", "Pipe", "balance_by_", "LazyModule", "verify_skippables")
+NEEDLES = ("Sequential", "Pipe", "balance_by_", "LazyModule", "verify_skippables", "inspect_skip_layout")
+#: Calls that run verify_skippables on the module they are given (SKP202 needs one to fail).
+_VERIFIERS = ("GPipe", "FairscalePipe", "TorchPipe")
+#: Spellings of the skip API's functions in old torchgpipe releases (`torchgpipe.skip.analysis`).
+_HISTORICAL_API = {f"{root}.skip.analysis.{symbol}": symbol for root in ("torchgpipe",)
+                   for symbol in ("verify_skippables", "inspect_skip_layout")}
 _MODULE_METHODS = frozenset({"to", "cuda", "cpu", "train", "eval", "float", "double", "half",
                              "requires_grad_", "share_memory", "type", "bfloat16"})
 
@@ -75,6 +81,8 @@ class LayerV:
     info: Optional[SkipInfo] = None
     namespaces: dict[str, NS] = field(default_factory=dict)
     tainted: bool = False
+    #: For `LazyModule(fn)`: what `fn()` builds (a layer, or UNKNOWN).
+    lazy: Any = None
 
 
 @dataclass(eq=False)
@@ -90,6 +98,10 @@ class SeqV:
     nested_in: bool = False
     piped: bool = False
     tainted: bool = False
+    #: Given to verify_skippables (or a pipe that calls it): a stash never popped fails.
+    verified: bool = False
+    #: An element of the partition list given to inspect_skip_layout: a fragment, not a model.
+    partition: bool = False
 
     def add(self, key: Optional[str], value: Any, node: Optional[cst.CSTNode]) -> None:
         if not self.complete:
@@ -140,7 +152,9 @@ class ClassV:
     info: Optional[SkipInfo] = None
     node: Optional[cst.ClassDef] = None
     env: Optional["Env"] = None
-    may_nest: bool = False
+    #: For a plain module class: whether its own code builds skippable layers that would be nested
+    #: in it: "no", "skippable" (known skippable classes), or "unknown" (classes that cannot be known).
+    nests: str = "no"
 
 
 @dataclass(eq=False)
@@ -266,6 +280,8 @@ class Builder:
         self.ns_serial = 0
         self.sequences: list[SeqV] = []
         self.pipes: list[_PipeRecord] = []
+        #: Creation nodes of Sequentials used as inspect_skip_layout partitions (in any run).
+        self.partition_nodes: set[int] = set()
         self.ran: set[int] = set()
         self.names_for: dict[int, str] = {}
         self.class_scope: dict[int, Scope] = {}
@@ -454,6 +470,9 @@ class Builder:
                 value.name = label
             elif isinstance(value, PipeV) and value.record.name is None:
                 value.record.name = label
+                module = value.record.module
+                if value.record.kind == "inspect_skip_layout" and isinstance(module, SeqV) and module.name is None:
+                    module.name = label
             elif isinstance(value, NS) and value.origin is None:
                 value.origin = label
             elif isinstance(value, ListV) and value.origin is None:
@@ -636,6 +655,8 @@ class Builder:
         if symbol is not None:
             return ApiV(symbol)
         qualified = scope.qualified(node)
+        if qualified is not None and qualified in _HISTORICAL_API:
+            return ApiV(_HISTORICAL_API[qualified])
         if qualified is not None:
             if self.resolve_class is not None and not qualified.startswith("torch."):
                 cls = self.resolve_class(qualified)
@@ -862,23 +883,76 @@ class Builder:
         if symbol in _PIPES:
             module = _argument(args, kwargs, 0, "module")
             balance = None if symbol == "TorchPipe" else _argument(args, kwargs, 1, "balance")
-            record = _PipeRecord(symbol, node, module, _balance(balance))
+            lazy = self.lazy_layers(module, node)
+            if lazy is not None:
+                # Skippables inside LazyModule lists: the pipe call that receives them fails (SKP304).
+                record = _PipeRecord("LazyModule", node, lazy, None)
+            else:
+                record = _PipeRecord(symbol, node, module, _balance(balance))
             self.pipes.append(record)
             if isinstance(module, SeqV):
                 module.piped = True
+                module.verified = module.verified or symbol in _VERIFIERS
             return PipeV(record)
+        if symbol == "verify_skippables":
+            module = _argument(args, kwargs, 0, "module")
+            if isinstance(module, SeqV):
+                module.verified = True
+                self.pipes.append(_PipeRecord("verify_skippables", node, module, None))
+            return None
+        if symbol == "inspect_skip_layout":
+            return self.inspect_layout(_argument(args, kwargs, 0, "partitions"), node)
         if symbol in ("balance_by_time", "balance_by_size"):
             module = _argument(args, kwargs, 1, "module")
             self.pipes.append(_PipeRecord(symbol, node, module, None))
             return UNKNOWN
         if symbol == "LazyModule":
             target = _argument(args, kwargs, 0, "function")
-            if isinstance(target, (FuncV, LambdaV)):
-                self.pipes.append(_PipeRecord("LazyModule", node, self.call_function(target, [], {}), None))
-            return LayerV("unknown", "LazyModule")
+            built = self.call_function(target, [], {}) if isinstance(target, (FuncV, LambdaV)) else UNKNOWN
+            return LayerV("unknown", "LazyModule", lazy=built)
         if symbol == "skippable":
             return BoundV(ApiV("skippable"), "__call__")
         return UNKNOWN
+
+    def lazy_layers(self, module: Any, node: cst.Call) -> Optional[SeqV]:
+        """The layers built by the `LazyModule`s of a list given to a pipe (None: no LazyModule)."""
+        items = self.iterate(module) if isinstance(module, ListV) else None
+        if not items or not any(isinstance(item, LayerV) and item.lazy is not None for item in items):
+            return None
+        seq = SeqV("LazyModule", node)
+        for item in items:
+            built = item.lazy if isinstance(item, LayerV) and item.lazy is not None else item
+            seq.add(None, built if isinstance(built, (LayerV, SeqV)) else UNKNOWN, node)
+        return seq
+
+    def inspect_layout(self, partitions: Any, node: cst.Call) -> Any:
+        """`inspect_skip_layout([p1, p2, ...])`: the partitions are fragments of one composition.
+
+        Each Sequential of the list is marked as a partition (not checked alone); when every
+        partition is known, their children in order form the composition that is checked, with
+        the partition sizes as its balance."""
+        items = self.iterate(partitions, with_nodes=True)
+        if items is None:
+            return UNKNOWN
+        for value, _ in items:
+            if isinstance(value, SeqV):
+                value.partition = True
+                self.partition_nodes.add(id(value.node))
+        if not items or not all(isinstance(value, SeqV) for value, _ in items):
+            return UNKNOWN
+        whole = SeqV("inspect_skip_layout", node)
+        sizes = []
+        for value, _ in items:
+            if not value.complete or value.tainted:
+                whole.stop(value.unknown or "a partition changed under a condition")
+                break
+            sizes.append(len(value.children))
+            for _, child, child_node in value.children:
+                whole.add(None, child, child_node)
+        self.sequences.append(whole)
+        record = _PipeRecord("inspect_skip_layout", node, whole, tuple(sizes) if whole.complete else None)
+        self.pipes.append(record)
+        return PipeV(record)
 
     def fill_sequential(self, seq: SeqV, args: list[tuple[Any, Any]], kwargs: dict[str, Any],
                         node: cst.CSTNode) -> None:
@@ -1106,10 +1180,19 @@ class Builder:
             else:
                 kind = "unknown"
                 break
-        return ClassV(name, kind, None, node, env, may_nest=kind == "plain" and self.mentions_skippable(node, env))
+        return ClassV(name, kind, None, node, env, nests=self.class_nests(node, env) if kind == "plain" else "no")
 
-    def mentions_skippable(self, node: cst.ClassDef, env: Env) -> bool:
-        """Whether the class's code builds skippable layers or Sequentials (they would be nested)."""
+    def class_nests(self, node: cst.ClassDef, env: Env) -> str:
+        """What layers a plain module class's own code builds (they would be nested in it):
+        "skippable" when some is a known skippable class, "unknown" when some class cannot be
+        known, "no" when all are torch.nn built-ins, known plain classes or not modules at all."""
+        return self._code_nests(node, env, set(), 0)
+
+    def _code_nests(self, node: cst.CSTNode, env: Env, seen: builtins.set[int], depth: int) -> str:
+        if id(node) in seen or depth > 6:
+            return "no"
+        seen.add(id(node))
+        found = "no"
         for inner in syntax.walk(node, into_scopes=True):
             if not (isinstance(inner, cst.Call) and isinstance(inner.func, (cst.Name, cst.Attribute))):
                 continue
@@ -1117,27 +1200,77 @@ class Builder:
             while isinstance(head, cst.Attribute):
                 head = head.value  # type: ignore[assignment]
             if isinstance(head, cst.Name) and head.value == "self":
-                continue
-            if isinstance(inner.func, cst.Name):
-                found, value = env.find(inner.func.value)
-                if found:
-                    if isinstance(value, FuncV) or (isinstance(value, ClassV) and value.kind != "plain") or (
-                            isinstance(value, ClassV) and value.may_nest):
-                        return True
-                    continue
-            resolved = self.imported(inner.func, env)
-            if isinstance(resolved, ApiV) and resolved.symbol == "Sequential":
-                return True
-            if isinstance(resolved, ClassV) and (resolved.kind != "plain" or resolved.may_nest):
-                return True
-        return False
+                continue  # the class's own methods: walked as part of its body
+            verdict = self._callee_nests(inner.func, env, seen, depth)
+            if verdict == "skippable":
+                return verdict
+            if verdict == "unknown":
+                found = verdict
+        return found
+
+    def _callee_nests(self, func: cst.BaseExpression, env: Env, seen: builtins.set[int], depth: int) -> str:
+        value: Any = UNKNOWN
+        if isinstance(func, cst.Name):
+            found, value = env.find(func.value)
+            if not found:
+                late = self._late_definition(func.value)
+                if late is not None:
+                    if id(late) in self.skippable_of:
+                        return "skippable"
+                    return self._code_nests(late, self._module_env, seen, depth + 1)
+                value = self.imported(func, env)
+        else:
+            value = self.imported(func, env)
+        if isinstance(value, ClassV):
+            if value.kind == "skippable":
+                return "skippable"
+            if value.kind == "plain":
+                return value.nests
+            if value.kind == "sequential" and value.node is not None:
+                return self._code_nests(value.node, value.env or env, seen, depth + 1)
+            return "unknown"
+        if isinstance(value, FuncV):
+            return self._code_nests(value.node, value.env, seen, depth + 1)
+        if isinstance(value, LambdaV):
+            return self._code_nests(value.node, value.env, seen, depth + 1)
+        if isinstance(value, ApiV) and value.symbol == "skippable":
+            return "unknown"  # skippable(...)(cls) built in the class's code
+        return "no"  # torch.nn built-ins, the skip API, functions of other packages, values
+
+    def _late_definition(self, name: str) -> Optional[cst.CSTNode]:
+        """A module-level class or function defined after the code that names it."""
+        found: Optional[cst.CSTNode] = None
+        for stmt in self.index.module.body:
+            if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)) and stmt.name.value == name:
+                found = stmt
+        return found
+
+    def held_layers(self, args: list[tuple[Any, Any]], kwargs: dict[str, Any]) -> bool:
+        """Whether constructor arguments hand skippable (or unknown) layers to a module."""
+        def holds(value: Any, depth: int) -> bool:
+            if depth > 4:
+                return False
+            if isinstance(value, LayerV):
+                return value.kind in ("skippable", "container", "unknown")
+            if isinstance(value, ClassV):
+                return value.kind in ("skippable", "unknown") or value.nests != "no"
+            if isinstance(value, SeqV):
+                return any(holds(child, depth + 1) for _, child, _ in value.children) or not value.complete
+            if isinstance(value, ListV):
+                return any(holds(item, depth + 1) for item, _ in value.items)
+            if isinstance(value, DictV):
+                return any(holds(item, depth + 1) for item, _ in value.items.values())
+            return False
+
+        return any(holds(value, 0) for value, _ in (*args, *kwargs.values()))
 
     def instantiate(self, cls: ClassV, args: list[tuple[Any, Any]], kwargs: dict[str, Any],
                     node: cst.CSTNode, entry: bool = False) -> Any:
         if cls.kind == "skippable":
             return LayerV("skippable", cls.name, cls.info)
         if cls.kind == "plain":
-            return LayerV("container" if cls.may_nest else "plain", cls.name)
+            holds = cls.nests != "no" or self.held_layers(args, kwargs)
+            return LayerV("container" if holds else "plain", cls.name)
         if cls.kind != "sequential":
             return LayerV("unknown", cls.name)
         seq = SeqV(cls.name, node, name=cls.name if entry else None)
@@ -1167,7 +1300,8 @@ class Builder:
                 converted[id(seq)] = done
             return done
 
-        compositions = [convert(seq) for seq in self.sequences if seq.piped or not seq.nested_in]
+        compositions = [convert(seq) for seq in self.sequences
+                        if (seq.piped or not seq.nested_in) and not self.fragment(seq)]
         pipes = []
         for record in self.pipes:
             module = record.module
@@ -1180,6 +1314,11 @@ class Builder:
             pipes.append(Pipe(record.kind, name, found, record.balance,  # type: ignore[arg-type]
                               Site(record.node, self.locator)))
         return ModelFacts(path, tuple(compositions), tuple(pipes))
+
+    def fragment(self, seq: SeqV) -> bool:
+        """A partition given to inspect_skip_layout (in this run or another run of the same code)
+        and never to a pipe or verify_skippables: a piece of a model, not checked alone."""
+        return (seq.partition or id(seq.node) in self.partition_nodes) and not (seq.piped or seq.verified)
 
     def composition(self, seq: SeqV) -> Composition:
         layers: list[Layer] = []

@@ -18,7 +18,7 @@ from skiplint import engine, pipes, sources
 from skiplint.facts import Composition, Layer, ModelFacts, SkipRoute
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_UNCHECKED = 0, 1, 2
-_PIPE_KINDS = ("GPipe", "FairscalePipe", "TorchPipe")
+_PIPE_KINDS = ("GPipe", "FairscalePipe", "TorchPipe", "inspect_skip_layout")
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,45 @@ def skip_text(key: SkipKey, composition: Composition) -> str:
 
 
 def hides_skippables(composition: Composition) -> bool:
-    """Whether a child container holds (or may hold) skippable layers."""
-    return any(layer.kind == "container" and layer.nested for layer in composition.layers)
+    """Whether a child container holds skippable layers whose skips leave it (or may: layers
+    nested in it that cannot be known). Skips stashed and popped inside one child never cross a
+    partition (a child is never split), so they hide nothing from the pipe."""
+    escaping, unknown = _nested_escapes(composition)
+    return bool(escaping) or unknown
+
+
+def _nested_escapes(composition: Composition) -> tuple[list[tuple[Layer, Layer]], bool]:
+    """(container, nested layer) for each nested skippable with a skip that leaves its child
+    container, each skip once (at its nested stash, else its nested pop); and whether some
+    container holds layers that cannot be known (then nothing is said about that container).
+
+    A nested stash leaves when a known layer outside its container pops it (a stash nobody pops
+    runs fine: measured with torchgpipe); a nested pop leaves when nothing in its container
+    stashes it (popped from outside, or never stashed: both fail)."""
+    containers = [layer for layer in composition.layers if layer.kind == "container" and layer.nested]
+    unknown = any(nested.kind == "unknown" for layer in containers for nested in layer.nested)
+    outside_pops: dict[SkipKey, set[int]] = {}
+    for layer in composition.layers:
+        for candidate in (layer, *layer.nested):
+            if candidate.kind == "skippable":
+                for key in candidate.pop:
+                    outside_pops.setdefault(key, set()).add(layer.index)
+    escaping: list[tuple[Layer, Layer]] = []
+    reported: set[SkipKey] = set()
+    for container in containers:
+        nested = [n for n in container.nested if n.kind == "skippable"]
+        if any(n.kind == "unknown" for n in container.nested):
+            continue
+        inside_stash = {key for n in nested for key in n.stash}
+        inside_pop = {key for n in nested for key in n.pop}
+        for layer in nested:
+            leaving = {key for key in layer.stash
+                       if key not in inside_pop and outside_pops.get(key, set()) - {container.index}}
+            leaving |= {key for key in layer.pop if key not in inside_stash}
+            if leaving - reported:
+                escaping.append((container, layer))
+            reported |= leaving
+    return escaping, unknown
 
 
 #: Codes that report each skip separately at one node (a cost report lists every crossing skip).
@@ -56,28 +93,43 @@ def model_findings(model: ModelFacts) -> Iterator[Finding]:
         yield finding
 
 
+#: Calls that run verify_skippables on their module (`inspect_skip_layout` does not).
+_VERIFIERS = ("GPipe", "FairscalePipe", "TorchPipe", "verify_skippables")
+#: Records that are no pipe to check: they only say how a composition is used.
+_NOT_PIPES = ("verify_skippables", "inspect_skip_layout")
+
+
 def _all_findings(model: ModelFacts) -> Iterator[Finding]:
+    verified = {id(pipe.composition) for pipe in model.pipes
+                if pipe.kind in _VERIFIERS and pipe.composition is not None}
     for composition in model.compositions:
-        yield from composition_findings(composition)
+        yield from composition_findings(composition, verified=id(composition) in verified)
     for pipe in model.pipes:
         yield from pipe_findings(pipe)
 
 
-def composition_findings(composition: Composition) -> Iterator[Finding]:
-    """SKP201-SKP205 for one composition (verify_skippables on its direct children)."""
+def composition_findings(composition: Composition, verified: Optional[bool] = None) -> Iterator[Finding]:
+    """SKP201-SKP205 for one composition (verify_skippables on its direct children).
+
+    `verified`: whether verify_skippables runs on it (given to GPipe/Pipe or verify_skippables;
+    default: whether it is given to a pipe). A stash nobody pops (SKP202) fails only there: a
+    plain run tolerates it. Pops without a stash, and second stashes or pops, fail or misbehave
+    in a plain run too."""
+    if verified is None:
+        verified = composition.piped
     hidden_names: set[str] = set()
+    for layer in composition.layers:
+        for nested in layer.nested:
+            hidden_names.update(name for _, name in (*nested.stash, *nested.pop))
     if hides_skippables(composition):
         if not composition.piped:
             # Run plain, nested skips do work; given to a pipe, they do not: which one is unknown.
             return
-        for layer in composition.layers:
-            for nested in layer.nested:
-                if nested.kind == "unknown":
-                    hidden_names.add("*")
-                hidden_names.update(name for _, name in (*nested.stash, *nested.pop))
-                if nested.kind == "skippable" and nested.site is not None:
-                    yield _finding("SKP205", nested.site, layer=repr(nested.label), child=layer_text(layer))
-        if "*" in hidden_names:
+        escaping, unknown = _nested_escapes(composition)
+        for container, nested in escaping:
+            if nested.site is not None:
+                yield _finding("SKP205", nested.site, layer=repr(nested.label), child=layer_text(container))
+        if unknown:
             return
     stashed: dict[SkipKey, Layer] = {}
     popped: dict[SkipKey, Layer] = {}
@@ -122,6 +174,8 @@ def composition_findings(composition: Composition) -> Iterator[Finding]:
         if partner is not None:
             del unmatched[partner]
             continue
+        if not verified:
+            continue
         yield _finding("SKP202", layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
                        name=key[1])
 
@@ -138,7 +192,7 @@ def has_skippables(composition: Composition) -> bool:
 def pipe_findings(pipe: Pipe) -> Iterator[Finding]:
     """SKP301-SKP304 for one pipe, balancer or LazyModule call."""
     composition = pipe.composition
-    if composition is None:
+    if composition is None or pipe.kind in _NOT_PIPES:
         return
     if pipe.kind in _PROFILERS:
         if has_skippables(composition):

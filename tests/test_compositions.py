@@ -111,7 +111,8 @@ def test_subclass_init_with_defaults_and_call_arguments():
 
 
 def test_verify_order_and_codes():
-    assert codes("model = nn.Sequential(P(), S())\n") == [(1, "SKP201"), (1, "SKP202")]
+    assert codes("model = nn.Sequential(P(), S())\nGPipe(model, [1, 1])\n") == [(1, "SKP201"), (1, "SKP202")]
+    assert codes("model = nn.Sequential(P(), S())\n") == [(1, "SKP201")]  # run plainly: only the pop fails
     assert codes("model = nn.Sequential(S(), P(), S(), P())\n") == [(1, "SKP203"), (1, "SKP204")]
 
 
@@ -184,3 +185,170 @@ def test_cross_partition_cost_report_names_every_crossing_skip() -> None:
         by_line.setdefault(diagnostic.line, []).append(diagnostic.message)
     assert {line: len(messages) for line, messages in by_line.items()} == {53: 3, 54: 4}
     assert "namespaces[0] crosses from partition 0 (layer 0) to partition 2 (layer 6)" in by_line[53][0]
+
+
+# -- SKP202 only where verify_skippables runs -------------------------------------------------
+
+def test_stash_nobody_pops_is_reported_only_where_it_is_verified():
+    assert codes("model = nn.Sequential(S(), nn.ReLU())\n") == []  # run plainly: tolerated
+    verify = "from torchgpipe.skip import verify_skippables\n"
+    assert codes(verify + "model = nn.Sequential(S(), nn.ReLU())\nverify_skippables(model)\n") == [(2, "SKP202")]
+    # Through a builder's return value and a variable, to the pipe.
+    assert codes('''
+        def build():
+            return nn.Sequential(S(), nn.ReLU())
+        model = build()
+        pipe = GPipe(model, balance=[1, 1])
+    ''') == [(3, "SKP202")]
+    # The historical spelling of torchgpipe's own tests.
+    old = "from torchgpipe.skip.analysis import verify_skippables\n"
+    assert codes(old + "verify_skippables(nn.Sequential(S()))\n") == [(2, "SKP202")]
+
+
+def test_second_stash_and_second_pop_are_reported_on_plain_compositions():
+    assert codes("model = nn.Sequential(S(), S(), P())\n") == [(1, "SKP203")]
+    assert codes("model = nn.Sequential(S(), P(), P())\n") == [(1, "SKP204")]
+
+
+# -- partitions given to inspect_skip_layout --------------------------------------------------
+
+LAYOUT = "from torchgpipe.skip.layout import inspect_skip_layout\n"
+
+
+def test_partitions_are_checked_together_not_alone():
+    body = LAYOUT + "p1 = nn.Sequential(S())\np2 = nn.Sequential(P())\nlayout = inspect_skip_layout([p1, p2])\n"
+    assert codes(body) == []
+    facts = models(body)
+    assert [c.name for c in facts.compositions] == ["layout"]  # the list, not p1 and p2
+    whole = facts.compositions[0]
+    assert [layer.label for layer in whole.layers] == ["S", "P"]
+    record = [p for p in facts.pipes if p.kind == "inspect_skip_layout"]
+    assert len(record) == 1 and record[0].balance == (1, 1) and record[0].composition is whole
+    assert pipes.routes(whole, record[0].balance)[0].pop_partition == 1
+
+
+def test_partitions_through_a_list_variable_and_a_test_function():
+    assert codes(LAYOUT + textwrap.dedent('''
+        def test_far():
+            partitions = [nn.Sequential(S()), nn.Sequential(nn.ReLU())]
+            partitions.append(nn.Sequential(P()))
+            return inspect_skip_layout(partitions)
+    ''')) == []
+
+
+def test_partition_list_still_reports_what_fails_for_the_list():
+    # inspect_skip_layout raises KeyError on a pop with no earlier stash in any partition.
+    assert codes(LAYOUT + "p1 = nn.Sequential(P())\np2 = nn.Sequential(S())\ninspect_skip_layout([p1, p2])\n") == [
+        (2, "SKP201")]
+    # A stash nobody pops is fine there (no verify_skippables).
+    assert codes(LAYOUT + "inspect_skip_layout([nn.Sequential(S()), nn.Sequential(nn.ReLU())])\n") == []
+
+
+def test_partition_also_given_to_a_pipe_is_checked_as_a_model():
+    assert codes(LAYOUT + "p1 = nn.Sequential(S(), nn.ReLU())\ninspect_skip_layout([p1])\nGPipe(p1, [1, 1])\n") == [
+        (2, "SKP202")]
+
+
+# -- SKP205: only skips that leave their child container --------------------------------------
+
+def test_skip_kept_inside_one_child_is_not_reported():
+    assert codes('''
+        block = nn.Sequential(S(), nn.Linear(4, 4), P())
+        model = GPipe(nn.Sequential(block, nn.Linear(4, 4)), balance=[1, 1])
+    ''') == []
+
+
+def test_skip_leaving_its_child_is_reported_once():
+    assert codes('''
+        model = GPipe(nn.Sequential(
+            nn.Sequential(S(), nn.Linear(4, 4)),
+            nn.Sequential(P(), nn.Linear(4, 4)),
+        ), balance=[1, 1])
+    ''') == [(3, "SKP205")]
+    # A nested pop with no stash anywhere fails too; a nested stash nobody pops runs.
+    assert codes("model = GPipe(nn.Sequential(nn.ReLU(), nn.Sequential(P())), balance=[1, 1])\n") == [(1, "SKP205")]
+    assert codes("model = GPipe(nn.Sequential(nn.Sequential(S()), nn.ReLU()), balance=[1, 1])\n") == []
+
+
+# -- child classes that build Sequentials of torch.nn layers are plain layers ------------------
+
+DOUBLE_CONV = '''
+class DoubleConv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.double_conv = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    def forward(self, x):
+        return self.double_conv(x)
+'''
+
+
+def test_child_building_torch_layers_does_not_hide_the_composition():
+    found = codes(DOUBLE_CONV + "model = GPipe(nn.Sequential(P(), DoubleConv(), S()), balance=[2, 1])\n")
+    offset = DOUBLE_CONV.count("\n")
+    assert found == [(offset + 1, "SKP201"), (offset + 1, "SKP202")]
+    comp = only(DOUBLE_CONV + "model = nn.Sequential(P(), DoubleConv(), S())\n")
+    assert [layer.kind for layer in comp.layers] == ["skippable", "plain", "skippable"]
+
+
+def test_child_holding_a_function_class_and_helpers_is_plain():
+    comp = only('''
+        import torch
+        def helper(x):
+            return x.detach()
+        class NoPortal(nn.Module):
+            class F(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    return helper(x)
+            def forward(self, x):
+                return self.F.apply(x)
+        model = nn.Sequential(NoPortal(), S(), P())
+    ''')
+    assert [layer.kind for layer in comp.layers] == ["plain", "skippable", "skippable"]
+
+
+def test_child_building_skippables_or_unknown_classes_stays_a_container():
+    for body in (
+        "class Block(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.s = S()\n",
+        "from elsewhere import Base\nclass X(Base):\n    pass\n"
+        "class Block(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.x = X()\n",
+        "class Block(nn.Module):\n    def __init__(self, inner):\n        super().__init__()\n        self.inner = inner\n",
+    ):
+        comp = only(body + "model = nn.Sequential(Block(S()) if False else Block(S()), P())\n"
+                    if "inner" in body else body + "model = nn.Sequential(Block(), P())\n")
+        assert comp.layers[0].kind == "container", body
+        assert codes(body + "model = nn.Sequential(Block(S()), P())\n" if "inner" in body
+                     else body + "model = nn.Sequential(Block(), P())\n") == [], body
+
+
+def test_later_defined_skippable_class_makes_a_container():
+    comp = only('''
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.late = LateStash()
+        model = nn.Sequential(Block(), P())
+
+        @skippable(stash=["skip"])
+        class LateStash(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                return x
+    ''')
+    assert comp.layers[0].kind == "container"
+
+
+# -- SKP304 at the pipe call ------------------------------------------------------------------
+
+def test_lazy_modules_are_reported_once_at_the_pipe_call():
+    header = "from fairscale.nn.pipe import LazyModule, MultiProcessPipe\n"
+    assert codes(header + textwrap.dedent('''
+        model = [
+            LazyModule(lambda: S()),
+            LazyModule(lambda: nn.ReLU()),
+            LazyModule(lambda: P()),
+        ]
+        pipe = MultiProcessPipe(model, [2, 1])
+    ''')) == [(8, "SKP304")]  # the header line and the blank line of the block
+    assert codes(header + "model = [LazyModule(lambda: S())]\n") == []  # no pipe: nothing fails
+    assert codes(header + "pipe = MultiProcessPipe([LazyModule(lambda: nn.ReLU())], [1])\n") == []
