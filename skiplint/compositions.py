@@ -289,6 +289,8 @@ class Builder:
             self.class_scope[id(info.node)] = info.body
         self._module_env = Env(None, index.scope)
         self.max_unroll = MAX_UNROLL
+        #: Module-level functions whose result a harness gives to a pipe (`skiplint verify FILE:build`).
+        self.verified_functions: frozenset[str] = frozenset()
 
     # -- entry points -------------------------------------------------------------------------
     def run(self) -> None:
@@ -297,7 +299,9 @@ class Builder:
         self._guarded(lambda: self.block(self.index.module.body, env))
         # Functions and methods nobody in the module ran: builders and tests, with defaults.
         for stmt in self.index.module.body:
-            if isinstance(stmt, cst.FunctionDef) and id(stmt) not in self.ran:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.verified_functions:
+                self._guarded(lambda s=stmt: self.verify_result(self.call_function(FuncV(s, env), [], {}, entry=True)))
+            elif isinstance(stmt, cst.FunctionDef) and id(stmt) not in self.ran:
                 self._guarded(lambda s=stmt: self.call_function(FuncV(s, env), [], {}, entry=True))
             elif isinstance(stmt, cst.ClassDef):
                 found, cls = env.find(stmt.name.value)
@@ -311,6 +315,13 @@ class Builder:
                     else:
                         self._guarded(lambda i=item, c=cls: self.call_function(
                             FuncV(i, c.env or env, ObjV(c)), [], {}, entry=True))
+
+    def verify_result(self, result: Any) -> None:
+        """A harness verifies what the function returns (a model, or a tuple starting with one)."""
+        if isinstance(result, ListV) and result.is_tuple and result.items and not result.tainted:
+            result = result.items[0][0]
+        if isinstance(result, SeqV):
+            result.verified = True
 
     def _guarded(self, action: Any) -> None:
         try:
@@ -898,7 +909,6 @@ class Builder:
             module = _argument(args, kwargs, 0, "module")
             if isinstance(module, SeqV):
                 module.verified = True
-                self.pipes.append(_PipeRecord("verify_skippables", node, module, None))
             return None
         if symbol == "inspect_skip_layout":
             return self.inspect_layout(_argument(args, kwargs, 0, "partitions"), node)
@@ -1313,6 +1323,13 @@ class Builder:
             name = record.name or (found.name if found is not None else record.kind)
             pipes.append(Pipe(record.kind, name, found, record.balance,  # type: ignore[arg-type]
                               Site(record.node, self.locator)))
+        # verify_skippables runs on these (directly, or in a pipe's constructor): a record each,
+        # so that the checks know where a stash nobody pops fails.
+        for seq in self.sequences:
+            if seq.verified:
+                found = convert(seq)
+                pipes.append(Pipe("verify_skippables", found.name, found, None,  # type: ignore[arg-type]
+                                  Site(seq.node, self.locator)))
         return ModelFacts(path, tuple(compositions), tuple(pipes))
 
     def fragment(self, seq: SeqV) -> bool:
@@ -1598,12 +1615,16 @@ def relevant(text: str) -> bool:
 
 def extract(module: cst.Module, path: str, facts: ModuleFacts, index: ModuleIndex,
             locator: Optional[Locator] = None, resolve_class: Optional[Any] = None,
-            max_unroll: Optional[int] = None) -> ModelFacts:
-    """The compositions and pipes of one parsed module (whose skippable classes are in `facts`)."""
+            max_unroll: Optional[int] = None, verified_functions: Sequence[str] = ()) -> ModelFacts:
+    """The compositions and pipes of one parsed module (whose skippable classes are in `facts`).
+
+    `verified_functions`: module-level functions whose result is given to a pipe by a harness (the
+    runtime companion's `FILE:build` target), so that verify_skippables runs on it."""
     if locator is None:
         locator = next((c.site.locator for c in facts.skippables if c.site is not None), None) or Locator(module)
     builder = Builder(index, facts, locator, resolve_class)
     if max_unroll is not None:
         builder.max_unroll = max(int(max_unroll), 0)
+    builder.verified_functions = frozenset(verified_functions)
     builder.run()
     return builder.facts(path)

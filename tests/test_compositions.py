@@ -352,3 +352,21 @@ def test_lazy_modules_are_reported_once_at_the_pipe_call():
     ''')) == [(8, "SKP304")]  # the header line and the blank line of the block
     assert codes(header + "model = [LazyModule(lambda: S())]\n") == []  # no pipe: nothing fails
     assert codes(header + "pipe = MultiProcessPipe([LazyModule(lambda: nn.ReLU())], [1])\n") == []
+
+
+def test_harness_target_is_verified():
+    """`skiplint verify FILE:build` gives build()'s model to a pipe: extract can be told so."""
+    import libcst as cst
+
+    from skiplint import compositions, skippables
+
+    text = HEADER + textwrap.dedent('''
+        def build():
+            return nn.Sequential(S(), nn.ReLU()), None
+    ''')
+    module = cst.parse_module(text)
+    index = skippables.ModuleIndex(module)
+    facts = skippables.extract(module, "t.py", text, index)
+    for targets, expected in (((), []), (("build",), ["SKP202"])):
+        model = compositions.extract(module, "t.py", facts, index, verified_functions=targets)
+        assert [f.code for f in pipes.model_findings(model)] == expected
