@@ -18,7 +18,7 @@ import libcst as cst
 
 from skiplint import skippables, sources
 from skiplint.facts import SkippableClass
-from skiplint.imports import PREFILTER_NEEDLES, OTHER, Scope, import_bindings
+from skiplint.imports import OTHER, Scope, import_bindings, prefilter_needles
 
 #: Depth of re-exports followed (`__init__` importing from a submodule importing from another).
 MAX_REEXPORT = 6
@@ -58,7 +58,7 @@ def summarize(path: str, data: bytes) -> ModuleSummary:
         return ModuleSummary(path)
     index = skippables.ModuleIndex(module)
     declared: dict[int, SkippableClass] = {}
-    if any(needle in data for needle in PREFILTER_NEEDLES):
+    if any(needle in data for needle in prefilter_needles()):
         try:
             facts = skippables.extract(module, path, text, index)
         except RecursionError:
@@ -114,6 +114,9 @@ class ProjectIndex:
     def __init__(self) -> None:
         self._summaries: dict[str, tuple[tuple[int, int], ModuleSummary]] = {}
         self._files: dict[tuple[str, str], Optional[str]] = {}
+        #: Per file: whether it (or what it imports) defines skippable classes; per-process memo.
+        self._exports: dict[str, tuple[tuple[int, int], bool]] = {}
+        self._raw: dict[str, tuple[tuple[int, int], bytes]] = {}
         self.reads = 0
 
     # -- summaries ---------------------------------------------------------------------------
@@ -186,33 +189,62 @@ class ProjectIndex:
             return self.resolve_class(path, target, depth + 1)
         return None
 
-    def module_has_skippables(self, importer: str, module: str, names: tuple[str, ...] = (),
-                              depth: int = 0) -> bool:
-        """Whether a project module (or what it re-exports of `names`) defines skippable classes."""
-        if depth > MAX_REEXPORT:
-            return False
-        path = self.module_file(importer, module)
-        if path is None:
-            return False
-        summary = self.summary(path)
-        if summary is None:
-            return False
-        if summary.has_skippables:
-            return True
-        for name in names or tuple(summary.imports):
-            target = summary.imports.get(name)
-            if target is not None:
-                cls = self.resolve_class(path, target, depth + 1)
-                if cls is not None:
-                    if cls.kind == "skippable":
-                        return True
-                elif self.module_has_skippables(path, target, (), depth + 1):
+    def module_has_skippables(self, importer: str, module: str, names: tuple[str, ...] = ()) -> bool:
+        """Whether a project module, or a submodule named in `names`, defines skippable classes
+        or imports, directly or not, a module that does."""
+        return self._reaches_skippables(self._module_files(importer, module, names))
+
+    def _module_files(self, importer: str, module: str, names: tuple[str, ...]) -> list[str]:
+        sep = "" if module.endswith(".") else "."
+        found = [self.module_file(importer, module)]
+        found += [self.module_file(importer, module + sep + name) for name in names]
+        return [path for path in found if path is not None]
+
+    def _reaches_skippables(self, start: list[str]) -> bool:
+        """An iterative search over import lines, each file once: only a file whose bytes name
+        an API module is parsed; any other is read for its import lines alone. It follows every
+        import (an over-approximation that costs a parse at most: the composition analysis
+        resolves names exactly). A search that finds nothing proves it for every file it saw."""
+        stack = list(start)
+        seen: dict[str, tuple[int, int]] = {}
+        while stack:
+            path = stack.pop()
+            if path in seen:
+                continue
+            try:
+                stat = os.stat(path)
+            except OSError:
+                continue
+            key = (stat.st_size, stat.st_mtime_ns)
+            seen[path] = key
+            memo = self._exports.get(path)
+            if memo is not None and memo[0] == key:
+                if memo[1]:
                     return True
-            sub = module + ("" if module.endswith(".") else ".") + name
-            if names and self.module_file(importer, sub) is not None:
-                if self.module_has_skippables(importer, sub, (), depth + 1):
+                continue  # proven to reach none
+            try:
+                data = self._bytes(path, key)
+            except sources.SourceError:
+                continue
+            if any(needle in data for needle in prefilter_needles()):
+                summary = self.summary(path)
+                if summary is not None and summary.has_skippables:
+                    self._exports[path] = (key, True)
                     return True
+            for module, names in textual_imports(data):
+                stack.extend(self._module_files(path, module, names))
+        for path, key in seen.items():
+            self._exports[path] = (key, False)
         return False
+
+    def _bytes(self, path: str, key: tuple[int, int]) -> bytes:
+        cached = self._raw.get(path)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        self.reads += 1
+        data = sources.read_bytes(path)
+        self._raw[path] = (key, data)
+        return data
 
     def imports_project_skippables(self, path: str, data: bytes) -> bool:
         """The prefilter's second half: does this file import skippable classes from its project?
@@ -220,17 +252,21 @@ class ProjectIndex:
         Textual (no parse): the `from X import ...` and `import X` lines name the modules, which
         are located next to the file; only those modules are read (once, then cached).
         """
-        for match in _FROM_IMPORT.finditer(data):
-            module = match.group(1).decode("ascii", "replace")
-            names = tuple(n.strip().split(" ")[0] for n in match.group(2).decode("ascii", "replace")
-                          .replace(")", "").split(",") if n.strip())
-            if self.module_has_skippables(path, module, names):
-                return True
-        for match in _IMPORT.finditer(data):
-            for module in match.group(1).decode("ascii", "replace").split(","):
-                if self.module_has_skippables(path, module.strip()):
-                    return True
-        return False
+        return any(self.module_has_skippables(path, module, names)
+                   for module, names in textual_imports(data))
+
+
+def textual_imports(data: bytes) -> list[tuple[str, tuple[str, ...]]]:
+    """(module, imported names) for each import line of a module's bytes, without parsing it."""
+    found: list[tuple[str, tuple[str, ...]]] = []
+    for match in _FROM_IMPORT.finditer(data):
+        module = match.group(1).decode("ascii", "replace")
+        names = tuple(n.strip().split(" ")[0] for n in match.group(2).decode("ascii", "replace")
+                      .replace(")", "").split(",") if n.strip())
+        found.append((module, names))
+    for match in _IMPORT.finditer(data):
+        found.extend((module.strip(), ()) for module in match.group(1).decode("ascii", "replace").split(","))
+    return found
 
 
 def _file_in(base: str, parts: list[str]) -> Optional[str]:
