@@ -116,7 +116,6 @@ class ProjectIndex:
         self._files: dict[tuple[str, str], Optional[str]] = {}
         #: Per file: whether it (or what it imports) defines skippable classes; per-process memo.
         self._exports: dict[str, tuple[tuple[int, int], bool]] = {}
-        self._raw: dict[str, tuple[tuple[int, int], bytes]] = {}
         self.reads = 0
 
     # -- summaries ---------------------------------------------------------------------------
@@ -223,9 +222,10 @@ class ProjectIndex:
                     return True
                 continue  # proven to reach none
             try:
-                data = self._bytes(path, key)
+                data = sources.read_bytes(path)
             except sources.SourceError:
                 continue
+            self.reads += 1
             if any(needle in data for needle in prefilter_needles()):
                 summary = self.summary(path)
                 if summary is not None and summary.has_skippables:
@@ -236,15 +236,6 @@ class ProjectIndex:
         for path, key in seen.items():
             self._exports[path] = (key, False)
         return False
-
-    def _bytes(self, path: str, key: tuple[int, int]) -> bytes:
-        cached = self._raw.get(path)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        self.reads += 1
-        data = sources.read_bytes(path)
-        self._raw[path] = (key, data)
-        return data
 
     def imports_project_skippables(self, path: str, data: bytes) -> bool:
         """The prefilter's second half: does this file import skippable classes from its project?
