@@ -178,7 +178,7 @@ def blocks_module(rng: random.Random, package: int, buggy: bool) -> str:
     parts.append(_both_class(rng, "Relay", "skip0", "relay"))
     if buggy:
         parts.append(_buggy_class(rng, "Broken", f"bad{package}"))
-    parts.append(f'''
+    parts.append('''
 
 def unit_block(channels: int) -> nn.Sequential:
     """One level of the U: stash on the way down, pop on the way up."""

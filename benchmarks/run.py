@@ -1,0 +1,448 @@
+"""Benchmarks: skiplint against its baselines and its peer, all figures from one run.
+
+    python benchmarks/run.py [--quick] [--full] [--write-docs]
+
+Corpora: the installed torch 2.13.0 package sources (thousands of real files, almost none using
+the API), a generated tree of 1,000 realistic skippable-model files (and one of 10,000 for the
+scaling check), and the project's fixtures. Commands: reading the files, ast.parse,
+libcst.parse_module, flake8 alone, flake8 with skiplint, the skiplint CLI at -j 1 and -j 2, and
+TorchFix 0.7.0 (the peer, in its own virtual environment, since it pins libcst < 1.6).
+
+Every figure is a whole command (a subprocess: interpreter start, imports, discovery included),
+timed with time.perf_counter, the best of a few runs; peak memory is the largest resident set of
+the command's process tree (os.wait4). The peers' environments are created on first use under
+benchmarks/out/venvs (torch is pinned to 2.13.0, a local CPU wheel). Results go to
+benchmarks/out/results.json and to a table on stdout; --write-docs also updates
+docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Optional, Sequence
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import generate  # noqa: E402  (benchmarks/generate.py)
+
+TORCH_PIN = "torch==2.13.0"
+TORCHFIX_PIN = "torchfix==0.7.0"
+EXCLUDE = frozenset({".svn", "CVS", ".bzr", ".hg", ".git", "__pycache__", ".tox", ".nox", ".eggs",
+                     ".venv", "venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules"})
+DOC = os.path.join(REPO, "docs", "performance.md")
+DOC_START, DOC_END = "<!-- benchmark-table:start -->", "<!-- benchmark-table:end -->"
+
+
+# -- environments ------------------------------------------------------------------------------
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def venv_python(venv: str) -> str:
+    return os.path.join(venv, "Scripts" if os.name == "nt" else "bin", "python")
+
+
+def ensure_venv(venv: str, requirements: Sequence[str], check: str, python: str) -> str:
+    """A virtual environment with these pinned requirements; created when missing or broken."""
+    exe = venv_python(venv)
+    if os.path.exists(exe) and subprocess.run([exe, "-c", check], capture_output=True).returncode == 0:
+        return exe
+    log(f"creating {venv} with {' '.join(requirements)} ...")
+    shutil.rmtree(venv, ignore_errors=True)
+    subprocess.run([python, "-m", "venv", venv], check=True)
+    subprocess.run([exe, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements],
+                   check=True)
+    if subprocess.run([exe, "-c", check], capture_output=True).returncode != 0:
+        raise SystemExit(f"{venv}: installed {requirements} but `{check}` fails")
+    return exe
+
+
+def skiplint_python(venvs: str, python: str) -> str:
+    """An interpreter that imports this checkout's skiplint with flake8 and libcst."""
+    probe = ("import os, skiplint, flake8, libcst; "
+             f"assert os.path.realpath(os.path.dirname(skiplint.__file__)) == "
+             f"os.path.realpath({os.path.join(REPO, 'skiplint')!r})")
+    if subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0:
+        return sys.executable
+    return ensure_venv(os.path.join(venvs, "skiplint"), ["-e", REPO], probe, python)
+
+
+def package_dir(python: str, package: str) -> str:
+    """Where a package's sources are installed, found without importing (executing) it."""
+    code = ("import importlib.util, os; "
+            f"print(os.path.dirname(importlib.util.find_spec({package!r}).origin))")
+    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def version_of(python: str, dist: str) -> str:
+    code = f"import importlib.metadata as m; print(m.version({dist!r}))"
+    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+# -- corpora -------------------------------------------------------------------------------------
+def python_files(root: str) -> list[str]:
+    found = []
+    for here, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in EXCLUDE and not d.endswith(".egg"))
+        found.extend(os.path.join(here, f) for f in sorted(files) if f.endswith((".py", ".pyi")))
+    return found
+
+
+@dataclass
+class Corpus:
+    name: str
+    root: str
+    files: list[str]
+    listing: str = ""
+
+    @property
+    def megabytes(self) -> float:
+        return sum(os.path.getsize(f) for f in self.files) / 1e6
+
+
+def generated(out: str, files: int) -> str:
+    """A generated tree, regenerated only when the generator or the count changed."""
+    root = os.path.join(out, f"tree_{files}")
+    stamp = os.path.join(out, f"tree_{files}.stamp")
+    with open(generate.__file__, "rb") as handle:
+        key = f"{files}:{hashlib.sha256(handle.read()).hexdigest()}"
+    if os.path.isdir(root) and os.path.exists(stamp):
+        with open(stamp) as handle:
+            if handle.read() == key:
+                return root
+    generate.generate(root, files)
+    with open(stamp, "w") as handle:
+        handle.write(key)
+    return root
+
+
+# -- measuring -----------------------------------------------------------------------------------
+@dataclass
+class Figure:
+    corpus: str
+    command: str
+    seconds: Optional[float] = None
+    peak_mb: Optional[float] = None
+    runs: int = 0
+    status: Optional[int] = None
+    note: str = ""
+    #: Killed after this many seconds: the time is at least this (a lower bound in ratios).
+    killed_at: Optional[float] = None
+    detail: dict = field(default_factory=dict)
+
+
+def run_once(argv: Sequence[str], cwd: str, env: Optional[dict], limit_s: float
+             ) -> tuple[float, float, Optional[int], str]:
+    """Wall seconds, peak resident MB of the process tree, exit status (None: killed at limit_s), stdout."""
+    with tempfile.TemporaryFile() as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(list(argv), cwd=cwd, stdout=out, stderr=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
+        killed = []
+
+        def kill() -> None:
+            killed.append(True)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+        timer = threading.Timer(limit_s, kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read().decode("utf-8", "replace")
+    return seconds, usage.ru_maxrss / 1024, None if killed else proc.returncode, text
+
+
+def measure(corpus: str, command: str, argv: Sequence[str], repeat: int, cwd: str = "",
+            env: Optional[dict] = None, budget_s: float = 30.0, limit_s: float = 300.0,
+            ok_status: tuple[int, ...] = (0, 1, 2)) -> Figure:
+    """The best of `repeat` runs; a run slower than budget_s is not repeated, one past limit_s is killed."""
+    figure = Figure(corpus, command)
+    # Never the checkout: its skiplint.egg-info would put the plugin into "flake8 alone".
+    cwd = cwd or tempfile.gettempdir()
+    best = None
+    for _ in range(repeat):
+        seconds, peak, status, out = run_once(argv, cwd, env, limit_s)
+        figure.runs += 1
+        figure.status = status
+        figure.peak_mb = max(figure.peak_mb or 0.0, peak)
+        if status is None:
+            figure.note = f"killed after {limit_s:.0f} s"
+            figure.killed_at = limit_s
+            log(f"  {corpus:>10}  {command:<22} killed after {limit_s:.0f} s  {figure.peak_mb:7.0f} MB")
+            return figure
+        if status not in ok_status:
+            figure.note = f"failed: exit {status}"
+            log(f"  {corpus:>10}  {command:<22} FAILED: exit {status}: {' '.join(argv)}")
+            return figure
+        if best is None or seconds < best:
+            best = seconds
+            if out.startswith("{"):
+                try:
+                    figure.detail = json.loads(out.splitlines()[0])
+                except ValueError:
+                    pass
+        if seconds > budget_s:
+            break
+    figure.seconds = best
+    log(f"  {corpus:>10}  {command:<22} {best:8.2f} s  {figure.peak_mb:7.0f} MB  (exit {figure.status})")
+    return figure
+
+
+def skipped(corpus: str, command: str, note: str) -> Figure:
+    log(f"  {corpus:>10}  {command:<22} skipped: {note}")
+    return Figure(corpus, command, note=note)
+
+
+def accepts(python: str, option: str) -> bool:
+    done = subprocess.run([python, "-m", "skiplint", "--help"], capture_output=True, text=True)
+    return option in done.stdout
+
+
+# -- the run -------------------------------------------------------------------------------------
+def machine() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    memory = None
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        pass
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = None
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": round(memory, 1) if memory else None,
+            "system": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
+            "load_before": load}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description="skiplint benchmarks (see docs/performance.md)")
+    parser.add_argument("--out", default=os.path.join(HERE, "out"), help="results, venvs, generated trees")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per quick command; best is kept")
+    parser.add_argument("--quick", action="store_true", help="no 10x tree, no TorchFix/libcst on torch")
+    parser.add_argument("--full", action="store_true", help="also libcst and TorchFix over the torch sources")
+    parser.add_argument("--scale-files", type=int, default=10_000, help="files in the larger generated tree")
+    parser.add_argument("--corpora", type=lambda v: v.split(","), default=["torch", "generated", "fixtures"],
+                        help="comma-separated subset of torch,generated,fixtures")
+    parser.add_argument("--limit", type=float, default=240.0, help="seconds after which a command is killed")
+    parser.add_argument("--write-docs", action="store_true", help="put the table into docs/performance.md")
+    parser.add_argument("--python", default=shutil.which("python3.11") or sys.executable,
+                        help="interpreter for the peers' virtual environments")
+    args = parser.parse_args(argv)
+    out = os.path.abspath(args.out)
+    venvs = os.path.join(out, "venvs")
+    os.makedirs(venvs, exist_ok=True)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+
+    log("environments ...")
+    py = skiplint_python(venvs, args.python)
+    torch_py = ensure_venv(os.path.join(venvs, "torch"), [TORCH_PIN],
+                           "import importlib.metadata as m; assert m.version('torch').startswith('2.13.0')",
+                           args.python)
+    torchfix_py = ensure_venv(os.path.join(venvs, "torchfix"), [TORCHFIX_PIN],
+                              "import torchfix, importlib.metadata as m; assert m.version('torchfix') == '0.7.0'",
+                              args.python)
+    flake8_version = version_of(py, "flake8")
+    flake8_py = ensure_venv(os.path.join(venvs, "flake8"), [f"flake8=={flake8_version}"],
+                            f"import importlib.metadata as m; assert m.version('flake8') == {flake8_version!r}",
+                            args.python)
+    torchfix_bin = os.path.join(os.path.dirname(torchfix_py), "torchfix")
+
+    corpora = [
+        Corpus("torch", package_dir(torch_py, "torch"), []),
+        Corpus("generated", generated(out, 1000), []),
+        Corpus("fixtures", os.path.join(REPO, "fixtures"), []),
+    ]
+    corpora = [c for c in corpora if c.name in args.corpora]
+    for corpus in corpora:
+        corpus.files = python_files(corpus.root)
+        corpus.listing = os.path.join(out, f"files_{corpus.name}.txt")
+        with open(corpus.listing, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(corpus.files) + "\n")
+
+    jobs = accepts(py, "--jobs")
+    isolated = ["--isolated"] if accepts(py, "--isolated") else []
+    baseline = os.path.join(HERE, "baseline.py")
+    info = {"machine": machine(), "versions": {
+        "skiplint": version_of(py, "skiplint"), "libcst": version_of(py, "libcst"), "flake8": flake8_version,
+        "torchfix": version_of(torchfix_py, "torchfix"), "torchfix_libcst": version_of(torchfix_py, "libcst"),
+        "torch_sources": version_of(torch_py, "torch")}}
+    figures: list[Figure] = []
+    started = time.perf_counter()
+    for corpus in corpora:
+        log(f"{corpus.name}: {len(corpus.files)} files, {corpus.megabytes:.1f} MB, {corpus.root}")
+        heavy = corpus.name == "torch"
+        rep = 1 if heavy else args.repeat
+        for mode, label in (("read", "read files"), ("ast", "ast.parse"), ("libcst", "libcst.parse_module")):
+            if mode == "libcst" and heavy and not args.full:
+                figures.append(skipped(corpus.name, label, "torch sources: only with --full (minutes)"))
+                continue
+            figures.append(measure(corpus.name, label, [py, baseline, mode, corpus.listing],
+                                   args.repeat if mode != "libcst" else rep, env=env, limit_s=args.limit))
+        flake8_args = ["-m", "flake8", "--isolated", "--exit-zero", "-j", "2", corpus.root]
+        figures.append(measure(corpus.name, "flake8 alone", [flake8_py, *flake8_args], rep, env=env,
+                               limit_s=args.limit, ok_status=(0,)))
+        figures.append(measure(corpus.name, "flake8 + skiplint", [py, *flake8_args], rep, env=env,
+                               limit_s=args.limit, ok_status=(0,)))
+        for j in ("1", "2"):
+            if not jobs and j == "2":
+                figures.append(skipped(corpus.name, "skiplint -j 2", "-j/--jobs not available"))
+                continue
+            option = ["-j", j] if jobs else []
+            command = [py, "-m", "skiplint", *isolated, *option, corpus.root]
+            figures.append(measure(corpus.name, f"skiplint -j {j}", command, args.repeat, env=env,
+                                   limit_s=args.limit))
+        if heavy and not args.full:
+            figures.append(skipped(corpus.name, "TorchFix -j 1", "torch sources: only with --full (minutes)"))
+        else:
+            figures.append(measure(corpus.name, "TorchFix -j 1", [torchfix_bin, "-j", "1", corpus.root], rep,
+                                   env=env, limit_s=args.limit))
+    if not args.quick and "generated" in args.corpora:
+        big = generated(out, args.scale_files)
+        log(f"scale: {args.scale_files} generated files")
+        option = ["-j", "1"] if jobs else []
+        figures.append(measure(f"gen{args.scale_files}", "skiplint -j 1",
+                               [py, "-m", "skiplint", *isolated, *option, big], 1, env=env,
+                               limit_s=max(args.limit, 600.0)))
+    info["total_s"] = round(time.perf_counter() - started, 1)
+    info["machine"]["load_after"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    info["corpora"] = {c.name: {"files": len(c.files), "megabytes": round(c.megabytes, 2), "root": c.root}
+                       for c in corpora}
+    info["figures"] = [asdict(f) for f in figures]
+    info["targets"] = targets(figures, corpora, args.scale_files)
+    with open(os.path.join(out, "results.json"), "w") as handle:
+        json.dump(info, handle, indent=2)
+    table = render(info, figures, corpora)
+    print(table)
+    if args.write_docs:
+        write_docs(table)
+    return 0
+
+
+# -- reporting -----------------------------------------------------------------------------------
+def _get(figures: list[Figure], corpus: str, command: str) -> Optional[Figure]:
+    for figure in figures:
+        if figure.corpus == corpus and figure.command == command and (
+                figure.seconds is not None or figure.killed_at is not None):
+            return figure
+    return None
+
+
+def _ratio(a: Optional[Figure], b: Optional[Figure]) -> Optional[float]:
+    """a / b in time; a killed `a` gives a lower bound, a killed `b` gives no figure."""
+    if a is None or b is None or not b.seconds:
+        return None
+    return (a.seconds if a.seconds is not None else a.killed_at or 0.0) / b.seconds
+
+
+def targets(figures: list[Figure], corpora: list[Corpus], scale: int) -> list[dict]:
+    """Each target of the issue as a ratio from this run, with whether it holds."""
+    def row(name: str, value: Optional[float], limit: float, holds: Optional[bool], unit: str = "x") -> dict:
+        return {"target": name, "value": None if value is None else round(value, 3), "limit": limit,
+                "unit": unit, "holds": holds}
+
+    out = []
+    r = _ratio(_get(figures, "torch", "flake8 + skiplint"), _get(figures, "torch", "flake8 alone"))
+    out.append(row("flake8+skiplint / flake8 alone, torch sources", r, 1.05, None if r is None else r <= 1.05))
+    r = _ratio(_get(figures, "torch", "skiplint -j 1"), _get(figures, "torch", "ast.parse"))
+    out.append(row("skiplint -j 1 / ast.parse, torch sources", r, 1.0, None if r is None else r < 1.0))
+    r = _ratio(_get(figures, "generated", "skiplint -j 1"), _get(figures, "generated", "libcst.parse_module"))
+    out.append(row("skiplint -j 1 / libcst.parse_module, generated tree", r, 2.0, None if r is None else r <= 2.0))
+    r = _ratio(_get(figures, "generated", "TorchFix -j 1"), _get(figures, "generated", "skiplint -j 1"))
+    out.append(row("TorchFix / skiplint per file (-j 1 both), generated tree", r, 5.0,
+                   None if r is None else r >= 5.0))
+    r = _ratio(_get(figures, f"gen{scale}", "skiplint -j 1"), _get(figures, "generated", "skiplint -j 1"))
+    factor = scale / 1000
+    out.append(row(f"skiplint on {scale} / on 1000 generated files (files x{factor:g})", r, factor,
+                   None if r is None else r <= factor))
+    peaks = [f.peak_mb for f in figures if f.corpus == "torch" and f.command.startswith("skiplint")
+             and f.peak_mb is not None]
+    peak = max(peaks) if peaks else None
+    out.append(row("skiplint peak memory, torch sources", peak, 300.0, None if peak is None else peak < 300,
+                   "MB"))
+    return out
+
+
+def render(info: dict, figures: list[Figure], corpora: list[Corpus]) -> str:
+    m = info["machine"]
+    lines = [f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, {m['system']}, "
+             f"Python {m['python']}; load average {m['load_before']:.2f} before, {m['load_after']:.2f} after.",
+             "Versions: " + ", ".join(f"{k} {v}" for k, v in info["versions"].items()) + ".",
+             "Corpora: " + "; ".join(f"{c.name} {len(c.files)} files, {c.megabytes:.1f} MB" for c in corpora)
+             + ".", ""]
+    commands = []
+    for figure in figures:
+        if figure.command not in commands:
+            commands.append(figure.command)
+    names = [c.name for c in corpora] + sorted({f.corpus for f in figures} - {c.name for c in corpora})
+    header = "| command | " + " | ".join(f"{n}: s (x ast.parse), peak MB" for n in names) + " |"
+    lines += [header, "|---" * (len(names) + 1) + "|"]
+    for command in commands:
+        cells = []
+        for name in names:
+            figure = next((f for f in figures if f.corpus == name and f.command == command), None)
+            base = _get(figures, name, "ast.parse")
+            if figure is None:
+                cells.append("")
+            elif figure.seconds is None and figure.killed_at is not None:
+                cells.append(f"> {figure.killed_at:.0f} (killed), {figure.peak_mb:.0f}")
+            elif figure.seconds is None:
+                cells.append(f"({figure.note})")
+            else:
+                ratio = _ratio(figure, base)
+                cells.append(f"{figure.seconds:.2f} ({ratio:.2f}x), {figure.peak_mb:.0f}" if ratio is not None
+                             else f"{figure.seconds:.2f}, {figure.peak_mb:.0f}")
+        lines.append(f"| {command} | " + " | ".join(cells) + " |")
+    lines += ["", "| target | measured | limit | holds |", "|---|---|---|---|"]
+    for t in info["targets"]:
+        value = "n/a" if t["value"] is None else f"{t['value']:.2f}{' MB' if t['unit'] == 'MB' else 'x'}"
+        limit = f"{t['limit']:g}{' MB' if t['unit'] == 'MB' else 'x'}"
+        holds = {True: "yes", False: "**no**", None: "not measured"}[t["holds"]]
+        lines.append(f"| {t['target']} | {value} | {limit} | {holds} |")
+    lines.append(f"\nTotal benchmark time {info['total_s']} s.")
+    return "\n".join(lines)
+
+
+def write_docs(table: str) -> None:
+    with open(DOC, encoding="utf-8") as handle:
+        text = handle.read()
+    if DOC_START not in text or DOC_END not in text:
+        raise SystemExit(f"{DOC} lacks the {DOC_START} ... {DOC_END} markers")
+    head, rest = text.split(DOC_START, 1)
+    _, tail = rest.split(DOC_END, 1)
+    with open(DOC, "w", encoding="utf-8") as handle:
+        handle.write(f"{head}{DOC_START}\n{table}\n{DOC_END}{tail}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
