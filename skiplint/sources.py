@@ -153,6 +153,11 @@ def _unlistable(path: str) -> str:
     return "is a directory"
 
 
+def _has_cookie(data: bytes) -> bool:
+    head = data.split(b"\n", 2)[:2]
+    return any(b"coding" in line and line.lstrip().startswith(b"#") for line in head)
+
+
 def decode(data: bytes) -> str:
     """Source text as Python would decode it (PEP 263 cookie, BOM), or SourceError."""
     if b"\0" in data:
@@ -161,6 +166,12 @@ def decode(data: bytes) -> str:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
         reason = getattr(error, "msg", None) or str(error)
+        if "invalid or missing encoding declaration" in reason and not _has_cookie(data):
+            # No cookie: tokenize means the first lines are not UTF-8; say where, as below.
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                raise SourceError(f"not valid utf-8: byte 0x{data[bad.start]:02x} at offset {bad.start}") from None
         raise SourceError(f"bad encoding declaration: {reason}") from None
     try:
         return data.decode(encoding)
