@@ -102,6 +102,9 @@ class SeqV:
     verified: bool = False
     #: An element of the partition list given to inspect_skip_layout: a fragment, not a model.
     partition: bool = False
+    #: Leaves the module: returned by a builder nobody here calls, or bound at module level.
+    #: Its pipe may be in another file, so it counts as verified for SKP202.
+    escapes: bool = False
 
     def add(self, key: Optional[str], value: Any, node: Optional[cst.CSTNode]) -> None:
         if not self.complete:
@@ -297,12 +300,15 @@ class Builder:
         env = self._module_env
         env.vars["__name__"] = "__main__"
         self._guarded(lambda: self.block(self.index.module.body, env))
+        for value in list(env.vars.values()):
+            self.mark_escape(value)
         # Functions and methods nobody in the module ran: builders and tests, with defaults.
         for stmt in self.index.module.body:
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.verified_functions:
                 self._guarded(lambda s=stmt: self.verify_result(self.call_function(FuncV(s, env), [], {}, entry=True)))
             elif isinstance(stmt, cst.FunctionDef) and id(stmt) not in self.ran:
-                self._guarded(lambda s=stmt: self.call_function(FuncV(s, env), [], {}, entry=True))
+                self._guarded(lambda s=stmt: self.mark_escape(
+                    self.call_function(FuncV(s, env), [], {}, entry=True)))
             elif isinstance(stmt, cst.ClassDef):
                 found, cls = env.find(stmt.name.value)
                 if not (found and isinstance(cls, ClassV)) or cls.kind == "skippable":
@@ -313,8 +319,8 @@ class Builder:
                     if cls.kind == "sequential" and item.name.value == "__init__":
                         self._guarded(lambda c=cls: self.instantiate(c, [], {}, stmt, entry=True))
                     else:
-                        self._guarded(lambda i=item, c=cls: self.call_function(
-                            FuncV(i, c.env or env, ObjV(c)), [], {}, entry=True))
+                        self._guarded(lambda i=item, c=cls: self.mark_escape(self.call_function(
+                            FuncV(i, c.env or env, ObjV(c)), [], {}, entry=True)))
 
     def verify_result(self, result: Any) -> None:
         """A harness verifies what the function returns (a model, or a tuple starting with one)."""
@@ -322,6 +328,13 @@ class Builder:
             result = result.items[0][0]
         if isinstance(result, SeqV):
             result.verified = True
+
+    def mark_escape(self, value: Any) -> None:
+        """A model that leaves the module (a builder's result, a module-level binding)."""
+        if isinstance(value, ListV) and value.is_tuple and value.items and not value.tainted:
+            value = value.items[0][0]
+        if isinstance(value, SeqV):
+            value.escapes = True
 
     def _guarded(self, action: Any) -> None:
         try:
@@ -1326,9 +1339,10 @@ class Builder:
         # verify_skippables runs on these (directly, or in a pipe's constructor): a record each,
         # so that the checks know where a stash nobody pops fails.
         for seq in self.sequences:
-            if seq.verified:
+            if seq.verified or (seq.escapes and not seq.nested_in and not self.fragment(seq)):
                 found = convert(seq)
-                pipes.append(Pipe("verify_skippables", found.name, found, None,  # type: ignore[arg-type]
+                kind = "verify_skippables" if seq.verified else "exported"
+                pipes.append(Pipe(kind, found.name, found, None,  # type: ignore[arg-type]
                                   Site(seq.node, self.locator)))
         return ModelFacts(path, tuple(compositions), tuple(pipes))
 

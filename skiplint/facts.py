@@ -246,7 +246,7 @@ class Composition:
 
 
 PipeKind = Literal["GPipe", "FairscalePipe", "TorchPipe", "MultiProcessPipe", "AsyncPipe",
-                   "balance_by_time", "balance_by_size", "LazyModule"]
+                   "balance_by_time", "balance_by_size", "LazyModule", "exported"]
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,12 @@ def test_subclass_init_with_defaults_and_call_arguments():
 
 def test_verify_order_and_codes():
     assert codes("model = nn.Sequential(P(), S())\nGPipe(model, [1, 1])\n") == [(1, "SKP201"), (1, "SKP202")]
-    assert codes("model = nn.Sequential(P(), S())\n") == [(1, "SKP201")]  # run plainly: only the pop fails
+    # A module-level model can be imported and piped elsewhere: the stash nobody pops counts.
+    assert codes("model = nn.Sequential(P(), S())\n") == [(1, "SKP201"), (1, "SKP202")]
+    # So can a builder's result.
+    assert codes("def build():\n    return nn.Sequential(P(), S())\n") == [(2, "SKP201"), (2, "SKP202")]
+    # A local that is only ever run plainly: only the pop fails; the stash nobody pops is tolerated.
+    assert codes("def test(x):\n    model = nn.Sequential(P(), S())\n    model(x)\n") == [(2, "SKP201")]
     assert codes("model = nn.Sequential(S(), P(), S(), P())\n") == [(1, "SKP203"), (1, "SKP204")]
 
 
@@ -189,8 +194,11 @@ def test_cross_partition_cost_report_names_every_crossing_skip() -> None:
 
 # -- SKP202 only where verify_skippables runs -------------------------------------------------
 
-def test_stash_nobody_pops_is_reported_only_where_it_is_verified():
-    assert codes("model = nn.Sequential(S(), nn.ReLU())\n") == []  # run plainly: tolerated
+def test_stash_nobody_pops_is_reported_where_it_may_be_verified():
+    # A local model only run plainly: the skip tracker tolerates the stash nobody pops.
+    assert codes("def run(x):\n    model = nn.Sequential(S(), nn.ReLU())\n    return model(x)\n") == []
+    # A module-level model or a builder's result may be piped by an importer: V5 there.
+    assert codes("model = nn.Sequential(S(), nn.ReLU())\n") == [(1, "SKP202")]
     verify = "from torchgpipe.skip import verify_skippables\n"
     assert codes(verify + "model = nn.Sequential(S(), nn.ReLU())\nverify_skippables(model)\n") == [(2, "SKP202")]
     # Through a builder's return value and a variable, to the pipe.
@@ -367,6 +375,7 @@ def test_harness_target_is_verified():
     module = cst.parse_module(text)
     index = skippables.ModuleIndex(module)
     facts = skippables.extract(module, "t.py", text, index)
-    for targets, expected in (((), []), (("build",), ["SKP202"])):
+    # A module-level builder's result leaves the module anyway; the harness mark says so too.
+    for targets, expected in (((), ["SKP202"]), (("build",), ["SKP202"])):
         model = compositions.extract(module, "t.py", facts, index, verified_functions=targets)
         assert [f.code for f in pipes.model_findings(model)] == expected
