@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Iterator, Sequence
 
-from skiplint import __version__, engine, imports, rules
+from skiplint import __version__, engine, imports, rules, sources
 
 
 class SkiplintChecker:
@@ -59,6 +59,8 @@ class SkiplintChecker:
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
+        if len(text) > sources.MAX_BYTES:
+            return  # the CLI reports SKP900 for it; flake8 has no such code to show, so: silence
         with imports.using_aliases(self.api_aliases):
             if not engine.wanted(text, self.filename):
                 return

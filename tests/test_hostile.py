@@ -351,10 +351,6 @@ def test_flake8_plugin_never_raises(text: str) -> None:
     assert all(code.split(" ", 1)[0] != "SKP900" for _, _, code, _ in results)
 
 
-@pytest.mark.xfail(strict=True, raises=subprocess.TimeoutExpired,
-                   reason="skiplint/flake8_plugin.py parses text of any size (about 2 minutes and 4.8 GB "
-                          "for 10 MB); SkiplintChecker.run needs the CLI's limit: return when "
-                          "len(text) > sources.MAX_BYTES")
 def test_flake8_plugin_on_ten_megabytes_returns_quickly(tmp_path: Path, ten_megabytes: bytes) -> None:
     """flake8 hands the plugin whatever it read; the plugin gives up on what the CLI refuses."""
     (tmp_path / "huge.py").write_bytes(ten_megabytes)
