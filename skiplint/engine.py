@@ -147,6 +147,15 @@ def _diagnostics(findings: Iterable[Finding], path: str, text: str, selection: S
         return ()
     lines = text.splitlines()
     out = set()
+    by_locator: dict[int, tuple[Locator, list[cst.CSTNode]]] = {}
+    for finding in chosen:
+        if finding.site is not None:
+            by_locator.setdefault(id(finding.site.locator), (finding.site.locator, []))[1].append(finding.site.node)
+    try:
+        for locator, nodes in by_locator.values():
+            locator.locate(nodes)  # one pass of code generation per module for all its findings
+    except RecursionError:
+        pass  # reported below, finding by finding
     for finding in chosen:
         try:
             line, col = finding.site.position if finding.site is not None else (1, 0)

@@ -7,13 +7,18 @@ as plain values. Sites compare equal regardless of position, so facts from two s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import sys
 import threading
-from typing import Callable, Literal, Optional, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Literal, Optional, Sequence, TypeVar
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
+
+try:  # the code generator's state: private in libcst, stable across 1.x
+    from libcst._nodes.internal import CodegenState
+except ImportError:  # pragma: no cover - a libcst that moved it: every position the slow way
+    CodegenState = None  # type: ignore[misc,assignment]
 
 Kind = Literal["stash", "pop"]
 T = TypeVar("T")
@@ -48,26 +53,104 @@ def with_deep_stack(func: Callable[[], T], depth: int = 50_000, stack_mb: int = 
 Key = tuple[Kind, str]
 
 
-class Locator:
-    """Positions of a module's nodes, computed once, on first need (only when something is reported)."""
+class _Targeted(CodegenState):
+    """libcst's code generator, keeping only the start of a few target nodes: the position
+    PositionProvider gives (the first token after leading trivia and the node's own opening
+    parentheses; the keyword of a decorated def/class), at the cost of a plain code generation
+    instead of a position for every node of the module."""
 
-    __slots__ = ("_module", "_positions")
+    def __init__(self, targets: dict[int, cst.CSTNode], module: cst.Module) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.targets = targets
+        self.found: dict[int, tuple[int, int]] = {}
+        #: [node id, opening parentheses still to skip, keyword awaited (def/class) or None]
+        self.pending: list[list[Any]] = []
+        self.line, self.column = 1, 0
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if id(node) in self.targets:
+            lpar = getattr(node, "lpar", ())
+            keyword = ("def", "async", "class") if isinstance(node, (cst.FunctionDef, cst.ClassDef)) else None
+            self.pending.append([id(node), len(lpar) if isinstance(lpar, Sequence) else 0, keyword])
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        pass
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:
+            self.add_token(token)
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        if self.pending:
+            self._settle(value)
+        newlines = value.count("\n")
+        if newlines:
+            self.line += newlines
+            self.column = len(value) - value.rindex("\n") - 1
+        else:
+            self.column += len(value)
+
+    def _settle(self, value: str) -> None:
+        significant = value.lstrip(" \t\f\r\n\\")
+        if not significant or significant.startswith("#"):
+            return
+        lead = value[: len(value) - len(significant)]
+        newlines = lead.count("\n")
+        line = self.line + newlines
+        column = len(lead) - lead.rindex("\n") - 1 if newlines else self.column + len(lead)
+        waiting = []
+        for entry in self.pending:
+            node_id, parens, keyword = entry
+            if keyword is not None:
+                if significant in keyword:
+                    self.found[node_id] = (line, column)
+                else:
+                    waiting.append(entry)
+            elif parens and significant.startswith("("):
+                entry[1] = parens - 1
+                waiting.append(entry)
+            else:
+                self.found[node_id] = (line, column)
+        self.pending = waiting
+
+
+class Locator:
+    """Positions of a module's nodes, computed only for the nodes that are reported."""
+
+    __slots__ = ("_module", "_found")
 
     def __init__(self, module: cst.Module) -> None:
         self._module = module
-        self._positions: Optional[object] = None
+        self._found: dict[int, tuple[int, int]] = {}
+
+    def locate(self, nodes: Iterable[cst.CSTNode]) -> None:
+        """Find the positions of these nodes in one pass of code generation."""
+        targets = {id(node): node for node in nodes if id(node) not in self._found}
+        if not targets:
+            return
+
+        def generate() -> dict[int, tuple[int, int]]:
+            if CodegenState is None:
+                positions = MetadataWrapper(self._module, unsafe_skip_copy=True).resolve(PositionProvider)
+                return {key: (positions[node].start.line, positions[node].start.column)
+                        for key, node in targets.items() if node in positions}
+            state = _Targeted(targets, self._module)
+            self._module._codegen(state)
+            return state.found
+        try:
+            found = generate()
+        except RecursionError:  # a long expression: retry with room to recurse
+            found = with_deep_stack(generate)
+        self._found.update(found)
+        for node_id in targets:
+            self._found.setdefault(node_id, (1, 0))  # a node not in this module: the file's start
 
     def position(self, node: cst.CSTNode) -> tuple[int, int]:
         """(1-based line, 0-based column) of the node's first token."""
-        if self._positions is None:
-            def resolve() -> object:
-                return MetadataWrapper(self._module, unsafe_skip_copy=True).resolve(PositionProvider)
-            try:
-                self._positions = resolve()
-            except RecursionError:  # a long expression: retry with room to recurse
-                self._positions = with_deep_stack(resolve)
-        start = self._positions[node].start  # type: ignore[index]
-        return start.line, start.column
+        if id(node) not in self._found:
+            self.locate((node,))
+        return self._found[id(node)]
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,44 @@
+"""Reported positions: the locator generates code once for the reported nodes and must agree
+with libcst's PositionProvider (which positions every node of the module) on every node kind
+skiplint reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from skiplint.facts import Locator
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = sorted(p for p in (REPO / "fixtures").rglob("*.py"))
+#: Every node type a finding can be reported at (commands, yields, declarations, decorators,
+#: defs and classes, imports, layer expressions inside compositions, pipe calls, arguments).
+REPORTED = (cst.Call, cst.Name, cst.Attribute, cst.Yield, cst.Arg, cst.FunctionDef, cst.ClassDef,
+            cst.Decorator, cst.Import, cst.ImportFrom, cst.SimpleString, cst.ConcatenatedString,
+            cst.List, cst.Tuple, cst.Set, cst.BinaryOperation, cst.Subscript, cst.Integer,
+            cst.Lambda, cst.Dict, cst.UnaryOperation, cst.ListComp, cst.GeneratorExp, cst.If)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: str(p.relative_to(REPO)))
+def test_locator_agrees_with_position_provider(path: Path) -> None:
+    module = cst.parse_module(path.read_text(encoding="utf-8"))
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    nodes = [node for node in positions if isinstance(node, REPORTED)]
+    locator = Locator(module)
+    locator.locate(nodes)
+    got = {id(node): locator.position(node) for node in nodes}
+    want = {id(node): (positions[node].start.line, positions[node].start.column) for node in nodes}
+    assert got == want
+
+
+def test_decorated_def_is_at_its_keyword_and_parenthesized_node_inside_its_parentheses() -> None:
+    module = cst.parse_module("@dec\n@dec2(1)\nasync def f(x):\n    return ((yield x))\n")
+    func = module.body[0]
+    assert isinstance(func, cst.FunctionDef)
+    ret = func.body.body[0].body[0]  # type: ignore[attr-defined]
+    locator = Locator(module)
+    assert locator.position(func) == (3, 0)
+    assert locator.position(ret.value) == (4, 13)
