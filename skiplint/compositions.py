@@ -39,9 +39,6 @@ _MUTATORS = frozenset({"append", "extend", "insert", "add_module", "isolate", "u
 NEEDLES = ("Sequential", "Pipe", "balance_by_", "LazyModule", "verify_skippables", "inspect_skip_layout")
 #: Calls that run verify_skippables on the module they are given (SKP202 needs one to fail).
 _VERIFIERS = ("GPipe", "FairscalePipe", "TorchPipe")
-#: Spellings of the skip API's functions in old torchgpipe releases (`torchgpipe.skip.analysis`).
-_HISTORICAL_API = {f"{root}.skip.analysis.{symbol}": symbol for root in ("torchgpipe",)
-                   for symbol in ("verify_skippables", "inspect_skip_layout")}
 _MODULE_METHODS = frozenset({"to", "cuda", "cpu", "train", "eval", "float", "double", "half",
                              "requires_grad_", "share_memory", "type", "bfloat16"})
 
@@ -679,8 +676,6 @@ class Builder:
         if symbol is not None:
             return ApiV(symbol)
         qualified = scope.qualified(node)
-        if qualified is not None and qualified in _HISTORICAL_API:
-            return ApiV(_HISTORICAL_API[qualified])
         if qualified is not None:
             if self.resolve_class is not None and not qualified.startswith("torch."):
                 cls = self.resolve_class(qualified)

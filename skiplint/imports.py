@@ -35,6 +35,9 @@ def _api_table() -> dict[str, str]:
             table[f"{root}.skippable.{sym}"] = sym
         table[f"{root}.namespace.Namespace"] = "Namespace"
         table[f"{root}.layout.inspect_skip_layout"] = "inspect_skip_layout"
+    # Early torchgpipe releases (and its own tests) spell these `torchgpipe.skip.analysis.*`.
+    for sym in ("verify_skippables", "inspect_skip_layout"):
+        table[f"torchgpipe.skip.analysis.{sym}"] = sym
     for qual in ("torchgpipe.GPipe", "torchgpipe.gpipe.GPipe"):
         table[qual] = "GPipe"
     for qual in ("fairscale.nn.Pipe", "fairscale.nn.pipe.Pipe", "fairscale.nn.pipe.pipe.Pipe"):
