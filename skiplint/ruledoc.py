@@ -443,10 +443,22 @@ REPORTED_AT: dict[str, str] = {
     "SKP301": "the pipe call",
     "SKP302": "the pipe call",
     "SKP303": "the balancing call",
-    "SKP304": "the pipe call, or the `LazyModule` list",
+    "SKP304": "the pipe call",
     "SKP401": "the import",
     "SKP900": "line 1 (the command line only; flake8 reports unparsable files as E999)",
     "SKP901": "the computed expression",
+}
+
+#: When a rule reports, where that is narrower than its summary says.
+WHEN: dict[str, str] = {
+    "SKP202": "the composition may be verified: it is given to a pipe or `verify_skippables`, or it "
+              "leaves its module (bound at module level, or returned by a module-level function, "
+              "so an importer may pipe it). A model built and only run plainly inside a function "
+              "is not reported: the skip tracker tolerates a stash nobody pops",
+    "SKP205": "the nested skip leaves its child container (its stash or pop is outside it): a child "
+              "is never split across partitions, so a skip wholly inside one child works",
+    "SKP201": "also for a list of partitions given to `inspect_skip_layout`, checked together in "
+              "order; a Sequential that is only such a partition is not checked alone",
 }
 
 _GROUPS = (
@@ -493,6 +505,8 @@ def _section(code: str) -> list[str]:
         out += [f"Opt-in: reported only when selected, e.g. `--extend-select {code}`.", ""]
     out += [f"Message: `{rule.code} {rule.template}`", ""]
     out += [f"Reported at: {REPORTED_AT[code]}.", ""]
+    if code in WHEN:
+        out += [f"When: {WHEN[code]}.", ""]
     failure = rule.failure.replace("{name}", "x") or "none: skiplint reports what it could not check"
     out += [f"Run-time failure it prevents: {failure}.", ""]
     out += ["Bad:", "", "```python", bad.rstrip("\n"), "```", "", "Fixed:", "", "```python",
