@@ -13,10 +13,9 @@ import libcst as cst
 from skiplint import checks, compositions, limits, noqa, pipes, rules, skippables, sources
 from skiplint.diagnostics import Diagnostic
 from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts
-from skiplint.imports import PREFILTER_NEEDLES, prefilter_needles
+from skiplint import imports
 from skiplint.project import INDEX, ProjectIndex
 
-_TEXT_NEEDLES = tuple(n.decode() for n in PREFILTER_NEEDLES)
 
 
 @dataclass(frozen=True)
@@ -49,8 +48,7 @@ class ParseFailure(Exception):
 
 def mentions_api(text: str) -> bool:
     """The prefilter: a file that names no API module cannot use the API."""
-    return any(needle in text for needle in _TEXT_NEEDLES) or any(
-        needle.decode() in text for needle in prefilter_needles()[len(PREFILTER_NEEDLES):])
+    return imports.mentions_api(text)
 
 
 def wanted(text: str, path: str, project: Optional[ProjectIndex] = None) -> bool:
@@ -63,7 +61,7 @@ def wanted(text: str, path: str, project: Optional[ProjectIndex] = None) -> bool
 
 
 def _wanted_bytes(data: bytes, path: str, project: Optional[ProjectIndex]) -> bool:
-    if any(needle in data for needle in prefilter_needles()):
+    if imports.mentions_api(data):
         return True
     return b"Sequential" in data and (project or INDEX).imports_project_skippables(path, data)
 

@@ -322,7 +322,7 @@ def fix_file(path: str, settings: config.Config, target: str, codes: Sequence[st
              write: bool) -> FileFix:
     try:
         data = sources.read_bytes(path)
-        if not any(needle in data for needle in imports.prefilter_needles()) and not settings.api_aliases:
+        if not imports.mentions_api(data) and not settings.api_aliases:
             sources.decode(data)
             return FileFix(path, "", "", (), ())
         text = sources.decode(data)

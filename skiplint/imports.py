@@ -7,6 +7,7 @@ assignments shadow; `dict.pop` and friends never resolve to anything.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Union
 
@@ -64,9 +65,14 @@ def _api_table() -> dict[str, str]:
 
 API: dict[str, str] = _api_table()
 
-#: Substrings of which at least one must occur in a file's bytes for it to be parsed at all.
-PREFILTER_NEEDLES = (b"torchgpipe", b"fairscale", b"distributed.pipeline.", b"distributed._pipeline",
-                     b"import pipeline", b"import _pipeline")
+#: What a file must name for it to be parsed at all: an API module (torchgpipe, fairscale, or
+#: torch.distributed.pipeline / _pipeline in any import spelling, never torch's newer `pipelining`).
+_PREFILTER_PATTERN = r"torchgpipe|fairscale|distributed\._?pipeline(?!ing)|distributed import \(?\s*_?pipeline\b"
+_PREFILTER = re.compile(_PREFILTER_PATTERN.encode())
+_PREFILTER_TEXT = re.compile(_PREFILTER_PATTERN)
+#: Plain substrings for the same purpose, for tools that want needles (any hit of the pattern
+#: contains one of these).
+PREFILTER_NEEDLES = (b"torchgpipe", b"fairscale", b"pipeline")
 
 
 class _Other:
@@ -214,8 +220,21 @@ _ALIAS_NEEDLES: list[bytes] = []
 
 
 def prefilter_needles() -> tuple[bytes, ...]:
-    """The prefilter's needles: the API's module names and those of any active api-aliases."""
+    """Substrings one of which any file that mentions the API contains (aliases included)."""
     return PREFILTER_NEEDLES + tuple(_ALIAS_NEEDLES)
+
+
+def mentions_api(data: bytes | str) -> bool:
+    """The prefilter: does the file name an API module, or a module of an active api-alias?"""
+    if isinstance(data, str):
+        return _PREFILTER_TEXT.search(data) is not None or any(
+            needle.decode() in data for needle in _ALIAS_NEEDLES)
+    return _PREFILTER.search(data) is not None or any(needle in data for needle in _ALIAS_NEEDLES)
+
+
+def active_aliases() -> bool:
+    """Whether api-aliases are in force for this run (they widen what may define the API)."""
+    return bool(_ALIAS_NEEDLES)
 
 
 def alias_entries(alias: str, target: str) -> dict[str, str] | None:

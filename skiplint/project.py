@@ -16,9 +16,9 @@ from typing import Optional
 
 import libcst as cst
 
-from skiplint import skippables, sources
+from skiplint import imports, skippables, sources
 from skiplint.facts import SkippableClass
-from skiplint.imports import OTHER, Scope, import_bindings, prefilter_needles
+from skiplint.imports import OTHER, Scope, import_bindings, mentions_api
 
 #: Depth of re-exports followed (`__init__` importing from a submodule importing from another).
 MAX_REEXPORT = 6
@@ -58,7 +58,7 @@ def summarize(path: str, data: bytes) -> ModuleSummary:
         return ModuleSummary(path)
     index = skippables.ModuleIndex(module)
     declared: dict[int, SkippableClass] = {}
-    if any(needle in data for needle in prefilter_needles()):
+    if mentions_api(data):
         try:
             facts = skippables.extract(module, path, text, index)
         except RecursionError:
@@ -226,7 +226,8 @@ class ProjectIndex:
             except sources.SourceError:
                 continue
             self.reads += 1
-            if any(needle in data for needle in prefilter_needles()):
+            # Only a module that says "skippable" (or names an alias) can define a skippable class.
+            if mentions_api(data) and (b"skippable" in data or imports.active_aliases()):
                 summary = self.summary(path)
                 if summary is not None and summary.has_skippables:
                     self._exports[path] = (key, True)
