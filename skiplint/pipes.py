@@ -242,11 +242,7 @@ def routes(composition: Composition, balance: Optional[Iterable[int]] = None) ->
 
     stashed_at: dict[SkipKey, int] = {}
     found: dict[SkipKey, SkipRoute] = {}
-    for layer in composition.layers:
-        if layer.kind == "unknown":
-            break
-        if layer.kind != "skippable":
-            continue
+    for layer in known_skippables(composition):
         for key in layer.stash:
             stashed_at[key] = layer.index
         for key in layer.pop:
@@ -256,14 +252,19 @@ def routes(composition: Composition, balance: Optional[Iterable[int]] = None) ->
     return sorted(found.values(), key=lambda r: (r.pop_layer if r.pop_layer is not None else -1, r.name))
 
 
+def known_skippables(composition: Composition) -> Iterator[Layer]:
+    """The skippable layers in order, up to the first layer that cannot be known."""
+    for layer in composition.layers:
+        if layer.kind == "unknown":
+            return
+        if layer.kind == "skippable":
+            yield layer
+
+
 def unpopped(composition: Composition) -> list[tuple[SkipKey, int]]:
     """Stashes that no later layer pops: (key, stashing layer)."""
     open_: dict[SkipKey, int] = {}
-    for layer in composition.layers:
-        if layer.kind == "unknown":
-            break
-        if layer.kind != "skippable":
-            continue
+    for layer in known_skippables(composition):
         for key in layer.stash:
             open_.setdefault(key, layer.index)
         for key in layer.pop:
