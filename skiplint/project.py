@@ -114,8 +114,11 @@ class ProjectIndex:
     def __init__(self) -> None:
         self._summaries: dict[str, tuple[tuple[int, int], ModuleSummary]] = {}
         self._files: dict[tuple[str, str], Optional[str]] = {}
-        #: Per file: whether it (or what it imports) defines skippable classes; per-process memo.
+        #: Per file: whether it defines or re-exports skippable classes; per (file, name): whether
+        #: that name is one. Per-process memos, valid while the file's size and mtime hold.
         self._exports: dict[str, tuple[tuple[int, int], bool]] = {}
+        self._names: dict[tuple[str, str], tuple[tuple[int, int], bool]] = {}
+        self._scans: dict[str, tuple[tuple[int, int], bool, list[tuple[str, tuple[str, ...]]]]] = {}
         self.reads = 0
 
     # -- summaries ---------------------------------------------------------------------------
@@ -189,54 +192,95 @@ class ProjectIndex:
         return None
 
     def module_has_skippables(self, importer: str, module: str, names: tuple[str, ...] = ()) -> bool:
-        """Whether a project module, or a submodule named in `names`, defines skippable classes
-        or imports, directly or not, a module that does."""
-        return self._reaches_skippables(self._module_files(importer, module, names))
-
-    def _module_files(self, importer: str, module: str, names: tuple[str, ...]) -> list[str]:
+        """Whether `from module import names` (or `import module`) can bring a skippable class
+        into the importer: a name that is, or is re-exported as, a skippable class, a submodule
+        named in `names` that defines one, or, for `import module`, the module itself."""
+        path = self.module_file(importer, module)
+        if not names:
+            return path is not None and self._defines_skippables(path)
         sep = "" if module.endswith(".") else "."
-        found = [self.module_file(importer, module)]
-        found += [self.module_file(importer, module + sep + name) for name in names]
-        return [path for path in found if path is not None]
-
-    def _reaches_skippables(self, start: list[str]) -> bool:
-        """An iterative search over import lines, each file once: only a file whose bytes name
-        an API module is parsed; any other is read for its import lines alone. It follows every
-        import (an over-approximation that costs a parse at most: the composition analysis
-        resolves names exactly). A search that finds nothing proves it for every file it saw."""
-        stack = list(start)
-        seen: dict[str, tuple[int, int]] = {}
-        while stack:
-            path = stack.pop()
-            if path in seen:
-                continue
-            try:
-                stat = os.stat(path)
-            except OSError:
-                continue
-            key = (stat.st_size, stat.st_mtime_ns)
-            seen[path] = key
-            memo = self._exports.get(path)
-            if memo is not None and memo[0] == key:
-                if memo[1]:
-                    return True
-                continue  # proven to reach none
-            try:
-                data = sources.read_bytes(path)
-            except sources.SourceError:
-                continue
-            self.reads += 1
-            # Only a module that says "skippable" (or names an alias) can define a skippable class.
-            if mentions_api(data) and (b"skippable" in data or imports.active_aliases()):
-                summary = self.summary(path)
-                if summary is not None and summary.has_skippables:
-                    self._exports[path] = (key, True)
-                    return True
-            for module, names in textual_imports(data):
-                stack.extend(self._module_files(path, module, names))
-        for path, key in seen.items():
-            self._exports[path] = (key, False)
+        for name in names:
+            if path is not None and (self._defines_skippables(path) if name == "*"
+                                     else self._name_is_skippable(path, name, 0)):
+                return True
+            sub = self.module_file(importer, module + sep + name) if name != "*" else None
+            if sub is not None and self._defines_skippables(sub):
+                return True
         return False
+
+    def _scan(self, path: str) -> Optional[tuple[tuple[int, int], bool, list[tuple[str, tuple[str, ...]]]]]:
+        """(stat key, may it define a skippable class, its import lines) for one module, read
+        once per process while unchanged. Only a module that names the API and says "skippable"
+        (or, with api-aliases, names an alias) can define a skippable class."""
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return None
+        key = (stat.st_size, stat.st_mtime_ns)
+        cached = self._scans.get(path)
+        if cached is not None and cached[0] == key:
+            return cached
+        try:
+            data = sources.read_bytes(path)
+        except sources.SourceError:
+            return None
+        self.reads += 1
+        may_define = mentions_api(data) and (b"skippable" in data or imports.active_aliases())
+        scanned = (key, may_define, textual_imports(data))
+        self._scans[path] = scanned
+        return scanned
+
+    def _name_is_skippable(self, path: str, name: str, depth: int) -> bool:
+        """Whether `name` in the module at `path` is a skippable class, following the chain of
+        `from X import name` re-exports (textually, without parsing, through modules that cannot
+        define one themselves). Memoized per (path, name) while the file is unchanged."""
+        scanned = self._scan(path)
+        if scanned is None or depth > MAX_REEXPORT:
+            return False
+        key, may_define, lines = scanned
+        memo = self._names.get((path, name))
+        if memo is not None and memo[0] == key:
+            return memo[1]
+        self._names[(path, name)] = (key, False)  # a re-export cycle reads as "no"
+        result = False
+        if may_define:
+            summary = self.summary(path)
+            found = summary.classes.get(name) if summary is not None else None
+            if found is None and summary is not None and name in summary.imports:
+                found = self.resolve_class(path, summary.imports[name], depth + 1)
+            result = found is not None and found.kind == "skippable"
+        else:
+            for module, names in lines:
+                if name in names or "*" in names:
+                    target = self.module_file(path, module)
+                    if target is not None and self._name_is_skippable(target, name, depth + 1):
+                        result = True
+                        break
+        self._names[(path, name)] = (key, result)
+        return result
+
+    def _defines_skippables(self, path: str) -> bool:
+        """Whether a module defines a skippable class or re-exports one by name (one level of
+        `from X import a, b`: a package's `__init__`)."""
+        scanned = self._scan(path)
+        if scanned is None:
+            return False
+        key, may_define, lines = scanned
+        memo = self._exports.get(path)
+        if memo is not None and memo[0] == key:
+            return memo[1]
+        self._exports[path] = (key, False)
+        summary = self.summary(path) if may_define else None
+        result = summary is not None and summary.has_skippables
+        if not result:
+            for module, names in lines:
+                target = self.module_file(path, module) if names else None
+                if target is not None and any(self._name_is_skippable(target, name, 1)
+                                              for name in names if name != "*"):
+                    result = True
+                    break
+        self._exports[path] = (key, result)
+        return result
 
     def imports_project_skippables(self, path: str, data: bytes) -> bool:
         """The prefilter's second half: does this file import skippable classes from its project?
