@@ -310,10 +310,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             figures.append(measure(corpus.name, label, [py, baseline, mode, corpus.listing],
                                    args.repeat if mode != "libcst" else rep, env=env, limit_s=args.limit))
         flake8_args = ["-m", "flake8", "--isolated", "--exit-zero", "-j", "2", corpus.root]
-        figures.append(measure(corpus.name, "flake8 alone", [flake8_py, *flake8_args], rep, env=env,
-                               limit_s=args.limit, ok_status=(0,)))
-        figures.append(measure(corpus.name, "flake8 + skiplint", [py, *flake8_args], rep, env=env,
-                               limit_s=args.limit, ok_status=(0,)))
+        # The 1.05x target compares two 40-second runs whose single-run spread is about 2 s:
+        # always the best of 3 for this pair, whatever the corpus.
+        flake8_rep = max(args.repeat, 3)
+        figures.append(measure(corpus.name, "flake8 alone", [flake8_py, *flake8_args], flake8_rep, env=env,
+                               budget_s=float("inf"), limit_s=args.limit, ok_status=(0,)))
+        figures.append(measure(corpus.name, "flake8 + skiplint", [py, *flake8_args], flake8_rep, env=env,
+                               budget_s=float("inf"), limit_s=args.limit, ok_status=(0,)))
         for j in ("1", "2"):
             if not jobs and j == "2":
                 figures.append(skipped(corpus.name, "skiplint -j 2", "-j/--jobs not available"))
