@@ -66,8 +66,11 @@ def _api_table() -> dict[str, str]:
 API: dict[str, str] = _api_table()
 
 #: What a file must name for it to be parsed at all: an API module (torchgpipe, fairscale, or
-#: torch.distributed.pipeline / _pipeline in any import spelling, never torch's newer `pipelining`).
-_PREFILTER_PATTERN = r"torchgpipe|fairscale|distributed\._?pipeline(?!ing)|distributed import \(?\s*_?pipeline\b"
+#: torch.distributed.pipeline / _pipeline in any spelling, never torch's newer `pipelining`) on an
+#: import line. Nothing resolves to the API without such an import (a project's own re-exports
+#: are api-aliases, with needles of their own), so a mention in a comment or docstring is no hit.
+_PREFILTER_PATTERN = (r"(?m)^[ \t]*(?:from|import)[ \t][^\n]*?"
+                      r"(?:torchgpipe|fairscale|distributed\._?pipeline(?!ing)|distributed import \(?\s*_?pipeline\b)")
 _PREFILTER = re.compile(_PREFILTER_PATTERN.encode())
 _PREFILTER_TEXT = re.compile(_PREFILTER_PATTERN)
 #: Plain substrings for the same purpose, for tools that want needles (any hit of the pattern
