@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from skiplint.facts import Declaration, Finding, Kind, ModuleFacts, Site, SkippableClass
+from skiplint.facts import Command, Declaration, Finding, Kind, ModuleFacts, Site, SkippableClass
 
 _VERB = {"stash": "stashed", "pop": "popped"}
 _UNDECLARED = {"stash": "SKP101", "pop": "SKP102"}
@@ -18,8 +18,17 @@ def _finding(code: str, site: Site | None, **args: object) -> Finding:
 def module_findings(facts: ModuleFacts) -> Iterator[Finding]:
     """Every finding of a module: those recorded while extracting, then each class's."""
     yield from facts.findings
+    for command in facts.loose_commands:
+        yield _not_yielded(command)
     for cls in facts.skippables:
         yield from class_findings(cls)
+
+
+def _not_yielded(command: Command) -> Finding:
+    """SKP107: a command that is built but never yielded does nothing."""
+    shown = repr(command.name) if command.name is not None else "..."
+    fix = "'yield stash(...)'" if command.kind == "stash" else "'x = yield pop(...)'"
+    return _finding("SKP107", command.site, kind=command.kind, name=shown, fix=fix)
 
 
 def _declaration_findings(decl: Declaration) -> Iterator[Finding]:
@@ -54,9 +63,7 @@ def class_findings(cls: SkippableClass) -> Iterator[Finding]:
         if command.arity_problem is not None:
             yield _finding("SKP112", command.site, kind=command.kind, problem=command.arity_problem)
         if not command.yielded:
-            shown = repr(command.name) if command.name is not None else "..."
-            fix = f"'yield {command.kind}(...)'" if command.kind == "stash" else "'x = yield pop(...)'"
-            yield _finding("SKP107", command.site, kind=command.kind, name=shown, fix=fix)
+            yield _not_yielded(command)
         if command.name is None:
             if command.name_site is not None:
                 yield _finding("SKP901", command.name_site, what=f"the name of this {command.kind}()")

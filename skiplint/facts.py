@@ -277,8 +277,10 @@ class ModuleFacts:
 
     path: str
     skippables: tuple[SkippableClass, ...] = ()
-    #: SKP107 outside skippable forwards, SKP109, SKP113, SKP115, SKP401.
+    #: SKP109, SKP113, SKP115, SKP401.
     findings: tuple[Finding, ...] = ()
+    #: Commands built as whole statements outside any skippable forward (never yielded).
+    loose_commands: tuple[Command, ...] = ()
 
 
 # -- compositions and pipes (SKP2xx, SKP3xx, `skiplint layout`) ----------------------------------

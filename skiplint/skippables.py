@@ -835,12 +835,15 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
         skippables.append(_skippable_class(index, info, decorator_call, forward, locator, reported_loose))
 
     # Commands built as whole statements anywhere else (module level, plain functions).
+    loose: list[Command] = []
     for call, scope, stmt in index.statement_calls:
         if id(call) in reported_loose or not isinstance(stmt, cst.Expr):
             continue
         loose_kind = _command_kind(scope.api(call.func))
         if loose_kind is not None:
-            findings.append(_not_yielded(index, scope, call, loose_kind, stmt, locator))
+            name_node = _arity_problem(loose_kind, call)[1]
+            loose_name = static_string(index, scope, name_node) if name_node is not None else None
+            loose.append(Command(loose_kind, loose_name, Site(call, locator), yielded=False))
 
     for stmt, guarded in index.imports:
         if guarded:
@@ -851,16 +854,7 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
 
     if source is None or "only" in source:
         findings.extend(_isolate_findings(index, skippables, locator))
-    return ModuleFacts(path, tuple(skippables), tuple(findings))
-
-
-def _not_yielded(index: ModuleIndex, scope: Scope, call: cst.Call, kind: Kind, stmt: cst.CSTNode,
-                 locator: Locator) -> Finding:
-    name_node = _arity_problem(kind, call)[1]
-    name = static_string(index, scope, name_node) if name_node is not None else None
-    shown = repr(name) if name is not None else "..."
-    fix = f"'yield {kind}(...)'" if isinstance(stmt, cst.Expr) else f"'x = yield {kind}(...)'"
-    return Finding("SKP107", (("kind", kind), ("name", shown), ("fix", fix)), Site(call, locator))
+    return ModuleFacts(path, tuple(skippables), tuple(findings), tuple(loose))
 
 
 def _first_command_yield(index: ModuleIndex, info: ClassInfo,
