@@ -111,10 +111,10 @@ def analyze_models(text: str, path: str, *, project: Optional[ProjectIndex] = No
     module = parse(text)
     try:
         index = skippables.ModuleIndex(module)
-        facts = skippables.extract(module, path, text, index)
+        locator = Locator(module)  # one per module: all its findings are located in one pass
+        facts = skippables.extract(module, path, text, index, locator)
         if not compositions.relevant(text):
             return facts, ModelFacts(path)
-        locator = next((c.site.locator for c in facts.skippables if c.site is not None), None) or Locator(module)
         try:
             models = compositions.extract(module, path, facts, index, locator, _resolver(index_, path),
                                           max_unroll=max_unroll)

@@ -768,10 +768,11 @@ def _required_inputs(forward: cst.FunctionDef) -> int:
 
 
 def extract(module: cst.Module, path: str, source: Optional[str] = None,
-            index: Optional[ModuleIndex] = None) -> ModuleFacts:
-    """All skip facts of one parsed module (`source`, when given, lets rare walks be skipped)."""
+            index: Optional[ModuleIndex] = None, locator: Optional[Locator] = None) -> ModuleFacts:
+    """All skip facts of one parsed module (`source`, when given, lets rare walks be skipped).
+    One `locator` per module lets every finding of it be located in one pass."""
     index = index or ModuleIndex(module)
-    locator = Locator(module)
+    locator = locator or Locator(module)
     findings: list[Finding] = []
     skippables: list[SkippableClass] = []
     reported_loose: set[int] = set()
