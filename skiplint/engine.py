@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
 import libcst as cst
 
-from skiplint import checks, compositions, limits, noqa, pipes, rules, skippables, sources
+from skiplint import checks, compositions, noqa, parsing, pipes, rules, skippables, sources
 from skiplint.diagnostics import Diagnostic
+from skiplint.parsing import ParseFailure as ParseFailure
 from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts
 from skiplint import imports
 from skiplint.project import INDEX, ProjectIndex
@@ -42,10 +42,6 @@ class FileResult:
     error: Optional[str] = None
 
 
-class ParseFailure(Exception):
-    """The source could not be parsed; the message is the one-line reason."""
-
-
 def mentions_api(text: str) -> bool:
     """The prefilter: a file that names no API module cannot use the API."""
     return imports.mentions_api(text)
@@ -64,25 +60,6 @@ def _wanted_bytes(data: bytes, path: str, project: Optional[ProjectIndex]) -> bo
     if imports.mentions_api(data):
         return True
     return b"Sequential" in data and (project or INDEX).imports_project_skippables(path, data)
-
-
-_PARSER_PREFIX = re.compile(r"^(?:parser error: |tokenizer error: )?(?:error at \d+:\d+: )?")
-
-
-def parse(text: str) -> cst.Module:
-    hazard = limits.parser_hazard(text)
-    if hazard is not None:  # libcst's native parser would overflow its stack and kill the process
-        raise ParseFailure(hazard)
-    try:
-        return cst.parse_module(text)
-    except cst.ParserSyntaxError as error:
-        first = str(error.message).splitlines()[0] if error.message else ""
-        message = _PARSER_PREFIX.sub("", first) or "invalid syntax"
-        raise ParseFailure(f"syntax error at {error.raw_line}:{error.raw_column + 1}: {message}") from None
-    except RecursionError:
-        raise ParseFailure("nested too deeply for the parser (RecursionError)") from None
-    except (ValueError, TypeError) as error:
-        raise ParseFailure(f"cannot parse: {error}") from None
 
 
 def analyze(text: str, path: str, *, project: Optional[ProjectIndex] = None,
@@ -108,7 +85,7 @@ def analyze_models(text: str, path: str, *, project: Optional[ProjectIndex] = No
     index_ = project or INDEX
     if not prefiltered and not wanted(text, path, index_):
         return None
-    module = parse(text)
+    module = parsing.parse_module(text)
     try:
         index = skippables.ModuleIndex(module)
         locator = Locator(module)  # one per module: all its findings are located in one pass

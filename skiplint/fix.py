@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from skiplint import config, imports, parallel, sources
+from skiplint import config, imports, parallel, parsing, sources
 from skiplint.diagnostics import Diagnostic
 from skiplint.imports import dotted_name
 
@@ -284,12 +284,12 @@ def fix_source(text: str, path: str, settings: config.Config = config.Config(), 
         diagnostic = pending[0]
         tried.add((diagnostic.code, diagnostic.line, diagnostic.col, diagnostic.message))
         try:
-            candidate = _rewrite(cst.parse_module(current), diagnostic, target).code
+            candidate = _rewrite(parsing.parse_module(current), diagnostic, target).code
         except _NotFixable as why:
             left.append((diagnostic, str(why)))
             continue
-        except (cst.ParserSyntaxError, RecursionError, ValueError, TypeError) as error:
-            left.append((diagnostic, f"could not rewrite: {str(error).splitlines()[0]}"))
+        except parsing.ParseFailure as error:
+            left.append((diagnostic, f"could not rewrite: {error}"))
             continue
         if compiles and not _compiles(candidate, path):
             left.append((diagnostic, "the rewritten file would not compile"))

@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Hashable, Iterable, Optional, Sequence
 
-from skiplint import engine, pipes, sources
+from skiplint import engine, parsing, pipes, sources
 from skiplint.facts import Composition, Layer, ModelFacts, SkipRoute
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_UNCHECKED = 0, 1, 2
@@ -335,7 +335,7 @@ def main(argv: Sequence[str]) -> int:
             return EXIT_UNCHECKED
     try:
         facts = load(path)
-    except (sources.SourceError, engine.ParseFailure) as error:
+    except (sources.SourceError, parsing.ParseFailure) as error:
         print(f"{path}: cannot read: {error}", file=sys.stderr)
         return EXIT_UNCHECKED
     found = models(facts, name)

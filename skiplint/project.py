@@ -16,7 +16,7 @@ from typing import Optional
 
 import libcst as cst
 
-from skiplint import imports, skippables, sources
+from skiplint import imports, parsing, skippables, sources
 from skiplint.facts import SkippableClass
 from skiplint.imports import OTHER, Scope, import_bindings, mentions_api
 
@@ -53,8 +53,8 @@ def summarize(path: str, data: bytes) -> ModuleSummary:
     """The class summary of one module's bytes; an unreadable or unparsable module says nothing."""
     try:
         text = sources.decode(data)
-        module = cst.parse_module(text)
-    except (sources.SourceError, cst.ParserSyntaxError, RecursionError, ValueError, TypeError):
+        module = parsing.parse_module(text)
+    except (sources.SourceError, parsing.ParseFailure):
         return ModuleSummary(path)
     index = skippables.ModuleIndex(module)
     declared: dict[int, SkippableClass] = {}

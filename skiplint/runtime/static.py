@@ -8,7 +8,7 @@ import string
 from functools import lru_cache
 from typing import Iterable, Optional
 
-from skiplint import checks, engine, sources
+from skiplint import checks, engine, parsing, sources
 from skiplint.rules import RULES
 from skiplint.runtime.report import StaticFinding
 
@@ -48,7 +48,7 @@ def _class_of_findings(path: str) -> dict[tuple[str, int, int], str]:
     try:
         text = sources.decode(sources.read_bytes(path))
         facts = engine.analyze(text, path)
-    except (sources.SourceError, engine.ParseFailure):
+    except (sources.SourceError, parsing.ParseFailure):
         return {}
     owners: dict[tuple[str, int, int], str] = {}
     for cls in facts.skippables if facts is not None else ():
