@@ -25,6 +25,7 @@ import os
 import platform
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -215,6 +216,51 @@ def skipped(corpus: str, command: str, note: str) -> Figure:
     return Figure(corpus, command, note=note)
 
 
+@dataclass
+class Pair:
+    """A target measured as A/B over interleaved runs (A B A B ...): the median of the pair ratios."""
+    target: str
+    limit: float
+    a: str
+    b: str
+    ratios: list[float] = field(default_factory=list)
+    a_seconds: list[float] = field(default_factory=list)
+    b_seconds: list[float] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def median(self) -> Optional[float]:
+        return statistics.median(self.ratios) if self.ratios else None
+
+    @property
+    def holds(self) -> Optional[bool]:
+        return None if self.median is None else self.median <= self.limit
+
+
+def paired(target: str, limit: float, a: tuple[str, Sequence[str]], b: tuple[str, Sequence[str]],
+           pairs: int, env: Optional[dict], limit_s: float, cwd: str = "") -> Pair:
+    """Run A and B in turn `pairs` times after one warm-up of each; every pair gives one ratio."""
+    pair = Pair(target, limit, a[0], b[0])
+    cwd = cwd or tempfile.gettempdir()
+    for argv in (a[1], b[1]):
+        run_once(argv, cwd, env, limit_s)  # warm the file cache and the interpreters' bytecode
+    for _ in range(pairs):
+        times = []
+        for argv in (a[1], b[1]):
+            seconds, _peak, status, _out = run_once(argv, cwd, env, limit_s)
+            if status is None or status not in (0, 1, 2):
+                pair.note = f"{' '.join(argv[:4])} ... ended with {status}"
+                log(f"  pair {target}: {pair.note}")
+                return pair
+            times.append(seconds)
+        pair.a_seconds.append(times[0])
+        pair.b_seconds.append(times[1])
+        pair.ratios.append(times[0] / times[1])
+    log(f"  pair {target}: median {pair.median:.3f}x over {pairs} pairs "
+        f"(min {min(pair.ratios):.3f}, max {max(pair.ratios):.3f})")
+    return pair
+
+
 def accepts(python: str, option: str) -> bool:
     done = subprocess.run([python, "-m", "skiplint", "--help"], capture_output=True, text=True)
     return option in done.stdout
@@ -256,6 +302,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="comma-separated subset of torch,generated,fixtures")
     parser.add_argument("--limit", type=float, default=240.0, help="seconds after which a command is killed")
     parser.add_argument("--write-docs", action="store_true", help="put the table into docs/performance.md")
+    parser.add_argument("--pairs", type=int, default=7,
+                        help="interleaved A/B pairs per target ratio (median reported; whole torch: 3)")
     parser.add_argument("--python", default=shutil.which("python3.11") or sys.executable,
                         help="interpreter for the peers' virtual environments")
     args = parser.parse_args(argv)
@@ -337,19 +385,55 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         figures.append(measure(f"gen{args.scale_files}", "skiplint -j 1",
                                [py, "-m", "skiplint", *isolated, *option, big], 1, env=env,
                                limit_s=max(args.limit, 600.0)))
+    pairs = target_pairs(args, py, flake8_py, corpora, isolated, env)
     info["total_s"] = round(time.perf_counter() - started, 1)
     info["machine"]["load_after"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     info["corpora"] = {c.name: {"files": len(c.files), "megabytes": round(c.megabytes, 2), "root": c.root}
                        for c in corpora}
     info["figures"] = [asdict(f) for f in figures]
     info["targets"] = targets(figures, corpora, args.scale_files)
+    info["pairs"] = [dict(asdict(p), median=p.median, holds=p.holds) for p in pairs]
     with open(os.path.join(out, "results.json"), "w") as handle:
         json.dump(info, handle, indent=2)
-    table = render(info, figures, corpora)
+    table = render(info, figures, corpora, pairs)
     print(table)
     if args.write_docs:
         write_docs(table)
     return 0
+
+
+def target_pairs(args: argparse.Namespace, py: str, flake8_py: str, corpora: list[Corpus],
+                 isolated: list[str], env: dict) -> list[Pair]:
+    """The speed targets, each an interleaved pair: one file that does not use the API (pre-commit,
+    an editor's save), torch/nn and the whole torch package under flake8, the generated tree."""
+    out: list[Pair] = []
+    roots = {c.name: c for c in corpora}
+    flake8 = ["-m", "flake8", "--isolated", "--exit-zero"]
+    if "torch" in roots:
+        torch_root = roots["torch"].root
+        one = os.path.join(torch_root, "nn", "modules", "linear.py")
+        nn = os.path.join(torch_root, "nn")
+        out.append(paired("flake8 with skiplint / flake8 alone, one non-API file (torch/nn/modules/linear.py)",
+                          1.10, ("flake8 + skiplint", [py, *flake8, one]), ("flake8 alone", [flake8_py, *flake8, one]),
+                          args.pairs, env, args.limit))
+        out.append(paired("skiplint CLI / flake8 alone, the same file", 1.0,
+                          ("skiplint", [py, "-m", "skiplint", *isolated, one]),
+                          ("flake8 alone", [flake8_py, *flake8, one]), args.pairs, env, args.limit))
+        out.append(paired("flake8 with skiplint / flake8 alone, torch/nn", 1.02,
+                          ("flake8 + skiplint", [py, *flake8, "-j", "2", nn]),
+                          ("flake8 alone", [flake8_py, *flake8, "-j", "2", nn]), args.pairs, env, args.limit))
+        if not args.quick:
+            out.append(paired("flake8 with skiplint / flake8 alone, the whole torch package", 1.02,
+                              ("flake8 + skiplint", [py, *flake8, "-j", "2", torch_root]),
+                              ("flake8 alone", [flake8_py, *flake8, "-j", "2", torch_root]),
+                              min(args.pairs, 3), env, args.limit))
+    if "generated" in roots:
+        gen = roots["generated"]
+        out.append(paired("skiplint -j 1 / libcst.parse_module, generated tree", 1.3,
+                          ("skiplint -j 1", [py, "-m", "skiplint", *isolated, "-j", "1", gen.root]),
+                          ("libcst.parse_module", [py, os.path.join(HERE, "baseline.py"), "libcst", gen.listing]),
+                          args.pairs, env, args.limit))
+    return out
 
 
 # -- reporting -----------------------------------------------------------------------------------
@@ -369,18 +453,14 @@ def _ratio(a: Optional[Figure], b: Optional[Figure]) -> Optional[float]:
 
 
 def targets(figures: list[Figure], corpora: list[Corpus], scale: int) -> list[dict]:
-    """Each target of the issue as a ratio from this run, with whether it holds."""
+    """Targets read from the best-of figures (the speed ratios are interleaved pairs: target_pairs)."""
     def row(name: str, value: Optional[float], limit: float, holds: Optional[bool], unit: str = "x") -> dict:
         return {"target": name, "value": None if value is None else round(value, 3), "limit": limit,
                 "unit": unit, "holds": holds}
 
     out = []
-    r = _ratio(_get(figures, "torch", "flake8 + skiplint"), _get(figures, "torch", "flake8 alone"))
-    out.append(row("flake8+skiplint / flake8 alone, torch sources", r, 1.05, None if r is None else r <= 1.05))
     r = _ratio(_get(figures, "torch", "skiplint -j 1"), _get(figures, "torch", "ast.parse"))
     out.append(row("skiplint -j 1 / ast.parse, torch sources", r, 1.0, None if r is None else r < 1.0))
-    r = _ratio(_get(figures, "generated", "skiplint -j 1"), _get(figures, "generated", "libcst.parse_module"))
-    out.append(row("skiplint -j 1 / libcst.parse_module, generated tree", r, 2.0, None if r is None else r <= 2.0))
     r = _ratio(_get(figures, "generated", "TorchFix -j 1"), _get(figures, "generated", "skiplint -j 1"))
     out.append(row("TorchFix / skiplint per file (-j 1 both), generated tree", r, 5.0,
                    None if r is None else r >= 5.0))
@@ -396,7 +476,7 @@ def targets(figures: list[Figure], corpora: list[Corpus], scale: int) -> list[di
     return out
 
 
-def render(info: dict, figures: list[Figure], corpora: list[Corpus]) -> str:
+def render(info: dict, figures: list[Figure], corpora: list[Corpus], pairs: Sequence[Pair] = ()) -> str:
     m = info["machine"]
     lines = [f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, {m['system']}, "
              f"Python {m['python']}; load average {m['load_before']:.2f} before, {m['load_after']:.2f} after.",
@@ -432,6 +512,17 @@ def render(info: dict, figures: list[Figure], corpora: list[Corpus]) -> str:
         limit = f"{t['limit']:g}{' MB' if t['unit'] == 'MB' else 'x'}"
         holds = {True: "yes", False: "**no**", None: "not measured"}[t["holds"]]
         lines.append(f"| {t['target']} | {value} | {limit} | {holds} |")
+    if pairs:
+        lines += ["", "Speed targets, interleaved pairs (A B A B ...), median of the pair ratios:", "",
+                  "| target | A median s | B median s | median A/B (min-max) | pairs | limit | holds |",
+                  "|---|---|---|---|---|---|---|"]
+        for p in pairs:
+            if p.median is None:
+                lines.append(f"| {p.target} | | | ({p.note or 'not measured'}) | 0 | {p.limit:g}x | not measured |")
+                continue
+            lines.append(f"| {p.target} | {statistics.median(p.a_seconds):.3f} | {statistics.median(p.b_seconds):.3f} "
+                         f"| {p.median:.3f}x ({min(p.ratios):.3f}-{max(p.ratios):.3f}) | {len(p.ratios)} "
+                         f"| {p.limit:g}x | {'yes' if p.holds else '**no**'} |")
     lines.append(f"\nTotal benchmark time {info['total_s']} s.")
     return "\n".join(lines)
 
