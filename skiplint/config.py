@@ -359,7 +359,7 @@ def read_section(path: str) -> tuple[Optional[dict[str, Any]], list[Problem]]:
         data = sources.read_bytes(path)
     except sources.SourceError as error:
         return None, [Problem(path, "", f"cannot read: {error}", fatal=True)]
-    if name == "pyproject.toml":
+    if name.endswith(".toml"):  # pyproject.toml, or a TOML file named with --config
         if b"skiplint" not in data:
             return None, []
         if _toml is None:
@@ -389,7 +389,7 @@ def read_section(path: str) -> tuple[Optional[dict[str, Any]], list[Problem]]:
 
 def load(path: str) -> tuple[Optional[Config], list[Problem]]:
     """The Config of one configuration file, or None when the file has no skiplint section."""
-    section_name = dict(CONFIG_FILES).get(os.path.basename(path), "skiplint")
+    section_name = "tool.skiplint" if path.endswith(".toml") else "skiplint"
     values, problems = read_section(path)
     if values is None:
         return None, problems
@@ -413,7 +413,8 @@ class Finder:
         elif explicit is not None:
             config, problems = load(explicit)
             if config is None and problems:
-                problems = [dataclasses.replace(p, fatal=True) for p in problems]
+                problems = [dataclasses.replace(p, fatal=True, message=p.message.replace(", ignored:", ":"))
+                            for p in problems]
                 self.unusable = True
             self._report(problems)
             if config is None and not problems:
