@@ -466,3 +466,26 @@ def test_help_rule_and_option_errors_do_not_import_libcst(tmp_path: Path, argv: 
     done = subprocess.run([sys.executable, "-c", code, *argv], cwd=tmp_path, capture_output=True, text=True,
                           timeout=120)
     assert done.stderr.splitlines()[-1] == "False"
+
+
+def test_format_names_are_the_reporters() -> None:
+    from skiplint import formats
+
+    assert cli.FORMAT_NAMES == tuple(formats.FORMATS)
+
+
+RECORDED: list[list[str]] = []
+
+
+def _record(argv: list[str]) -> int:
+    RECORDED.append(list(argv))
+    return 7
+
+
+@pytest.mark.parametrize("command", ["fix", "layout", "verify"])
+def test_delegated_commands_get_the_rest_of_the_command_line_unchanged(
+        monkeypatch: pytest.MonkeyPatch, command: str) -> None:
+    monkeypatch.setitem(cli.DELEGATED, command, "tests.test_cli_commands:_record")
+    RECORDED.clear()
+    assert cli.main([command, "m.py:pipe", "--balance", "1,1", "--format", "json", "-"]) == 7
+    assert RECORDED == [["m.py:pipe", "--balance", "1,1", "--format", "json", "-"]]
