@@ -4,7 +4,8 @@ flake8 skips a whole file when any physical line *starts* (after blanks) with `#
 (any case, `:` or `=`, anything after it, codes included: flake8 5 to 7 read
 `# flake8: noqa: E501` as the whole file's noqa too). After code on the same line it is not a
 file-level noqa. The CLI honours the same comment, so both doors skip the same files, and
-`# skiplint: noqa` (same shape) skips only skiplint's codes, in flake8 too.
+`# skiplint: noqa` (same shape) skips the file for skiplint alone (`skips_file(text, flake8=False)`
+is the test for a flake8 plugin, flake8 handling its own comment).
 """
 
 from __future__ import annotations
