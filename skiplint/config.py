@@ -3,7 +3,11 @@
 Each checked file takes the configuration nearest to it: the first directory, from the file's own
 upwards, holding one of those sections. Within one directory pyproject.toml is read first, then
 setup.cfg, then tox.ini; only the first section found counts. Unknown keys and bad values become
-one-line `Problem`s and are otherwise ignored: a configuration mistake never stops a run.
+one-line `Problem`s and are otherwise ignored: a configuration mistake never stops a run, except
+a configuration file that cannot be read, which the CLI reports with exit status 2.
+
+Nothing here imports libcst: the CLI reads its configuration before it knows whether any file
+needs the analyzer.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-from skiplint import imports, rules, sources
+from skiplint import rules, sources
 
 try:  # Python 3.11+
     import tomllib as _toml
@@ -38,7 +42,8 @@ KEYS: dict[str, str] = {
     "select": "codes or prefixes to report (default: every code except the opt-in ones)",
     "ignore": "codes or prefixes not to report",
     "extend-select": "codes or prefixes added to the selection, e.g. the opt-in codes",
-    "exclude": "glob patterns of files and directories not to check, added to the built-in list",
+    "exclude": "glob patterns of files and directories not to walk into; replaces the built-in list",
+    "extend-exclude": "glob patterns of files and directories not to walk into, added to the built-in list",
     "per-file-ignores": "glob pattern -> codes not to report in the files it matches",
     "api-aliases": "a project's re-export of the API -> the API name it stands for",
     "max-unroll": "how many iterations of a constant-range loop the composition analysis unrolls",
@@ -46,6 +51,51 @@ KEYS: dict[str, str] = {
 
 _CODE = re.compile(r"^SKP[0-9]{0,3}$")
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+#: The built-in `exclude` list: glob patterns matched against names (flake8's rule for patterns
+#: without a slash).
+DEFAULT_EXCLUDE: tuple[str, ...] = tuple(sorted(sources.DEFAULT_EXCLUDE)) + ("*.egg",)
+
+
+def known_code(code: str) -> bool:
+    """A code, or a prefix of one, of the rule table (upper case)."""
+    return bool(_CODE.match(code)) and any(known.startswith(code) for known in rules.RULES)
+
+
+def _distance(a: str, b: str) -> int:
+    """Edit distance (insertions, deletions, substitutions) between two short strings."""
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
+    return row[-1]
+
+
+#: Letters typed for the digits they look like.
+_LOOKALIKES = str.maketrans({"O": "0", "I": "1", "L": "1", "S": "5", "B": "8"})
+
+
+def nearest_code(word: str) -> Optional[str]:
+    """The known code or prefix the user most likely meant, or None when none is close."""
+    code = word.strip().upper()
+    head, tail = code[:3], code[3:]
+    candidate = head + tail.translate(_LOOKALIKES)
+    if known_code(candidate):
+        return candidate
+    known = sorted(set(rules.RULES) | {k[:n] for k in rules.RULES for n in range(3, 6)})
+    best = min(known, key=lambda k: (_distance(candidate, k), -len(os.path.commonprefix((k, candidate))),
+                                     abs(len(k) - len(candidate)), k))
+    return best if _distance(candidate, best) <= 2 and best.startswith("SKP") and code[:1] == "S" else None
+
+
+def unknown_code(word: str) -> str:
+    """The one-line complaint about a code or prefix that matches no rule, with the nearest known
+    code; the CLI's options and the configuration files use the same words."""
+    near = nearest_code(word)
+    if near is not None:
+        return f"unknown code {word!r}: no rule has this code or prefix; did you mean {near}?"
+    return f"unknown code {word!r}: no rule has this code or prefix; skiplint's codes are SKPnnn " \
+           f"(skiplint rule --all lists them)"
 
 
 @dataclass(frozen=True)
@@ -55,6 +105,9 @@ class Problem:
     path: str
     key: str
     message: str
+    #: The file itself could not be read: the run's exit status is 2 (a config file named with
+    #: --config that cannot be used stops the run before any file is checked).
+    fatal: bool = False
 
     def __str__(self) -> str:
         path = self.path
@@ -72,7 +125,9 @@ class Config:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     extend_select: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
+    #: None: the built-in list (DEFAULT_EXCLUDE); a tuple replaces it, as flake8's exclude does.
+    exclude: Optional[tuple[str, ...]] = None
+    extend_exclude: tuple[str, ...] = ()
     #: (glob pattern, codes) pairs.
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: (project name, API name) pairs, e.g. ("mypkg.layers.skippable", "torchgpipe.skip.skippable").
@@ -95,18 +150,33 @@ class Config:
                 codes.extend(ignored)
         return tuple(codes)
 
+    def patterns(self) -> tuple[str, ...]:
+        """Every exclude pattern in force when a directory is walked."""
+        base = DEFAULT_EXCLUDE if self.exclude is None else self.exclude
+        return base + self.extend_exclude
+
+    def user_patterns(self) -> tuple[str, ...]:
+        """The exclude patterns the project or the command line wrote (not the built-in list)."""
+        return (self.exclude or ()) + self.extend_exclude
+
     def excludes(self, path: str) -> bool:
-        return any(_matches(pattern, path, self.root) for pattern in self.exclude)
+        """Whether walking a directory skips `path` (a file or a directory below it)."""
+        patterns = self.patterns()
+        if self.exclude is None and os.path.basename(path) in sources.DEFAULT_EXCLUDE:
+            return True
+        return any(_matches(pattern, path, self.root) for pattern in patterns)
 
     def excludes_named(self, path: str) -> bool:
-        """For a file named on the command line (as pre-commit names every file): excluded when it
-        or a directory above it, up to the configuration's directory, matches a pattern."""
-        if not self.exclude:
+        """For a path named on the command line (as pre-commit names every file): excluded when it
+        or a directory above it, up to the configuration's directory, matches a pattern the project
+        or the command line wrote. The built-in list and .gitignore never apply to a named path."""
+        patterns = self.user_patterns()
+        if not patterns:
             return False
         current = os.path.abspath(path)
         stop = os.path.abspath(self.root) if self.source is not None else os.path.abspath(os.curdir)
         while True:
-            if self.excludes(current):
+            if any(_matches(pattern, current, self.root) for pattern in patterns):
                 return True
             parent = os.path.dirname(current)
             if current == stop or parent == current or not parent.startswith(stop):
@@ -126,6 +196,12 @@ def _matches(pattern: str, path: str, root: str) -> bool:
         return fnmatch.fnmatch(os.path.basename(path), stripped)
     full = os.path.normpath(os.path.join(os.path.abspath(root), stripped))
     return fnmatch.fnmatch(path, full) or fnmatch.fnmatch(path, full + os.sep + "*")
+
+
+def _is_api_name(target: str) -> bool:
+    from skiplint import imports  # the API table; imported only when a project declares aliases
+
+    return imports.alias_entries("alias", target) is not None
 
 
 # -- reading values --------------------------------------------------------------------------------
@@ -153,10 +229,10 @@ class _Reader:
         out: list[str] = []
         for word in self.words(key, value):
             code = word.upper()
-            if _CODE.match(code) and any(known.startswith(code) for known in rules.RULES):
+            if known_code(code):
                 out.append(code)
             else:
-                self.problem(key, f"unknown code {word!r}")
+                self.problem(key, unknown_code(word))
         return tuple(out)
 
     def patterns(self, key: str, value: Any) -> tuple[str, ...]:
@@ -202,7 +278,7 @@ class _Reader:
         for alias, target in pairs:
             if not (isinstance(alias, str) and _DOTTED.match(alias)):
                 self.problem(key, f"{alias!r} is not a dotted name")
-            elif not (isinstance(target, str) and imports.alias_entries(alias, target)):
+            elif not (isinstance(target, str) and _is_api_name(target)):
                 self.problem(key, f"{alias!r}: {target!r} is not a name of the skip API "
                                   f"(e.g. 'torchgpipe.skip.skippable' or 'torchgpipe.skip')")
             else:
@@ -257,14 +333,16 @@ def config_from_values(values: dict[str, Any], path: str, section: str,
     fields: dict[str, Any] = {}
     handlers: dict[str, Callable[[str, Any], Any]] = {
         "select": reader.codes, "ignore": reader.codes, "extend-select": reader.codes,
-        "exclude": reader.patterns, "per-file-ignores": reader.per_file_ignores,
+        "exclude": reader.patterns, "extend-exclude": reader.patterns, "per-file-ignores": reader.per_file_ignores,
         "api-aliases": reader.api_aliases, "max-unroll": reader.max_unroll,
     }
     for raw_key, value in values.items():
         key = raw_key.strip().lower().replace("_", "-")
         handler = handlers.get(key)
         if handler is None:
-            reader.problem(raw_key, "unknown key (known: " + ", ".join(KEYS) + ")")
+            near = min(KEYS, key=lambda known: _distance(key, known))
+            hint = f"did you mean {near}? " if _distance(key, near) <= 2 else ""
+            reader.problem(raw_key, f"unknown key; {hint}(known: " + ", ".join(KEYS) + ")")
             continue
         result = handler(key, value)
         if result is not None:
@@ -280,8 +358,8 @@ def read_section(path: str) -> tuple[Optional[dict[str, Any]], list[Problem]]:
     try:
         data = sources.read_bytes(path)
     except sources.SourceError as error:
-        return None, [Problem(path, "", f"cannot read: {error}")]
-    if name == "pyproject.toml":
+        return None, [Problem(path, "", f"cannot read: {error}", fatal=True)]
+    if name.endswith(".toml"):  # pyproject.toml, or a TOML file named with --config
         if b"skiplint" not in data:
             return None, []
         if _toml is None:
@@ -311,7 +389,7 @@ def read_section(path: str) -> tuple[Optional[dict[str, Any]], list[Problem]]:
 
 def load(path: str) -> tuple[Optional[Config], list[Problem]]:
     """The Config of one configuration file, or None when the file has no skiplint section."""
-    section_name = dict(CONFIG_FILES).get(os.path.basename(path), "skiplint")
+    section_name = "tool.skiplint" if path.endswith(".toml") else "skiplint"
     values, problems = read_section(path)
     if values is None:
         return None, problems
@@ -328,14 +406,25 @@ class Finder:
         self._overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
         self._by_dir: dict[str, Config] = {}
         self._fixed: Optional[Config] = None
+        #: The file named with --config cannot be used (missing, unreadable, not valid TOML/INI).
+        self.unusable = False
         if isolated:
             self._fixed = self._apply(Config())
         elif explicit is not None:
             config, problems = load(explicit)
+            if config is None and problems:
+                problems = [dataclasses.replace(p, fatal=True, message=p.message.replace(", ignored:", ":"))
+                            for p in problems]
+                self.unusable = True
             self._report(problems)
             if config is None and not problems:
                 self._report([Problem(explicit, "", "has no skiplint section; using the defaults")])
             self._fixed = self._apply(config or Config())
+
+    @property
+    def fatal(self) -> bool:
+        """A configuration file could not be read: the run's exit status is 2."""
+        return any(problem.fatal for problem in self.problems)
 
     def _report(self, problems: Iterable[Problem]) -> None:
         for problem in problems:
@@ -349,14 +438,24 @@ class Finder:
         if self._fixed is not None:
             return self._fixed
         directory = os.path.abspath(directory)
-        cached = self._by_dir.get(directory)
-        if cached is not None:
-            return cached
-        config = self._here(directory)
-        if config is None:
+        unresolved: list[str] = []  # walked upwards without recursion: a tree may be any depth
+        config: Optional[Config] = None
+        while True:
+            cached = self._by_dir.get(directory)
+            if cached is not None:
+                config = cached
+                break
+            unresolved.append(directory)
+            config = self._here(directory)
+            if config is not None:
+                break
             parent = os.path.dirname(directory)
-            config = self.for_directory(parent) if parent != directory else self._apply(Config())
-        self._by_dir[directory] = config
+            if parent == directory:
+                config = self._apply(Config())
+                break
+            directory = parent
+        for path in unresolved:
+            self._by_dir[path] = config
         return config
 
     def for_file(self, path: str) -> Config:
@@ -382,24 +481,35 @@ class Finder:
         return found
 
     def discover(self, paths: Iterable[str]) -> Iterator[tuple[str, Config]]:
-        """The files to check under `paths`, each with its Config, in a stable order."""
+        """The files to check under `paths`, each with its Config, in a stable order.
+
+        A walked directory skips the exclude patterns in force (by default the built-in list),
+        virtual environments (any directory holding pyvenv.cfg) and, inside a git work tree, what
+        git ignores. A path named here is checked unless the project's or the command line's own
+        exclude patterns match it.
+        """
+        seen: set[tuple[int, int]] = set()
         for path in paths:
-            if os.path.isdir(path):
-                if self.for_directory(os.path.dirname(os.path.abspath(path))).excludes(path) \
-                        and os.path.basename(os.path.abspath(path)) not in ("", "."):
-                    continue
-                for root, dirs, files in os.walk(path):
-                    here = self.for_directory(root)
-                    dirs[:] = sorted(
-                        d for d in dirs
-                        if d not in sources.DEFAULT_EXCLUDE and not d.endswith(".egg")
-                        and not here.excludes(os.path.join(root, d))
-                    )
-                    for name in sorted(files):
-                        full = os.path.join(root, name)
-                        if name.endswith(sources.SUFFIXES) and not here.excludes(full):
-                            yield full, here
-            else:
+            if not os.path.isdir(path):
                 config = self.for_file(path)
                 if not config.excludes_named(path):
                     yield path, config  # a missing or unreadable file is reported when it is read
+                continue
+            if self.for_directory(os.path.dirname(os.path.abspath(path))).excludes_named(path) \
+                    and os.path.basename(os.path.abspath(path)) not in ("", "."):
+                continue
+            yield from self._walk(path, seen)
+
+    def _walk(self, top: str, seen: set[tuple[int, int]]) -> Iterator[tuple[str, Config]]:
+        ignored = sources.git_ignored(top) or frozenset()
+
+        def prune(path: str, name: str) -> bool:
+            return (self.for_directory(os.path.dirname(path)).excludes(path) or sources.is_venv(path)
+                    or (bool(ignored) and os.path.abspath(path) in ignored))
+
+        def keep(path: str) -> bool:
+            return not (self.for_directory(os.path.dirname(path)).excludes(path)
+                        or (bool(ignored) and os.path.abspath(path) in ignored))
+
+        for path in sources.walk(top, prune, seen, keep):
+            yield path, self.for_file(path)

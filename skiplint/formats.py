@@ -32,6 +32,8 @@ class Report:
     results: Sequence[FileResult]
     statistics: bool = False
     show_source: bool = False
+    #: Text format: the address of each finding's rule documentation on the line after it.
+    show_url: bool = False
     _lines: dict[str, Optional[list[str]]] = field(default_factory=dict, repr=False)
 
     @property
@@ -86,6 +88,8 @@ def text(report: Report) -> str:
                 out.append(line)
                 # The caret under the column, keeping tabs so that it lines up.
                 out.append("".join(c if c == "\t" else " " for c in line[:d.col]) + "^")
+        if report.show_url:
+            out.append(f"    {help_uri(d.code)}")
     if report.statistics:
         out.extend(statistics_lines(report))
     return "".join(line + "\n" for line in out)

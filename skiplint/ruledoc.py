@@ -12,6 +12,9 @@ from typing import Optional, Sequence
 
 from skiplint import rules
 
+#: Where docs/rules.md is published; a rule's section is its code in lower case.
+HELP_URL = "https://github.com/skiplint/skiplint/blob/main/docs/rules.md"
+
 _TG = "from torch import nn\nfrom torchgpipe.skip import pop, skippable, stash\n"
 _FS = "from torch import nn\nfrom fairscale.nn.pipe.skip import pop, skippable, stash\n"
 
@@ -507,16 +510,57 @@ def _section(code: str) -> list[str]:
     out += [f"Reported at: {REPORTED_AT[code]}.", ""]
     if code in WHEN:
         out += [f"When: {WHEN[code]}.", ""]
-    failure = rule.failure.replace("{name}", "x") or "none: skiplint reports what it could not check"
-    out += [f"Run-time failure it prevents: {failure}.", ""]
+    out += [f"Run-time failure it prevents: {_failure(rule)}.", ""]
     out += ["Bad:", "", "```python", bad.rstrip("\n"), "```", "", "Fixed:", "", "```python",
             fixed.rstrip("\n"), "```", ""]
     return out
 
 
+#: First words of summaries that are code (a name of the API or of Python), never capitalised.
+_CODE_WORDS = frozenset({"yield", "stash", "pop", "forward"})
+
+
 def _sentence(text: str) -> str:
-    text = text[0].upper() + text[1:]
+    """A summary as a sentence: a capital letter, unless the summary begins with code whose case
+    matters (`stash(name, ...)`, `pop(name)`, `.isolate(...)`), and a full stop."""
+    first = text.split(" ", 1)[0]
+    if not (set(first) & set("()[]=./_@") or first in _CODE_WORDS):
+        text = text[0].upper() + text[1:]
     return text if text.endswith(".") else text + "."
+
+
+def _failure(rule: rules.Rule) -> str:
+    return rule.failure.replace("{name}", "x") or "none: skiplint reports what it could not check"
+
+
+def rule_text(code: str) -> str:
+    """`skiplint rule CODE`: the rule's section of docs/rules.md as plain text."""
+    rule = rules.RULES[code]
+    bad, fixed = EXAMPLES[code]
+    out = [f"{code} {rule.name}" + (" (opt-in)" if rule.opt_in else ""), "",
+           f"Finds: {_sentence(rule.summary)}"]
+    if rule.opt_in:
+        out.append(f"Opt-in: reported only when selected, e.g. --extend-select {code}.")
+    out.append(f"Message: {rule.code} {rule.template}")
+    out.append(f"Reported at: {REPORTED_AT[code]}.")
+    if code in WHEN:
+        out.append(f"When: {WHEN[code]}.")
+    out += [f"Run-time failure it prevents: {_failure(rule)}.", "",
+            "Bad:", "", textwrap.indent(bad.rstrip("\n"), "    ", lambda _line: True), "",
+            "Fixed:", "", textwrap.indent(fixed.rstrip("\n"), "    ", lambda _line: True), "",
+            f"Documentation: {HELP_URL}#{code.lower()}", ""]
+    return "\n".join(line.rstrip() for line in out)
+
+
+def rule_json(code: str) -> dict[str, object]:
+    """`skiplint rule --format json`: the same facts as rule_text, as one object."""
+    rule = rules.RULES[code]
+    bad, fixed = EXAMPLES[code]
+    return {
+        "code": code, "name": rule.name, "summary": rule.summary, "opt_in": rule.opt_in,
+        "message": rule.template, "reported_at": REPORTED_AT[code], "when": WHEN.get(code),
+        "failure": rule.failure, "bad": bad, "fixed": fixed, "url": f"{HELP_URL}#{code.lower()}",
+    }
 
 
 def render() -> str:

@@ -12,15 +12,20 @@ import errno
 import io
 import os
 import stat
+import subprocess
 import tokenize
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Optional
 
-#: Directory names never descended into (flake8's defaults plus virtual environments and caches).
+#: Directory names never descended into when a directory is walked (flake8's defaults, virtual
+#: environments, caches, and build output). `--exclude` replaces this list, `--extend-exclude` adds.
 DEFAULT_EXCLUDE = frozenset({
     ".svn", "CVS", ".bzr", ".hg", ".git", "__pycache__", ".tox", ".nox", ".eggs",
     ".venv", "venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules",
+    "build", "dist", "site-packages",
 })
 SUFFIXES = (".py", ".pyi")
+#: A directory holding this file is a virtual environment: never walked (its name may be anything).
+VENV_MARKER = "pyvenv.cfg"
 
 #: Larger files are not checked (SKP900): nobody writes such a module by hand, and parsing one
 #: with libcst takes minutes and gigabytes (10 MB: about 2 minutes, 4.8 GB on a 2-core machine).
@@ -40,54 +45,94 @@ def _excluded(name: str, exclude: frozenset[str]) -> bool:
     return name in exclude or name.endswith(".egg")
 
 
-def _walk(top: str, exclude: frozenset[str], seen: set[tuple[int, int]]) -> Iterator[str]:
-    """Files under `top` in sorted order; directories already seen (by device and inode) are skipped.
+def is_venv(path: str) -> bool:
+    """A virtual environment (venv, virtualenv, tox's and uv's): it holds `pyvenv.cfg`."""
+    return os.path.isfile(os.path.join(path, VENV_MARKER))
 
-    As with flake8 (os.walk), symbolic links to directories found on the way are not followed, so
-    a link loop cannot recurse; a directory that cannot be listed is yielded itself, so that
-    reading it reports why.
+
+def walk(top: str, prune: Callable[[str, str], bool], seen: Optional[set[tuple[int, int]]] = None,
+         keep: Callable[[str], bool] = lambda _path: True) -> Iterator[str]:
+    """Python files under the directory `top`, in a stable order, without recursion.
+
+    At each level the files come first, then the subdirectories, both sorted by name (as os.walk
+    yields them). `prune(path, name)` says a subdirectory is not walked; `keep(path)` that a file is
+    yielded. Directories already seen (by device and inode) are skipped and, as with flake8
+    (os.walk), symbolic links to directories are not followed, so a link loop cannot recurse. A
+    directory that cannot be listed is yielded itself, so that reading it reports why. The depth
+    of the tree costs memory for the pending directories only, never stack.
     """
-    try:
-        info = os.stat(top)
-    except OSError:
-        yield top
-        return
-    key = (info.st_dev, info.st_ino)
-    if key in seen:
-        return
-    seen.add(key)
-    try:
-        with os.scandir(top) as scan:
-            entries = sorted(scan, key=lambda entry: entry.name)
-    except OSError:
-        yield top
-        return
-    subdirs = []
-    for entry in entries:
+    seen = set() if seen is None else seen
+    pending = [top]
+    while pending:
+        directory = pending.pop()
         try:
-            is_dir = entry.is_dir(follow_symlinks=False)
+            info = os.stat(directory)
         except OSError:
-            is_dir = False
-        if is_dir:
-            if not _excluded(entry.name, exclude):
-                subdirs.append(entry.path)
-        elif entry.name.endswith(SUFFIXES):
-            yield entry.path
-    for subdir in subdirs:
-        yield from _walk(subdir, exclude, seen)
+            yield directory
+            continue
+        key = (info.st_dev, info.st_ino)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError:
+            yield directory
+            continue
+        subdirs = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if not prune(entry.path, entry.name):
+                    subdirs.append(entry.path)
+            elif entry.name.endswith(SUFFIXES) and keep(entry.path):
+                yield entry.path
+        pending.extend(reversed(subdirs))
 
 
 def discover(paths: Iterable[str], exclude: frozenset[str] = DEFAULT_EXCLUDE) -> Iterator[str]:
     """Python files under the given paths, in a stable order; explicit files are always included.
 
     Files come before subdirectories at each level (as os.walk yields them), both sorted by name.
+    Excluded names and virtual environments are not walked.
     """
     seen: set[tuple[int, int]] = set()
+
+    def prune(path: str, name: str) -> bool:
+        return _excluded(name, exclude) or is_venv(path)
+
     for path in paths:
         if os.path.isdir(path):
-            yield from _walk(path, exclude, seen)
+            yield from walk(path, prune, seen)
         else:
             yield path  # a missing, looping or unreadable file is reported when it is read
+
+
+def git_ignored(top: str) -> Optional[frozenset[str]]:
+    """Absolute paths of what git ignores under the directory `top` (files, and directories
+    ignored as a whole), or None when `top` is not in a git work tree or git cannot be run.
+
+    git itself answers (`git ls-files --others --ignored --exclude-standard --directory`), so
+    every .gitignore, .git/info/exclude and core.excludesFile rule is read as git reads it. A
+    directory that git ignores entirely, named on purpose, gives the empty set: it is walked.
+    """
+    try:
+        done = subprocess.run(
+            ["git", "-C", top, "ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    names = [name for name in done.stdout.decode("utf-8", "surrogateescape").split("\0") if name]
+    if "./" in names:
+        return frozenset()
+    base = os.path.abspath(top)
+    return frozenset(os.path.normpath(os.path.join(base, name)) for name in names)
 
 
 def _describe(error: OSError) -> str:

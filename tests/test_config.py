@@ -38,9 +38,10 @@ def test_nearest_configuration_wins(capsys: pytest.CaptureFixture[str], monkeypa
     ]                                      # generated/ is excluded by pyproject
     assert err.splitlines() == [
         "skiplint: setup.cfg: [skiplint]: ignored: pyproject.toml in the same directory takes precedence",
-        "skiplint: bad/tox.ini: [skiplint] selcet: unknown key (known: select, ignore, extend-select, "
-        "exclude, per-file-ignores, api-aliases, max-unroll)",
-        "skiplint: bad/tox.ini: [skiplint] ignore: unknown code 'SKP999'",
+        "skiplint: bad/tox.ini: [skiplint] selcet: unknown key; did you mean select? (known: select, ignore, "
+        "extend-select, exclude, extend-exclude, per-file-ignores, api-aliases, max-unroll)",
+        "skiplint: bad/tox.ini: [skiplint] ignore: unknown code 'SKP999': no rule has this code or prefix; "
+        "did you mean SKP900?",
         "skiplint: bad/tox.ini: [skiplint] max-unroll: expected a whole number >= 0, got 'many'",
     ]
 
