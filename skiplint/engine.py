@@ -9,7 +9,7 @@ from typing import Any, Iterable, Optional
 
 import libcst as cst
 
-from skiplint import checks, compositions, noqa, parsing, pipes, rules, skippables, sources
+from skiplint import checks, interpret, noqa, parsing, pipes, rules, skippables, sources
 from skiplint.diagnostics import Diagnostic
 from skiplint.parsing import ParseFailure as ParseFailure
 from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts
@@ -90,10 +90,10 @@ def analyze_models(text: str, path: str, *, project: Optional[ProjectIndex] = No
         index = skippables.ModuleIndex(module)
         locator = Locator(module)  # one per module: all its findings are located in one pass
         facts = skippables.extract(module, path, text, index, locator)
-        if not compositions.relevant(text):
+        if not interpret.relevant(text):
             return facts, ModelFacts(path)
         try:
-            models = compositions.extract(module, path, facts, index, locator, _resolver(index_, path),
+            models = interpret.extract(module, path, facts, index, locator, _resolver(index_, path),
                                           max_unroll=max_unroll)
         except RecursionError:
             raise
@@ -111,7 +111,7 @@ def _resolver(project: ProjectIndex, path: str) -> Any:
         summary = project.resolve_class(path, qualified)
         if summary is None:
             return None
-        return compositions.class_from_summary(summary.name, summary.kind, summary.stash, summary.pop)
+        return interpret.class_from_summary(summary.name, summary.kind, summary.stash, summary.pop)
     return resolve
 
 

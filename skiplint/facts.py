@@ -1,6 +1,6 @@
 """What source code says about skips: a small frozen data model, separate from checks and reporters.
 
-The static extractor (skippables.py, compositions.py) fills it from libcst trees; the runtime
+The static extractor (skippables.py, the interpret package) fills it from libcst trees; the runtime
 companion fills the same types from live modules (with `site=None`), so the two can be compared
 as plain values. Sites compare equal regardless of position, so facts from two sources diff cleanly.
 """
