@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator, Optional
 
 from skiplint.facts import Composition, Finding, Layer, ModelFacts, Pipe, Site, SkipKey, SkipRoute
+from skiplint.limits import BUDGET
 
 _PROFILERS = ("balance_by_time", "balance_by_size")
 _MULTIPROCESS = ("MultiProcessPipe", "AsyncPipe", "LazyModule")
@@ -210,6 +211,8 @@ def pipe_findings(pipe: Pipe) -> Iterator[Finding]:
     if total != len(composition.layers):
         yield _finding("SKP301", pipe.site, total=total, count=len(composition.layers))
         return
+    if any(size <= 0 for size in pipe.balance):
+        return  # the pipe refuses a balance with an empty partition; no rule names that yet
     if hides_skippables(composition) or any(True for _ in composition_findings(composition)):
         return  # the pipe fails to build; no cost to report
     for route in routes(composition, pipe.balance):
@@ -220,10 +223,14 @@ def pipe_findings(pipe: Pipe) -> Iterator[Finding]:
 
 
 def partitions(balance: Iterable[int]) -> list[int]:
-    """The partition of each layer index, for a balance."""
+    """The partition of each layer index, for a balance: no more indexes than a composition can
+    have layers (the budget's), and a size below one places no layer."""
     out: list[int] = []
     for partition, size in enumerate(balance):
-        out.extend([partition] * size)
+        room = BUDGET.layers - len(out)
+        if room <= 0:
+            break
+        out.extend([partition] * min(max(size, 0), room))
     return out
 
 

@@ -47,7 +47,7 @@ class Classes(Core):
         return self._code_nests(node, env, set(), 0)
 
     def _code_nests(self, node: cst.CSTNode, env: Env, seen: builtins.set[int], depth: int) -> str:
-        if id(node) in seen or depth > 6:
+        if id(node) in seen or depth > self.budget.code_depth:
             return "no"
         seen.add(id(node))
         found = "no"
@@ -106,7 +106,7 @@ class Classes(Core):
     def held_layers(self, args: Args, kwargs: Kwargs) -> bool:
         """Whether constructor arguments hand skippable (or unknown) layers to a module."""
         def holds(value: Any, depth: int) -> bool:
-            if depth > 4:
+            if depth > self.budget.held_depth:
                 return False
             if isinstance(value, LayerV):
                 return value.kind in ("skippable", "container", "unknown")
