@@ -69,7 +69,7 @@ def _nested_escapes(composition: Composition) -> tuple[list[tuple[Layer, Layer]]
         inside_pop = {key for n in nested for key in n.pop}
         for layer in nested:
             leaving = {key for key in layer.stash
-                       if key not in inside_pop and outside_pops.get(key, set()) - {container.index}}
+                       if key not in inside_pop and _popped_elsewhere(outside_pops.get(key), container.index)}
             leaving |= {key for key in layer.pop if key not in inside_stash}
             if leaving - reported:
                 escaping.append((container, layer))
@@ -77,17 +77,27 @@ def _nested_escapes(composition: Composition) -> tuple[list[tuple[Layer, Layer]]
     return escaping, unknown
 
 
+def _popped_elsewhere(poppers: Optional[set[int]], index: int) -> bool:
+    """Whether a layer other than `index` pops (without copying the set: it can hold every layer)."""
+    return poppers is not None and bool(poppers) and (len(poppers) > 1 or index not in poppers)
+
+
 #: Codes that report each skip separately at one node (a cost report lists every crossing skip).
 _PER_SKIP = frozenset({"SKP302"})
 
 
 def model_findings(model: ModelFacts) -> Iterator[Finding]:
-    """Every SKP2xx/SKP3xx finding of a module; one per (code, reported node), so a mistake in
-    a block that is built twice is reported once; SKP302 once per skip at its pipe."""
-    seen: set[tuple[str, int, tuple[tuple[str, str], ...]]] = set()
+    """Every SKP2xx/SKP3xx finding of a module: one per (code, reported node, skip name).
+
+    A layer maps each name to one namespace, so within one build the name tells its skips apart:
+    two skips of one layer are two findings. A block that is built twice (a helper called with two
+    arguments) is one mistake at one place, reported once, even where each build isolates it in
+    a namespace of its own. SKP302: once per skip and partitions at its pipe."""
+    seen: set[tuple[str, int, object]] = set()
     for finding in _all_findings(model):
         node_id = id(finding.site.node) if finding.site is not None else 0
-        key = (finding.code, node_id, finding.args if finding.code in _PER_SKIP else ())
+        skip = finding.args if finding.code in _PER_SKIP else dict(finding.args).get("name")
+        key = (finding.code, node_id, skip)
         if key in seen:
             continue
         seen.add(key)
@@ -136,7 +146,7 @@ def composition_findings(composition: Composition, verified: Optional[bool] = No
             return
     stashed: dict[SkipKey, Layer] = {}
     popped: dict[SkipKey, Layer] = {}
-    unmatched: list[tuple[SkipKey, Layer]] = []
+    unmatched: dict[str, list[tuple[SkipKey, Layer]]] = {}  # by name, in order
     truncated = not composition.complete
     for layer in composition.layers:
         if layer.kind == "unknown":
@@ -160,7 +170,7 @@ def composition_findings(composition: Composition, verified: Optional[bool] = No
                 yield _finding("SKP204", layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
                                first=layer_text(first), name=key[1])
             elif key not in stashed:
-                unmatched.append((key, layer))
+                unmatched.setdefault(key[1], []).append((key, layer))
                 yield _finding("SKP201", layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
                                name=key[1])
             else:
@@ -172,10 +182,11 @@ def composition_findings(composition: Composition, verified: Optional[bool] = No
             continue
         # A later pop of the same name in another namespace is the other half of one mistake (a
         # wrong or missing namespace at the pop): SKP201 there says it; the stash is not repeated.
-        partner = next((i for i, (k, pop) in enumerate(unmatched)
-                        if k[1] == key[1] and k[0] != key[0] and pop.index > layer.index), None)
+        same_name = unmatched.get(key[1], [])
+        partner = next((i for i, (k, pop) in enumerate(same_name)
+                        if k[0] != key[0] and pop.index > layer.index), None)
         if partner is not None:
-            del unmatched[partner]
+            del same_name[partner]
             continue
         if not verified:
             continue

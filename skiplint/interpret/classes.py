@@ -52,6 +52,7 @@ class Classes(Core):
         seen.add(id(node))
         found = "no"
         for inner in syntax.walk(node, into_scopes=True):
+            self.tick()  # walking code costs as much as running it
             if not (isinstance(inner, cst.Call) and isinstance(inner.func, (cst.Name, cst.Attribute))):
                 continue
             head = inner.func

@@ -55,8 +55,8 @@ class Core:
         except (Return, Break, Continue, LoopUnknown):
             pass
 
-    def tick(self) -> None:
-        self.steps += 1
+    def tick(self, cost: int = 1) -> None:
+        self.steps += cost
         if not self.budget.allows_steps(self.steps):
             raise OutOfBudget
 

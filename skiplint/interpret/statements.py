@@ -225,7 +225,9 @@ class Statements(Core):
 
     def taint_block(self, node: cst.CSTNode, env: Env) -> None:
         """What an unknown block may assign or mutate becomes unknown."""
+        walked = 0
         for inner in syntax.walk(node):
+            walked += 1
             if isinstance(inner, cst.Assign):
                 self.taint_targets([t.target for t in inner.targets], env)
             elif isinstance(inner, (cst.AugAssign, cst.AnnAssign)):
@@ -241,6 +243,7 @@ class Statements(Core):
                         taint(self.peek(arg.value, env))
             elif isinstance(inner, (cst.FunctionDef, cst.ClassDef)):
                 self.set(inner.name.value, UNKNOWN, env)
+        self.tick(walked)  # after tainting: walking a block costs as much as running it
 
     def peek(self, node: cst.BaseExpression, env: Env) -> Any:
         """The value a plain name or `self.attr` refers to, without running anything."""
