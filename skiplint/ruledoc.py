@@ -415,6 +415,14 @@ EXAMPLES: dict[str, tuple[str, str]] = {
                 yield stash("skip", x)
                 return x
     ''')),
+    # No source has an internal error on purpose: the examples show the report and what to do.
+    "SKP902": (_src('''
+        # model.py:1:1: SKP902 internal error while analysing compositions: KeyError: 'enc'; please report
+        # The other findings of model.py are still reported; the run exits with status 2.
+    '''), _src('''
+        # Nothing to change in model.py: report the message (and the file, if it can be shared).
+        # Until a fixed skiplint is out, ignoring SKP902 (`--ignore SKP902`) keeps the rest of the run.
+    ''')),
 }
 
 #: Where each diagnostic is reported: the line to put `# noqa: CODE` on.
@@ -447,6 +455,7 @@ REPORTED_AT: dict[str, str] = {
     "SKP401": "the import",
     "SKP900": "line 1 (the command line only; flake8 reports unparsable files as E999)",
     "SKP901": "the computed expression",
+    "SKP902": "line 1 (the analysis of the rest of the file is still reported)",
 }
 
 #: When a rule reports, where that is narrower than its summary says.
