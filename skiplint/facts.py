@@ -311,6 +311,8 @@ class Layer:
     #: For a container: the skippable layers nested in it (kind "unknown" where a nested child
     #: cannot be known), invisible to verify_skippables (SKP205).
     nested: tuple["Layer", ...] = ()
+    #: Popped names whose tensor forward discards, with the `pop(...)` call (SKP305).
+    discarded: tuple[tuple[str, Site], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -231,6 +231,12 @@ def pipe_findings(pipe: Pipe) -> Iterator[Finding]:
             yield _finding("SKP302", pipe.site, skip=skip_text((route.ns, route.name), composition),
                            src=route.stash_partition, dst=route.pop_partition,
                            src_layer=route.stash_layer, dst_layer=route.pop_layer)
+            if route.pop_partition is not None and route.pop_layer is not None:
+                # The pop's portal has no gradient to carry back across the partition boundary.
+                for name, site in composition.layers[route.pop_layer].discarded:
+                    if name == route.name:
+                        yield _finding("SKP305", site, name=name, src=route.stash_partition,
+                                       dst=route.pop_partition)
 
 
 def partitions(balance: Iterable[int]) -> list[int]:

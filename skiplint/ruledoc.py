@@ -14,6 +14,7 @@ from skiplint import rules
 
 _TG = "from torch import nn\nfrom torchgpipe.skip import pop, skippable, stash\n"
 _FS = "from torch import nn\nfrom fairscale.nn.pipe.skip import pop, skippable, stash\n"
+_TG_PIPE = "from torch import nn\nfrom torchgpipe import GPipe\nfrom torchgpipe.skip import pop, skippable, stash\n"
 
 # Two layers that most composition examples use.
 _LAYERS = '''
@@ -376,6 +377,41 @@ EXAMPLES: dict[str, tuple[str, str]] = {
                .replace("torchgpipe.skip", "fairscale.nn.pipe.skip"), '''
         model = Pipe(nn.Sequential(Stash(), nn.ReLU(), Pop()), balance=[2, 1], chunks=4)
     ''')),
+    "SKP305": (_join(_TG_PIPE, '''
+
+        @skippable(stash=["skip"])
+        class Stash(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                return x
+
+
+        @skippable(pop=["skip"])
+        class Drop(nn.Module):
+            def forward(self, x):
+                yield pop("skip")
+                return x
+
+
+        model = GPipe(nn.Sequential(Stash(), nn.ReLU(), Drop()), balance=[2, 1], chunks=4)
+    '''), _join(_TG_PIPE, '''
+
+        @skippable(stash=["skip"])
+        class Stash(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                return x
+
+
+        @skippable(pop=["skip"])
+        class Merge(nn.Module):
+            def forward(self, x):
+                skip = yield pop("skip")
+                return x + skip
+
+
+        model = GPipe(nn.Sequential(Stash(), nn.ReLU(), Merge()), balance=[2, 1], chunks=4)
+    ''')),
     "SKP401": (_src('''
         from torch import nn
         from torch.distributed.pipeline.sync.skip import pop, skippable, stash
@@ -452,6 +488,8 @@ REPORTED_AT: dict[str, str] = {
     "SKP302": "the pipe call",
     "SKP303": "the balancing call",
     "SKP304": "the pipe call",
+    "SKP305": "the `pop(...)` call; the message names both partitions (SKP116, if selected, is not "
+              "repeated there)",
     "SKP401": "the import",
     "SKP900": "line 1 (the command line only; flake8 reports unparsable files as E999)",
     "SKP901": "the computed expression",

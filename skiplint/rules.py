@@ -125,6 +125,12 @@ _RULES = (
          "{pipe} does not support skippable layers",
          "skippable layers given to fairscale's multi-process/async pipes or LazyModule lists",
          "ValueError: Can't use Skippable layers with multi-process pipe and lazy construction"),
+    Rule("SKP305", "discarded-cross-partition-pop",
+         "the tensor from yield pop('{name}') is discarded, and this pipe stashes it in partition {src} "
+         "and pops it in partition {dst}: backward() fails; use the popped tensor",
+         "a yield pop(name) whose tensor is discarded, in a pipe that puts the pop in another partition "
+         "than its stash",
+         "AssertionError in skip/portal.py during backward() (forward and eval run fine)"),
     # SKP4xx: portability
     Rule("SKP401", "removed-torch-pipeline",
          "'{module}' was removed in PyTorch 2.4; import the skip API from torchgpipe or "

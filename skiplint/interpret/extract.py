@@ -107,7 +107,7 @@ class Conversion:
                 return tuple(out)
 
             return Layer(index, key, value.label, "skippable", keys(info.stash), keys(info.pop),
-                         tuple(sorted(both)), site)
+                         tuple(sorted(both)), site, discarded=info.discarded)
         label = code(node) if node is not None else "?"
         return Layer(index, key, label, "unknown", site=site)
 

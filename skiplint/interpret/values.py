@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import libcst as cst
 
-from skiplint.facts import LayerKind, SkippableClass
+from skiplint.facts import LayerKind, Site, SkippableClass
 from skiplint.limits import BUDGET
 
 if TYPE_CHECKING:
@@ -49,6 +49,8 @@ class SkipInfo:
     name: str
     stash: Optional[frozenset[str]]
     pop: Optional[frozenset[str]]
+    #: Popped names whose tensor forward discards, with the `pop(...)` call.
+    discarded: tuple[tuple[str, Site], ...] = ()
 
 
 @dataclass(eq=False)
@@ -257,5 +259,8 @@ def skip_info(cls: SkippableClass) -> SkipInfo:
     """What the extracted facts of a skippable class declare."""
     stash = cls.stash.name_set if cls.stash.known else None
     pop = cls.pop.name_set if cls.pop.known else None
-    return SkipInfo(cls.name, stash, pop)
+    discarded = tuple((c.name, c.site) for c in (cls.forward.commands if cls.forward is not None else ())
+                      if c.kind == "pop" and c.yielded and c.discarded and c.name is not None
+                      and c.site is not None)
+    return SkipInfo(cls.name, stash, pop, discarded)
 
