@@ -226,7 +226,15 @@ def pipe_findings(pipe: Pipe) -> Iterator[Finding]:
         return  # the pipe refuses a balance with an empty partition; no rule names that yet
     if hides_skippables(composition) or any(True for _ in composition_findings(composition)):
         return  # the pipe fails to build; no cost to report
-    for route in routes(composition, pipe.balance):
+    found = routes(composition, pipe.balance)
+    clash = _mixed_namespaces(found) if all(layer.kind != "unknown" for layer in composition.layers) else None
+    if clash is not None:
+        default, isolated = clash
+        yield _finding("SKP306", pipe.site, default=skip_text((default.ns, default.name), composition),
+                       isolated=skip_text((isolated.ns, isolated.name), composition),
+                       src=default.stash_partition, dst=default.pop_partition)
+        return  # the pipe fails to build; no cost to report
+    for route in found:
         if route.stash_partition is not None and route.stash_partition != route.pop_partition:
             yield _finding("SKP302", pipe.site, skip=skip_text((route.ns, route.name), composition),
                            src=route.stash_partition, dst=route.pop_partition,
@@ -237,6 +245,21 @@ def pipe_findings(pipe: Pipe) -> Iterator[Finding]:
                     if name == route.name:
                         yield _finding("SKP305", site, name=name, src=route.stash_partition,
                                        dst=route.pop_partition)
+
+
+def _mixed_namespaces(found: Iterable[SkipRoute]) -> Optional[tuple[SkipRoute, SkipRoute]]:
+    """Two routes with the same source and destination partitions, one in the default namespace
+    and one isolated: inspect_skip_layout sorts each partition's routes by (source, namespace,
+    name), and comparing the default namespace (None) with a Namespace raises AttributeError."""
+    by_partitions: dict[tuple[int, Optional[int]], dict[bool, SkipRoute]] = {}
+    for route in found:
+        if route.stash_partition is None:
+            continue
+        kinds = by_partitions.setdefault((route.stash_partition, route.pop_partition), {})
+        kinds.setdefault(route.ns is None, route)
+        if len(kinds) == 2:
+            return kinds[True], kinds[False]
+    return None
 
 
 def partitions(balance: Iterable[int]) -> list[int]:

@@ -412,6 +412,16 @@ EXAMPLES: dict[str, tuple[str, str]] = {
 
         model = GPipe(nn.Sequential(Stash(), nn.ReLU(), Merge()), balance=[2, 1], chunks=4)
     ''')),
+    "SKP306": (_join(_PIPE, '''
+        ns = Namespace()
+        layers = nn.Sequential(Stash(), Stash().isolate(ns), Pop().isolate(ns), Pop())
+        model = GPipe(layers, balance=[2, 2], chunks=4)
+    '''), _join(_PIPE, '''
+        ns, other = Namespace(), Namespace()
+        layers = nn.Sequential(Stash().isolate(other), Stash().isolate(ns), Pop().isolate(ns),
+                               Pop().isolate(other))
+        model = GPipe(layers, balance=[2, 2], chunks=4)
+    ''')),
     "SKP401": (_src('''
         from torch import nn
         from torch.distributed.pipeline.sync.skip import pop, skippable, stash
@@ -490,6 +500,7 @@ REPORTED_AT: dict[str, str] = {
     "SKP304": "the pipe call",
     "SKP305": "the `pop(...)` call; the message names both partitions (SKP116, if selected, is not "
               "repeated there)",
+    "SKP306": "the pipe call",
     "SKP401": "the import",
     "SKP900": "line 1 (the command line only; flake8 reports unparsable files as E999)",
     "SKP901": "the computed expression",
@@ -504,6 +515,9 @@ WHEN: dict[str, str] = {
               "is not reported: the skip tracker tolerates a stash nobody pops",
     "SKP205": "the nested skip leaves its child container (its stash or pop is outside it): a child "
               "is never split across partitions, so a skip wholly inside one child works",
+    "SKP306": "both routes are in the same pipe with the same source partition and the same destination "
+              "partition (a skip stashed and popped in one partition counts); the pipe is otherwise "
+              "valid (no SKP2xx), and every layer is known",
     "SKP201": "also for a list of partitions given to `inspect_skip_layout`, checked together in "
               "order; a Sequential that is only such a partition is not checked alone",
 }

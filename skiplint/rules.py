@@ -131,6 +131,13 @@ _RULES = (
          "a yield pop(name) whose tensor is discarded, in a pipe that puts the pop in another partition "
          "than its stash",
          "AssertionError in skip/portal.py during backward() (forward and eval run fine)"),
+    Rule("SKP306", "mixed-namespace-routes",
+         "skip {default} (default namespace) and skip {isolated} both go from partition {src} to "
+         "partition {dst}: the pipe's constructor fails comparing their namespaces; isolate both, or neither",
+         "in one pipe, a default-namespace skip and an isolated skip whose routes share source and "
+         "destination partition",
+         "AttributeError: 'NoneType' object has no attribute 'id' from the pipe's constructor "
+         "(inspect_skip_layout sorts the routes); verify_skippables and a plain run pass"),
     # SKP4xx: portability
     Rule("SKP401", "removed-torch-pipeline",
          "'{module}' was removed in PyTorch 2.4; import the skip API from torchgpipe or "
