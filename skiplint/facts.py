@@ -313,6 +313,9 @@ class Layer:
     nested: tuple["Layer", ...] = ()
     #: Popped names whose tensor forward discards, with the `pop(...)` call (SKP305).
     discarded: tuple[tuple[str, Site], ...] = ()
+    #: Declared names whose namespace cannot be known (`.isolate(ns, only=[<unknown>])`): no
+    #: finding or route is given for these names, the other names are still checked.
+    unknown_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -130,7 +130,7 @@ def composition_findings(composition: Composition, verified: Optional[bool] = No
     in a plain run too."""
     if verified is None:
         verified = composition.piped
-    hidden_names: set[str] = set()
+    hidden_names: set[str] = uncertain_names(composition)
     for layer in composition.layers:
         for nested in layer.nested:
             hidden_names.update(name for _, name in (*nested.stash, *nested.pop))
@@ -198,7 +198,8 @@ def has_skippables(composition: Composition) -> bool:
     """Whether a known skippable layer with declared skips is a child or nested in one."""
     for layer in composition.layers:
         for candidate in (layer, *layer.nested):
-            if candidate.kind == "skippable" and (candidate.stash or candidate.pop or candidate.both):
+            if candidate.kind == "skippable" and (candidate.stash or candidate.pop or candidate.both
+                                                  or candidate.unknown_names):
                 return True
     return False
 
@@ -289,10 +290,13 @@ def routes(composition: Composition, balance: Optional[Iterable[int]] = None) ->
 
     stashed_at: dict[SkipKey, int] = {}
     found: dict[SkipKey, SkipRoute] = {}
+    uncertain = uncertain_names(composition)
     for layer in known_skippables(composition):
         for key in layer.stash:
             stashed_at[key] = layer.index
         for key in layer.pop:
+            if key[1] in uncertain:
+                continue
             source = stashed_at.pop(key, None)
             found[key] = SkipRoute(key[0], key[1], source, layer.index, partition_of(source),
                                    partition_of(layer.index))
@@ -311,9 +315,16 @@ def known_skippables(composition: Composition) -> Iterator[Layer]:
 def unpopped(composition: Composition) -> list[tuple[SkipKey, int]]:
     """Stashes that no later layer pops: (key, stashing layer)."""
     open_: dict[SkipKey, int] = {}
+    uncertain = uncertain_names(composition)
     for layer in known_skippables(composition):
         for key in layer.stash:
-            open_.setdefault(key, layer.index)
+            if key[1] not in uncertain:
+                open_.setdefault(key, layer.index)
         for key in layer.pop:
             open_.pop(key, None)
     return sorted(open_.items(), key=lambda item: item[1])
+
+
+def uncertain_names(composition: Composition) -> set[str]:
+    """Names whose namespace some layer leaves unknown: nothing is said about them."""
+    return {name for layer in composition.layers for name in layer.unknown_names}

@@ -149,7 +149,10 @@ class Api(Core):
         else:
             only = self.iterate(only_entry[0])
             if only is None or not all(isinstance(n, str) for n in only):
-                layer.tainted = True
+                if info is None or info.stash is None or info.pop is None:
+                    layer.tainted = True
+                else:
+                    layer.unsure = True  # its names are unknown; the other layers are still checked
                 return layer
             names = frozenset(only)
             if info is not None and info.stash is not None and info.pop is not None and \

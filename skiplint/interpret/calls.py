@@ -44,7 +44,7 @@ class Calls(Core):
         for arg in node.args:
             value = self.eval(arg.value, env)
             if arg.star == "*":
-                items = self.iterate(value, with_nodes=True)
+                items = self.iterate(value, with_nodes=True, spread=True)
                 if items is None:
                     known = False
                     args.append((STAR_UNKNOWN, arg.value))
@@ -102,7 +102,7 @@ class Calls(Core):
                 obj.items.append(args[0])
                 return None
             if attr == "extend" and len(args) == 1:
-                items = self.iterate(values[0], with_nodes=True)
+                items = self.iterate(values[0], with_nodes=True, spread=True)
                 if items is None:
                     obj.tainted = True
                 else:
@@ -143,7 +143,7 @@ class Calls(Core):
                 self.add_child(obj, None, values[0], args[0][1])
                 return obj
             if attr == "extend" and len(args) == 1:
-                items = self.iterate(values[0], with_nodes=True)
+                items = self.iterate(values[0], with_nodes=True, spread=True)
                 if items is None:
                     obj.stop("extend() with items that cannot be known")
                 else:

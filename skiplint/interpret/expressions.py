@@ -36,7 +36,7 @@ class Expressions(Core):
             items: list[tuple[Any, Optional[cst.CSTNode]]] = []
             for element in node.elements:
                 if isinstance(element, cst.StarredElement):
-                    inner = self.iterate(self.eval(element.value, env), with_nodes=True)
+                    inner = self.iterate(self.eval(element.value, env), with_nodes=True, spread=True)
                     if inner is None:
                         return ListV([], isinstance(node, cst.Tuple), tainted=True)
                     items.extend(inner)
@@ -231,8 +231,10 @@ class Expressions(Core):
             return ListV([], tainted=True)
         return ListV(out)
 
-    def iterate(self, value: Any, with_nodes: bool = False) -> Optional[list[Any]]:
-        """The items of a known iterable (bounded), or None."""
+    def iterate(self, value: Any, with_nodes: bool = False, spread: bool = False) -> Optional[list[Any]]:
+        """The items of a known iterable (bounded), or None. `spread`: the items become part of
+        another list or module (`*seq`, `list(seq)`, `.extend(seq)`), so a Sequential spread so
+        is a part of a model, not a model of its own."""
         unroll = self.budget.allows_unroll
         items: Optional[list[tuple[Any, Optional[cst.CSTNode]]]] = None
         if isinstance(value, ListV) and not value.tainted and unroll(len(value.items)):
@@ -245,6 +247,7 @@ class Expressions(Core):
             items = [(c, None) for c in value]
         elif isinstance(value, SeqV) and value.complete and not value.tainted and unroll(len(value.children)):
             items = [(v, n) for _, v, n in value.children]
+            value.part = value.part or spread
         if items is None:
             return None
         return items if with_nodes else [item for item, _ in items]

@@ -57,9 +57,11 @@ class Conversion:
         return ModelFacts(path, tuple(compositions), tuple(pipes))
 
     def fragment(self, seq: SeqV) -> bool:
-        """A partition given to inspect_skip_layout (in this run or another run of the same code)
-        and never to a pipe or verify_skippables: a piece of a model, not checked alone."""
-        return (seq.partition or id(seq.node) in self.partition_nodes) and not (seq.piped or seq.verified)
+        """A partition given to inspect_skip_layout (in this run or another run of the same code),
+        or a Sequential whose children were spread into a larger one, and never given to a pipe
+        or verify_skippables: a piece of a model, not checked alone."""
+        piece = seq.partition or seq.part or id(seq.node) in self.partition_nodes
+        return piece and not (seq.piped or seq.verified)
 
     def composition(self, seq: SeqV) -> Composition:
         layers: list[Layer] = []
@@ -96,6 +98,9 @@ class Conversion:
             if value.tainted or info is None or info.stash is None or info.pop is None:
                 return Layer(index, key, value.label, "unknown", site=site)
             both = info.stash & info.pop
+            if value.unsure:
+                return Layer(index, key, value.label, "skippable", both=tuple(sorted(both)), site=site,
+                             unknown_names=tuple(sorted((info.stash | info.pop) - both)))
 
             def keys(names: frozenset[str]) -> tuple[SkipKey, ...]:
                 out = []
@@ -128,7 +133,9 @@ class Conversion:
                 continue
             site = Site(node, self.locator) if node is not None else None
             layer = self.layer(index, key, value, node, site, ns_label)
-            if layer.kind in ("skippable", "unknown"):
+            if layer.unknown_names:
+                yield Layer(-1, "?", layer.label, "unknown")
+            elif layer.kind in ("skippable", "unknown"):
                 yield layer
             elif layer.kind == "container":
                 yield from layer.nested

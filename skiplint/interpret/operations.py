@@ -70,7 +70,7 @@ def call_builtin(name: str, args: list[Any], builder: Core) -> Any:
     if name == "super":
         return UNKNOWN
     if name in ("reversed", "list", "tuple", "sorted") and len(args) == 1:
-        items = builder.iterate(args[0], with_nodes=True)
+        items = builder.iterate(args[0], with_nodes=True, spread=True)
         if items is None:
             return UNKNOWN
         if name == "reversed":

@@ -259,7 +259,7 @@ class Statements(Core):
         current = self.eval(small.target, env)
         value = self.eval(small.value, env)
         if isinstance(current, ListV) and not current.tainted and isinstance(small.operator, cst.AddAssign):
-            items = self.iterate(value, with_nodes=True)
+            items = self.iterate(value, with_nodes=True, spread=True)
             if items is None:
                 current.tainted = True
             else:

@@ -67,6 +67,8 @@ class LayerV:
     info: Optional[SkipInfo] = None
     namespaces: dict[str, NS] = field(default_factory=dict)
     tainted: bool = False
+    #: `.isolate(ns, only=...)` with names that cannot be known: which skips it isolates is unknown.
+    unsure: bool = False
     #: For `LazyModule(fn)`: what `fn()` builds (a layer, or UNKNOWN).
     lazy: Any = None
 
@@ -88,6 +90,8 @@ class SeqV:
     verified: bool = False
     #: An element of the partition list given to inspect_skip_layout: a fragment, not a model.
     partition: bool = False
+    #: Its children were spread into another list or module (`*seq`, `list(seq)`): a part.
+    part: bool = False
     #: Leaves the module: returned by a builder nobody here calls, or bound at module level.
     #: Its pipe may be in another file, so it counts as verified for SKP202.
     escapes: bool = False
