@@ -16,12 +16,19 @@ def _finding(code: str, site: Site | None, **args: object) -> Finding:
 
 
 def module_findings(facts: ModuleFacts) -> Iterator[Finding]:
-    """Every finding of a module: those recorded while extracting, then each class's."""
+    """Every finding of a module: those recorded while extracting, then each class's.
+
+    A discarded pop that a pipe puts across partitions (SKP305, a certain failure) is not also
+    the style warning SKP116 at the same call."""
     yield from facts.findings
     for command in facts.loose_commands:
         yield _not_yielded(command)
+    certain = {id(f.site.node) for f in facts.findings if f.code == "SKP305" and f.site is not None}
     for cls in facts.skippables:
-        yield from class_findings(cls)
+        for finding in class_findings(cls):
+            if finding.code == "SKP116" and finding.site is not None and id(finding.site.node) in certain:
+                continue
+            yield finding
 
 
 def _not_yielded(command: Command) -> Finding:

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Optional
 
 import libcst as cst
 
-from skiplint import checks, compositions, noqa, parsing, pipes, rules, skippables, sources
+from skiplint import checks, interpret, noqa, parsing, pipes, rules, skippables, sources
 from skiplint.diagnostics import Diagnostic
 from skiplint.parsing import ParseFailure as ParseFailure
 from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts
@@ -38,7 +38,7 @@ EVERYTHING = Selection(select=tuple(rules.RULES))
 class FileResult:
     path: str
     diagnostics: tuple[Diagnostic, ...]
-    #: Why the file could not be checked (also reported as SKP900), or None.
+    #: Why the file could not be (fully) checked (reported as SKP900, or SKP902 for an analyzer bug), or None.
     error: Optional[str] = None
 
 
@@ -90,20 +90,36 @@ def analyze_models(text: str, path: str, *, project: Optional[ProjectIndex] = No
         index = skippables.ModuleIndex(module)
         locator = Locator(module)  # one per module: all its findings are located in one pass
         facts = skippables.extract(module, path, text, index, locator)
-        if not compositions.relevant(text):
+        if not interpret.relevant(text):
             return facts, ModelFacts(path)
         try:
-            models = compositions.extract(module, path, facts, index, locator, _resolver(index_, path),
-                                          max_unroll=max_unroll)
+            models = interpret.extract(module, path, facts, index, locator, _resolver(index_, path),
+                                       max_unroll=max_unroll)
         except RecursionError:
             raise
-        except Exception:  # an analyzer bug abstains on compositions; it never breaks a CI run
+        except Exception as error:  # an analyzer bug: reported as SKP902, never silent
             if os.environ.get("SKIPLINT_DEBUG"):
                 raise
+            facts = dataclasses.replace(facts, findings=facts.findings + (internal_error("compositions", error),))
             models = ModelFacts(path)
     except RecursionError:
         raise ParseFailure("nested too deeply to analyse (RecursionError)") from None
     return facts, models
+
+
+def internal_error(what: str, error: BaseException) -> Finding:
+    """SKP902 at 1:1 for a bug of the analyzer met while analysing `what`."""
+    lines = str(error).splitlines()
+    text = f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+    return Finding("SKP902", (("what", what), ("error", text)), None)
+
+
+def _internal_error(facts: ModuleFacts) -> Optional[str]:
+    """Why the file was not fully checked, when the analyzer failed on it (SKP902), else None."""
+    for finding in facts.findings:
+        if finding.code == "SKP902":
+            return rules.RULES["SKP902"].template.format(**dict(finding.args))
+    return None
 
 
 def _resolver(project: ProjectIndex, path: str) -> Any:
@@ -111,7 +127,7 @@ def _resolver(project: ProjectIndex, path: str) -> Any:
         summary = project.resolve_class(path, qualified)
         if summary is None:
             return None
-        return compositions.class_from_summary(summary.name, summary.kind, summary.stash, summary.pop)
+        return interpret.class_from_summary(summary.name, summary.kind, summary.stash, summary.pop)
     return resolve
 
 
@@ -162,7 +178,8 @@ def check_text(text: str, path: str, selection: Selection = Selection(), *, appl
         return _unchecked(path, str(failure), selection)
     if facts is None:
         return FileResult(path, ())
-    return FileResult(path, _diagnostics(checks.module_findings(facts), path, text, selection, apply_noqa))
+    return FileResult(path, _diagnostics(checks.module_findings(facts), path, text, selection, apply_noqa),
+                      _internal_error(facts) if selection("SKP902") else None)
 
 
 def check_file(path: str, selection: Selection = Selection(), *, project: Optional[ProjectIndex] = None,

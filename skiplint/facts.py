@@ -1,6 +1,6 @@
 """What source code says about skips: a small frozen data model, separate from checks and reporters.
 
-The static extractor (skippables.py, compositions.py) fills it from libcst trees; the runtime
+The static extractor (skippables.py, the interpret package) fills it from libcst trees; the runtime
 companion fills the same types from live modules (with `site=None`), so the two can be compared
 as plain values. Sites compare equal regardless of position, so facts from two sources diff cleanly.
 """
@@ -311,6 +311,11 @@ class Layer:
     #: For a container: the skippable layers nested in it (kind "unknown" where a nested child
     #: cannot be known), invisible to verify_skippables (SKP205).
     nested: tuple["Layer", ...] = ()
+    #: Popped names whose tensor forward discards, with the `pop(...)` call (SKP305).
+    discarded: tuple[tuple[str, Site], ...] = ()
+    #: Declared names whose namespace cannot be known (`.isolate(ns, only=[<unknown>])`): no
+    #: finding or route is given for these names, the other names are still checked.
+    unknown_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -40,3 +40,74 @@ def parser_hazard(text: str) -> Optional[str]:
     except (ValueError, OverflowError):
         return None
     return None
+
+
+# -- the analysis budget ------------------------------------------------------------------------
+
+from dataclasses import dataclass  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Every limit of the composition analysis, and the only judge of what is too big to know.
+
+    Past any of them a value, a loop or a call becomes unknown: the analysis abstains there, and
+    it never guesses, raises or spends more than these sizes allow.
+    """
+
+    #: Interpreter steps (statements and expressions evaluated) per module.
+    steps: int = 200_000
+    #: Iterations of one loop or comprehension that are unrolled, and items of a repetition.
+    unroll: int = 256
+    #: Depth of helper calls followed.
+    call_depth: int = 12
+    #: Bits of an integer constant (a sign aside).
+    int_bits: int = 63
+    #: Characters of an integer literal that is read at all.
+    literal_chars: int = 80
+    #: Largest product of two integers.
+    product: int = 10**9
+    #: Length of a str, list, tuple or dict constant.
+    length: int = 4096
+    #: Layers of one composition (and partitions a balance is spread over).
+    layers: int = 100_000
+    #: Containers followed into when collecting the skippable layers nested in one.
+    nesting: int = 8
+    #: Helpers and classes followed when asking whether a class's own code builds skippables.
+    code_depth: int = 6
+    #: Containers followed into when asking whether constructor arguments hold layers.
+    held_depth: int = 4
+
+    def allows_steps(self, steps: int) -> bool:
+        return steps <= self.steps
+
+    def allows_unroll(self, count: int) -> bool:
+        return count <= self.unroll
+
+    def allows_call(self, depth: int) -> bool:
+        return depth < self.call_depth
+
+    def allows_literal(self, digits: str) -> bool:
+        return len(digits) <= self.literal_chars
+
+    def allows_int(self, value: int) -> bool:
+        return value.bit_length() <= self.int_bits
+
+    def allows_power(self, base: int, exponent: int) -> bool:
+        """Whether base ** exponent is computed: a small exponent and a result within int_bits."""
+        if not 0 <= exponent < 64:
+            return False
+        return base in (-1, 0, 1) or (abs(base).bit_length() - 1) * exponent <= self.int_bits
+
+    def allows_product(self, value: int) -> bool:
+        return abs(value) < self.product
+
+    def allows_length(self, length: int) -> bool:
+        return length <= self.length
+
+    def allows_layers(self, count: int) -> bool:
+        return count <= self.layers
+
+
+#: The budget every analysis runs under unless it is given another (`max-unroll` changes unroll).
+BUDGET = Budget()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator, Optional
 
 from skiplint.facts import Composition, Finding, Layer, ModelFacts, Pipe, Site, SkipKey, SkipRoute
+from skiplint.limits import BUDGET
 
 _PROFILERS = ("balance_by_time", "balance_by_size")
 _MULTIPROCESS = ("MultiProcessPipe", "AsyncPipe", "LazyModule")
@@ -68,7 +69,7 @@ def _nested_escapes(composition: Composition) -> tuple[list[tuple[Layer, Layer]]
         inside_pop = {key for n in nested for key in n.pop}
         for layer in nested:
             leaving = {key for key in layer.stash
-                       if key not in inside_pop and outside_pops.get(key, set()) - {container.index}}
+                       if key not in inside_pop and _popped_elsewhere(outside_pops.get(key), container.index)}
             leaving |= {key for key in layer.pop if key not in inside_stash}
             if leaving - reported:
                 escaping.append((container, layer))
@@ -76,17 +77,27 @@ def _nested_escapes(composition: Composition) -> tuple[list[tuple[Layer, Layer]]
     return escaping, unknown
 
 
+def _popped_elsewhere(poppers: Optional[set[int]], index: int) -> bool:
+    """Whether a layer other than `index` pops (without copying the set: it can hold every layer)."""
+    return poppers is not None and bool(poppers) and (len(poppers) > 1 or index not in poppers)
+
+
 #: Codes that report each skip separately at one node (a cost report lists every crossing skip).
 _PER_SKIP = frozenset({"SKP302"})
 
 
 def model_findings(model: ModelFacts) -> Iterator[Finding]:
-    """Every SKP2xx/SKP3xx finding of a module; one per (code, reported node), so a mistake in
-    a block that is built twice is reported once; SKP302 once per skip at its pipe."""
-    seen: set[tuple[str, int, tuple[tuple[str, str], ...]]] = set()
+    """Every SKP2xx/SKP3xx finding of a module: one per (code, reported node, skip name).
+
+    A layer maps each name to one namespace, so within one build the name tells its skips apart:
+    two skips of one layer are two findings. A block that is built twice (a helper called with two
+    arguments) is one mistake at one place, reported once, even where each build isolates it in
+    a namespace of its own. SKP302: once per skip and partitions at its pipe."""
+    seen: set[tuple[str, int, object]] = set()
     for finding in _all_findings(model):
         node_id = id(finding.site.node) if finding.site is not None else 0
-        key = (finding.code, node_id, finding.args if finding.code in _PER_SKIP else ())
+        skip = finding.args if finding.code in _PER_SKIP else dict(finding.args).get("name")
+        key = (finding.code, node_id, skip)
         if key in seen:
             continue
         seen.add(key)
@@ -119,7 +130,7 @@ def composition_findings(composition: Composition, verified: Optional[bool] = No
     in a plain run too."""
     if verified is None:
         verified = composition.piped
-    hidden_names: set[str] = set()
+    hidden_names: set[str] = uncertain_names(composition)
     for layer in composition.layers:
         for nested in layer.nested:
             hidden_names.update(name for _, name in (*nested.stash, *nested.pop))
@@ -135,7 +146,7 @@ def composition_findings(composition: Composition, verified: Optional[bool] = No
             return
     stashed: dict[SkipKey, Layer] = {}
     popped: dict[SkipKey, Layer] = {}
-    unmatched: list[tuple[SkipKey, Layer]] = []
+    unmatched: dict[str, list[tuple[SkipKey, Layer]]] = {}  # by name, in order
     truncated = not composition.complete
     for layer in composition.layers:
         if layer.kind == "unknown":
@@ -159,7 +170,7 @@ def composition_findings(composition: Composition, verified: Optional[bool] = No
                 yield _finding("SKP204", layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
                                first=layer_text(first), name=key[1])
             elif key not in stashed:
-                unmatched.append((key, layer))
+                unmatched.setdefault(key[1], []).append((key, layer))
                 yield _finding("SKP201", layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
                                name=key[1])
             else:
@@ -171,10 +182,11 @@ def composition_findings(composition: Composition, verified: Optional[bool] = No
             continue
         # A later pop of the same name in another namespace is the other half of one mistake (a
         # wrong or missing namespace at the pop): SKP201 there says it; the stash is not repeated.
-        partner = next((i for i, (k, pop) in enumerate(unmatched)
-                        if k[1] == key[1] and k[0] != key[0] and pop.index > layer.index), None)
+        same_name = unmatched.get(key[1], [])
+        partner = next((i for i, (k, pop) in enumerate(same_name)
+                        if k[0] != key[0] and pop.index > layer.index), None)
         if partner is not None:
-            del unmatched[partner]
+            del same_name[partner]
             continue
         if not verified:
             continue
@@ -186,7 +198,8 @@ def has_skippables(composition: Composition) -> bool:
     """Whether a known skippable layer with declared skips is a child or nested in one."""
     for layer in composition.layers:
         for candidate in (layer, *layer.nested):
-            if candidate.kind == "skippable" and (candidate.stash or candidate.pop or candidate.both):
+            if candidate.kind == "skippable" and (candidate.stash or candidate.pop or candidate.both
+                                                  or candidate.unknown_names):
                 return True
     return False
 
@@ -210,20 +223,55 @@ def pipe_findings(pipe: Pipe) -> Iterator[Finding]:
     if total != len(composition.layers):
         yield _finding("SKP301", pipe.site, total=total, count=len(composition.layers))
         return
+    if any(size <= 0 for size in pipe.balance):
+        return  # the pipe refuses a balance with an empty partition; no rule names that yet
     if hides_skippables(composition) or any(True for _ in composition_findings(composition)):
         return  # the pipe fails to build; no cost to report
-    for route in routes(composition, pipe.balance):
+    found = routes(composition, pipe.balance)
+    clash = _mixed_namespaces(found) if all(layer.kind != "unknown" for layer in composition.layers) else None
+    if clash is not None:
+        default, isolated = clash
+        yield _finding("SKP306", pipe.site, default=skip_text((default.ns, default.name), composition),
+                       isolated=skip_text((isolated.ns, isolated.name), composition),
+                       src=default.stash_partition, dst=default.pop_partition)
+        return  # the pipe fails to build; no cost to report
+    for route in found:
         if route.stash_partition is not None and route.stash_partition != route.pop_partition:
             yield _finding("SKP302", pipe.site, skip=skip_text((route.ns, route.name), composition),
                            src=route.stash_partition, dst=route.pop_partition,
                            src_layer=route.stash_layer, dst_layer=route.pop_layer)
+            if route.pop_partition is not None and route.pop_layer is not None:
+                # The pop's portal has no gradient to carry back across the partition boundary.
+                for name, site in composition.layers[route.pop_layer].discarded:
+                    if name == route.name:
+                        yield _finding("SKP305", site, name=name, src=route.stash_partition,
+                                       dst=route.pop_partition)
+
+
+def _mixed_namespaces(found: Iterable[SkipRoute]) -> Optional[tuple[SkipRoute, SkipRoute]]:
+    """Two routes with the same source and destination partitions, one in the default namespace
+    and one isolated: inspect_skip_layout sorts each partition's routes by (source, namespace,
+    name), and comparing the default namespace (None) with a Namespace raises AttributeError."""
+    by_partitions: dict[tuple[int, Optional[int]], dict[bool, SkipRoute]] = {}
+    for route in found:
+        if route.stash_partition is None:
+            continue
+        kinds = by_partitions.setdefault((route.stash_partition, route.pop_partition), {})
+        kinds.setdefault(route.ns is None, route)
+        if len(kinds) == 2:
+            return kinds[True], kinds[False]
+    return None
 
 
 def partitions(balance: Iterable[int]) -> list[int]:
-    """The partition of each layer index, for a balance."""
+    """The partition of each layer index, for a balance: no more indexes than a composition can
+    have layers (the budget's), and a size below one places no layer."""
     out: list[int] = []
     for partition, size in enumerate(balance):
-        out.extend([partition] * size)
+        room = BUDGET.layers - len(out)
+        if room <= 0:
+            break
+        out.extend([partition] * min(max(size, 0), room))
     return out
 
 
@@ -242,10 +290,13 @@ def routes(composition: Composition, balance: Optional[Iterable[int]] = None) ->
 
     stashed_at: dict[SkipKey, int] = {}
     found: dict[SkipKey, SkipRoute] = {}
+    uncertain = uncertain_names(composition)
     for layer in known_skippables(composition):
         for key in layer.stash:
             stashed_at[key] = layer.index
         for key in layer.pop:
+            if key[1] in uncertain:
+                continue
             source = stashed_at.pop(key, None)
             found[key] = SkipRoute(key[0], key[1], source, layer.index, partition_of(source),
                                    partition_of(layer.index))
@@ -264,9 +315,16 @@ def known_skippables(composition: Composition) -> Iterator[Layer]:
 def unpopped(composition: Composition) -> list[tuple[SkipKey, int]]:
     """Stashes that no later layer pops: (key, stashing layer)."""
     open_: dict[SkipKey, int] = {}
+    uncertain = uncertain_names(composition)
     for layer in known_skippables(composition):
         for key in layer.stash:
-            open_.setdefault(key, layer.index)
+            if key[1] not in uncertain:
+                open_.setdefault(key, layer.index)
         for key in layer.pop:
             open_.pop(key, None)
     return sorted(open_.items(), key=lambda item: item[1])
+
+
+def uncertain_names(composition: Composition) -> set[str]:
+    """Names whose namespace some layer leaves unknown: nothing is said about them."""
+    return {name for layer in composition.layers for name in layer.unknown_names}

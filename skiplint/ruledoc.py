@@ -17,6 +17,7 @@ HELP_URL = "https://github.com/skiplint/skiplint/blob/main/docs/rules.md"
 
 _TG = "from torch import nn\nfrom torchgpipe.skip import pop, skippable, stash\n"
 _FS = "from torch import nn\nfrom fairscale.nn.pipe.skip import pop, skippable, stash\n"
+_TG_PIPE = "from torch import nn\nfrom torchgpipe import GPipe\nfrom torchgpipe.skip import pop, skippable, stash\n"
 
 # Two layers that most composition examples use.
 _LAYERS = '''
@@ -379,6 +380,51 @@ EXAMPLES: dict[str, tuple[str, str]] = {
                .replace("torchgpipe.skip", "fairscale.nn.pipe.skip"), '''
         model = Pipe(nn.Sequential(Stash(), nn.ReLU(), Pop()), balance=[2, 1], chunks=4)
     ''')),
+    "SKP305": (_join(_TG_PIPE, '''
+
+        @skippable(stash=["skip"])
+        class Stash(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                return x
+
+
+        @skippable(pop=["skip"])
+        class Drop(nn.Module):
+            def forward(self, x):
+                yield pop("skip")
+                return x
+
+
+        model = GPipe(nn.Sequential(Stash(), nn.ReLU(), Drop()), balance=[2, 1], chunks=4)
+    '''), _join(_TG_PIPE, '''
+
+        @skippable(stash=["skip"])
+        class Stash(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                return x
+
+
+        @skippable(pop=["skip"])
+        class Merge(nn.Module):
+            def forward(self, x):
+                skip = yield pop("skip")
+                return x + skip
+
+
+        model = GPipe(nn.Sequential(Stash(), nn.ReLU(), Merge()), balance=[2, 1], chunks=4)
+    ''')),
+    "SKP306": (_join(_PIPE, '''
+        ns = Namespace()
+        layers = nn.Sequential(Stash(), Stash().isolate(ns), Pop().isolate(ns), Pop())
+        model = GPipe(layers, balance=[2, 2], chunks=4)
+    '''), _join(_PIPE, '''
+        ns, other = Namespace(), Namespace()
+        layers = nn.Sequential(Stash().isolate(other), Stash().isolate(ns), Pop().isolate(ns),
+                               Pop().isolate(other))
+        model = GPipe(layers, balance=[2, 2], chunks=4)
+    ''')),
     "SKP401": (_src('''
         from torch import nn
         from torch.distributed.pipeline.sync.skip import pop, skippable, stash
@@ -418,6 +464,14 @@ EXAMPLES: dict[str, tuple[str, str]] = {
                 yield stash("skip", x)
                 return x
     ''')),
+    # No source has an internal error on purpose: the examples show the report and what to do.
+    "SKP902": (_src('''
+        # model.py:1:1: SKP902 internal error while analysing compositions: KeyError: 'enc'; please report
+        # The other findings of model.py are still reported; the run exits with status 2.
+    '''), _src('''
+        # Nothing to change in model.py: report the message (and the file, if it can be shared).
+        # Until a fixed skiplint is out, ignoring SKP902 (`--ignore SKP902`) keeps the rest of the run.
+    ''')),
 }
 
 #: Where each diagnostic is reported: the line to put `# noqa: CODE` on.
@@ -447,9 +501,13 @@ REPORTED_AT: dict[str, str] = {
     "SKP302": "the pipe call",
     "SKP303": "the balancing call",
     "SKP304": "the pipe call",
+    "SKP305": "the `pop(...)` call; the message names both partitions (SKP116, if selected, is not "
+              "repeated there)",
+    "SKP306": "the pipe call",
     "SKP401": "the import",
     "SKP900": "line 1 (the command line only; flake8 reports unparsable files as E999)",
     "SKP901": "the computed expression",
+    "SKP902": "line 1 (the analysis of the rest of the file is still reported)",
 }
 
 #: When a rule reports, where that is narrower than its summary says.
@@ -460,6 +518,9 @@ WHEN: dict[str, str] = {
               "is not reported: the skip tracker tolerates a stash nobody pops",
     "SKP205": "the nested skip leaves its child container (its stash or pop is outside it): a child "
               "is never split across partitions, so a skip wholly inside one child works",
+    "SKP306": "both routes are in the same pipe with the same source partition and the same destination "
+              "partition (a skip stashed and popped in one partition counts); the pipe is otherwise "
+              "valid (no SKP2xx), and every layer is known",
     "SKP201": "also for a list of partitions given to `inspect_skip_layout`, checked together in "
               "order; a Sequential that is only such a partition is not checked alone",
 }

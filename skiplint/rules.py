@@ -125,6 +125,19 @@ _RULES = (
          "{pipe} does not support skippable layers",
          "skippable layers given to fairscale's multi-process/async pipes or LazyModule lists",
          "ValueError: Can't use Skippable layers with multi-process pipe and lazy construction"),
+    Rule("SKP305", "discarded-cross-partition-pop",
+         "the tensor from yield pop('{name}') is discarded, and this pipe stashes it in partition {src} "
+         "and pops it in partition {dst}: backward() fails; use the popped tensor",
+         "a yield pop(name) whose tensor is discarded, in a pipe that puts the pop in another partition "
+         "than its stash",
+         "AssertionError in skip/portal.py during backward() (forward and eval run fine)"),
+    Rule("SKP306", "mixed-namespace-routes",
+         "skip {default} (default namespace) and skip {isolated} both go from partition {src} to "
+         "partition {dst}: the pipe's constructor fails comparing their namespaces; isolate both, or neither",
+         "in one pipe, a default-namespace skip and an isolated skip whose routes share source and "
+         "destination partition",
+         "AttributeError: 'NoneType' object has no attribute 'id' from the pipe's constructor "
+         "(inspect_skip_layout sorts the routes); verify_skippables and a plain run pass"),
     # SKP4xx: portability
     Rule("SKP401", "removed-torch-pipeline",
          "'{module}' was removed in PyTorch 2.4; import the skip API from torchgpipe or "
@@ -138,6 +151,8 @@ _RULES = (
          "{what} is computed at run time; skiplint cannot check it",
          "a skip name or declaration is computed at run time, so the checks abstain for it",
          "", opt_in=True),
+    Rule("SKP902", "internal-error", "internal error while analysing {what}: {error}; please report",
+         "an internal error of the analyzer: never silent, the CLI exits 2 and flake8 shows it", ""),
 )
 
 RULES: dict[str, Rule] = {rule.code: rule for rule in _RULES}

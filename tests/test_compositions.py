@@ -366,7 +366,7 @@ def test_harness_target_is_verified():
     """`skiplint verify FILE:build` gives build()'s model to a pipe: extract can be told so."""
     import libcst as cst
 
-    from skiplint import compositions, skippables
+    from skiplint import interpret, skippables
 
     text = HEADER + textwrap.dedent('''
         def build():
@@ -377,5 +377,5 @@ def test_harness_target_is_verified():
     facts = skippables.extract(module, "t.py", text, index)
     # A module-level builder's result leaves the module anyway; the harness mark says so too.
     for targets, expected in (((), ["SKP202"]), (("build",), ["SKP202"])):
-        model = compositions.extract(module, "t.py", facts, index, verified_functions=targets)
+        model = interpret.extract(module, "t.py", facts, index, verified_functions=targets)
         assert [f.code for f in pipes.model_findings(model)] == expected

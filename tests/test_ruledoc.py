@@ -56,7 +56,11 @@ def _codes(source: str, selection: Selection) -> list[str]:
     return [d.code for d in engine.check_text(source, "example.py", selection, apply_noqa=False).diagnostics]
 
 
-@pytest.mark.parametrize("code", list(rules.RULES))
+#: Codes no source can show on purpose (an analyzer bug): their examples are the report itself.
+NO_SOURCE_EXAMPLE = ("SKP902",)
+
+
+@pytest.mark.parametrize("code", [c for c in rules.RULES if c not in NO_SOURCE_EXAMPLE])
 def test_bad_example_is_reported_under_its_code(code: str) -> None:
     bad, _ = ruledoc.EXAMPLES[code]
     assert set(_codes(bad, Selection(select=(code,)))) == {code}
@@ -74,7 +78,8 @@ def test_class_level_fixed_examples_are_clean_under_every_code(code: str) -> Non
     assert _codes(fixed, engine.EVERYTHING) == []
 
 
-@pytest.mark.parametrize("code", [c for c in rules.RULES if c not in COMPOSITION_CODES and c != "SKP900"])
+@pytest.mark.parametrize("code", [c for c in rules.RULES
+                                  if c not in COMPOSITION_CODES and c != "SKP900" and c not in NO_SOURCE_EXAMPLE])
 def test_class_level_bad_examples_show_one_mistake(code: str) -> None:
     """One mistake, one diagnostic: a bad example reports its own code and nothing else."""
     bad, _ = ruledoc.EXAMPLES[code]

@@ -1,0 +1,64 @@
+"""Composition facts: which nn.Sequential children, namespaces and pipe calls a module builds.
+
+A small abstract interpreter runs the statements that build models: module code, functions that
+nobody in the module calls (tests, builders; parameters take their defaults), helpers at their
+call sites with the arguments given, and the `__init__` of Sequential subclasses. It knows
+literals, lists, dicts, constant ranges (unrolled, bounded), `Namespace()` identities and
+`.isolate(...)`; anything else, and anything past the budget (skiplint.limits.Budget), is
+unknown, and a composition is not checked past an unknown.
+
+values.py: the value kinds; env.py: scopes and control flow; operations.py: constants under the
+budget; core.py: the shared state; statements.py, expressions.py, calls.py, classes.py, api.py:
+the parts of the interpreter; interpreter.py: running a module; extract.py: the facts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Sequence
+
+import libcst as cst
+
+from skiplint.facts import Locator, ModelFacts, ModuleFacts
+from skiplint.interpret.core import ClassResolver
+from skiplint.interpret.extract import Conversion
+from skiplint.interpret.interpreter import Interpreter
+from skiplint.interpret.values import ClassV, SkipInfo
+from skiplint.limits import BUDGET, Budget
+from skiplint.skippables import ModuleIndex
+
+__all__ = ["NEEDLES", "class_from_summary", "extract", "relevant"]
+
+#: Words of which one must occur for a module to build compositions or call pipes.
+NEEDLES = ("Sequential", "Pipe", "balance_by_", "LazyModule", "verify_skippables", "inspect_skip_layout")
+
+
+def relevant(text: str) -> bool:
+    """Whether a module's text can build a composition or call a pipe at all (cheap test)."""
+    return any(needle in text for needle in NEEDLES)
+
+
+def class_from_summary(name: str, kind: str, stash: Optional[frozenset[str]],
+                       pop: Optional[frozenset[str]]) -> ClassV:
+    """A class of another project module, as the interpreter sees it."""
+    info = SkipInfo(name, stash, pop) if kind == "skippable" else None
+    return ClassV(name, kind, info)
+
+
+def extract(module: cst.Module, path: str, facts: ModuleFacts, index: ModuleIndex,
+            locator: Optional[Locator] = None, resolve_class: Optional[ClassResolver] = None,
+            max_unroll: Optional[int] = None, verified_functions: Sequence[str] = (),
+            budget: Budget = BUDGET) -> ModelFacts:
+    """The compositions and pipes of one parsed module (whose skippable classes are in `facts`).
+
+    `max_unroll` replaces the budget's loop unrolling (the `max-unroll` setting).
+    `verified_functions`: module-level functions whose result is given to a pipe by a harness (the
+    runtime companion's `FILE:build` target), so that verify_skippables runs on it."""
+    if locator is None:
+        locator = next((c.site.locator for c in facts.skippables if c.site is not None), None) or Locator(module)
+    if max_unroll is not None:
+        budget = dataclasses.replace(budget, unroll=max(int(max_unroll), 0))
+    interpreter = Interpreter(index, facts, locator, budget, resolve_class)
+    interpreter.verified_functions = frozenset(verified_functions)
+    interpreter.run()
+    return Conversion(interpreter).facts(path)

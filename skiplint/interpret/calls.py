@@ -1,0 +1,238 @@
+"""Calls: arguments, dispatch by callee, functions and lambdas with their parameters, and the
+methods of lists, dicts and modules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from skiplint import syntax
+from skiplint.interpret.core import Args, Core, Kwargs
+from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, Return
+from skiplint.interpret.operations import call_builtin
+from skiplint.interpret.values import (
+    MODULE_METHODS, MUTATORS, STAR_UNKNOWN, UNKNOWN, ApiV, BoundV, BuiltinV, ClassV, DictV, ExternalV,
+    FuncV, LambdaV, LayerV, ListV, SeqV, hashable_constant, is_int, taint,
+)
+
+
+class Calls(Core):
+    """Runs calls: what each kind of callee does with its arguments."""
+
+    def call_expr(self, node: cst.Call, env: Env) -> Any:
+        func_node = node.func
+        if (isinstance(func_node, cst.Attribute) and isinstance(func_node.value, cst.Call)
+                and isinstance(func_node.value.func, cst.Name) and func_node.value.func.value == "super"
+                and func_node.attr.value == "__init__"):
+            found, self_value = env.frame().find("self")
+            if found and isinstance(self_value, SeqV):
+                self.fill_sequential(self_value, self.arguments(node, env)[0], {}, node)
+            return None
+        func = self.eval(func_node, env)
+        args, kwargs, known = self.arguments(node, env)
+        if not known and not isinstance(func, ApiV):
+            for value, _ in args:
+                taint(value)
+            return UNKNOWN
+        return self.call(func, args, kwargs, node, known)
+
+    def arguments(self, node: cst.Call, env: Env) -> tuple[list[tuple[Any, Any]], dict[str, Any], bool]:
+        args: list[tuple[Any, Any]] = []
+        kwargs: dict[str, Any] = {}
+        known = True
+        for arg in node.args:
+            value = self.eval(arg.value, env)
+            if arg.star == "*":
+                items = self.iterate(value, with_nodes=True, spread=True)
+                if items is None:
+                    known = False
+                    args.append((STAR_UNKNOWN, arg.value))
+                else:
+                    args.extend(items)
+            elif arg.star == "**":
+                known = False
+            elif arg.keyword is not None:
+                kwargs[arg.keyword.value] = (value, arg.value)
+            else:
+                args.append((value, arg.value))
+        return args, kwargs, known
+
+    def call(self, func: Any, args: Args, kwargs: Kwargs, node: cst.Call,
+             known: bool = True) -> Any:
+        if isinstance(func, ApiV):
+            return self.api_call(func.symbol, args, kwargs, node, known)
+        if not known:
+            return UNKNOWN
+        if isinstance(func, ClassV):
+            return self.instantiate(func, args, kwargs, node)
+        if isinstance(func, (FuncV, LambdaV)):
+            return self.call_function(func, [a for a, _ in args], {k: v for k, (v, _) in kwargs.items()})
+        if isinstance(func, BoundV):
+            return self.method(func.obj, func.attr, args, kwargs, node)
+        if isinstance(func, BuiltinV):
+            return call_builtin(func.name, [a for a, _ in args], self)
+        if isinstance(func, ExternalV):
+            if func.qualified.startswith("torch.") and func.qualified.split(".")[-1][:1].isupper():
+                return LayerV("plain", func.qualified.split(".")[-1])
+            for value, _ in (*args, *kwargs.values()):
+                taint(value)
+            return UNKNOWN
+        for value, _ in (*args, *kwargs.values()):
+            taint(value)
+        return UNKNOWN
+
+    def method(self, obj: Any, attr: str, args: Args, kwargs: Kwargs,
+               node: cst.Call) -> Any:
+        values = [a for a, _ in args]
+        if isinstance(obj, ApiV):
+            if obj.symbol == "skippable" and attr == "__call__" and len(values) == 1:
+                cls = values[0]
+                if isinstance(cls, ClassV) and cls.node is not None and id(cls.node) in self.skippable_of:
+                    return ClassV(cls.name, "skippable", self.skippable_of[id(cls.node)], cls.node, cls.env)
+                return UNKNOWN
+            if obj.symbol == "Sequential" and attr == "__init__" and args and isinstance(values[0], SeqV):
+                self.fill_sequential(values[0], args[1:], kwargs, node)
+                return None
+            return UNKNOWN
+        if isinstance(obj, ListV):
+            if obj.tainted or obj.is_tuple:
+                return UNKNOWN
+            if attr == "append" and len(args) == 1:
+                obj.items.append(args[0])
+                return None
+            if attr == "extend" and len(args) == 1:
+                items = self.iterate(values[0], with_nodes=True, spread=True)
+                if items is None:
+                    obj.tainted = True
+                else:
+                    obj.items.extend(items)
+                return None
+            if attr == "insert" and len(args) == 2 and is_int(values[0]):
+                obj.items.insert(values[0], args[1])
+                return None
+            if attr == "reverse" and not args:
+                obj.items.reverse()
+                return None
+            if attr == "copy" and not args:
+                return ListV(list(obj.items))
+            obj.tainted = attr in MUTATORS or obj.tainted
+            return UNKNOWN
+        if isinstance(obj, DictV):
+            if obj.tainted:
+                return UNKNOWN
+            if attr in ("items", "values", "keys") and not args:
+                if attr == "keys":
+                    return ListV([(k, None) for k in obj.items])
+                if attr == "values":
+                    return ListV(list(obj.items.values()))
+                return ListV([(ListV([(k, None), entry], True), None) for k, entry in obj.items.items()])
+            if attr == "__setitem__" and len(args) == 2 and hashable_constant(values[0]):
+                obj.items[values[0]] = args[1]
+                return None
+            if attr == "update" and len(args) == 1 and isinstance(values[0], DictV) and not values[0].tainted:
+                obj.items.update(values[0].items)
+                return None
+            obj.tainted = attr in MUTATORS
+            return UNKNOWN
+        if isinstance(obj, SeqV):
+            if attr in ("add_module", "register_module") and len(args) == 2 and isinstance(values[0], str):
+                self.add_child(obj, values[0], values[1], args[1][1])
+                return None
+            if attr == "append" and len(args) == 1:
+                self.add_child(obj, None, values[0], args[0][1])
+                return obj
+            if attr == "extend" and len(args) == 1:
+                items = self.iterate(values[0], with_nodes=True, spread=True)
+                if items is None:
+                    obj.stop("extend() with items that cannot be known")
+                else:
+                    for value, vnode in items:
+                        self.add_child(obj, None, value, vnode)
+                return obj
+            if attr in MODULE_METHODS:
+                return obj
+            if attr in MUTATORS or attr == "insert":
+                obj.stop(f"{attr}()")
+            return UNKNOWN
+        if isinstance(obj, LayerV):
+            if attr == "isolate" and obj.kind == "skippable":
+                return self.isolate(obj, values, kwargs)
+            if attr in MODULE_METHODS:
+                return obj
+            return UNKNOWN
+        if isinstance(obj, (int, str)) and attr in ("format", "upper", "lower"):
+            return UNKNOWN
+        taint(obj)
+        return UNKNOWN
+
+    def call_function(self, func: FuncV | LambdaV, args: list[Any], kwargs: dict[str, Any],
+                      entry: bool = False) -> Any:
+        if isinstance(func, LambdaV):
+            env = Env(func.env, func.env.scope, func.env.func)
+            params = func.node.params
+            if not self.bind_params(params, args, kwargs, env, entry=False):
+                return UNKNOWN
+            return self.eval(func.node.body, env)
+        node = func.node
+        if not self.budget.allows_call(self.depth):
+            return UNKNOWN
+        self.ran.add(id(node))
+        scope = self.index.scopes.get(id(node), func.env.scope)
+        env = Env(func.env, scope, node)
+        positional = list(args)
+        if func.self_value is not None:
+            positional.insert(0, func.self_value)
+        if not self.bind_params(node.params, positional, kwargs, env, entry=entry):
+            return UNKNOWN
+        self.depth += 1
+        try:
+            self.block(syntax.statements(node.body), env)
+            result: Any = None
+        except Return as ret:
+            result = ret.value
+        except (Break, Continue, LoopUnknown):
+            result = UNKNOWN
+        finally:
+            self.depth -= 1
+        if env.vars.get("$maybe_returned"):
+            result = UNKNOWN
+        if entry and isinstance(result, SeqV) and result.name is None:
+            result.name = f"{node.name.value}()"
+        return result
+
+    def bind_params(self, params: cst.Parameters, args: list[Any], kwargs: dict[str, Any], env: Env,
+                    entry: bool) -> bool:
+        positional = [*params.posonly_params, *params.params]
+        rest = list(args)
+        for param in positional:
+            name = param.name.value
+            if rest:
+                env.vars[name] = rest.pop(0)
+            elif name in kwargs:
+                env.vars[name] = kwargs.pop(name)
+            elif param.default is not None:
+                env.vars[name] = self.eval(param.default, env.parent or env)
+            elif entry:
+                env.vars[name] = UNKNOWN
+            else:
+                return False
+        if isinstance(params.star_arg, cst.Param):
+            env.vars[params.star_arg.name.value] = ListV([(a, None) for a in rest], True)
+            rest = []
+        if rest:
+            return False
+        for param in params.kwonly_params:
+            name = param.name.value
+            if name in kwargs:
+                env.vars[name] = kwargs.pop(name)
+            elif param.default is not None:
+                env.vars[name] = self.eval(param.default, env.parent or env)
+            elif entry:
+                env.vars[name] = UNKNOWN
+            else:
+                return False
+        if isinstance(params.star_kwarg, cst.Param):
+            env.vars[params.star_kwarg.name.value] = DictV({k: (v, None) for k, v in kwargs.items()})
+            kwargs = {}
+        return not kwargs

@@ -1,0 +1,149 @@
+"""Classes: what a class statement defines (skippable, Sequential subclass, plain module), whether
+a plain class's own code nests skippable layers, and what instantiating each kind builds."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Optional
+
+import libcst as cst
+
+from skiplint import syntax
+from skiplint.interpret.core import Args, Core, Kwargs
+from skiplint.interpret.env import Env
+from skiplint.interpret.values import (
+    UNKNOWN, ApiV, ClassV, DictV, ExternalV, FuncV, LambdaV, LayerV, ListV, SeqV, class_method,
+)
+
+
+class Classes(Core):
+    """Defines and instantiates classes."""
+
+    def define_class(self, node: cst.ClassDef, env: Env) -> ClassV:
+        name = node.name.value
+        info = self.skippable_of.get(id(node))
+        if info is not None:
+            return ClassV(name, "skippable", info, node, env)
+        kind = "plain"
+        for base in node.bases:
+            value = self.eval(base.value, env)
+            if isinstance(value, ApiV) and value.symbol == "Sequential":
+                kind = "sequential"
+            elif isinstance(value, ClassV) and value.kind == "sequential":
+                kind = "sequential"
+            elif isinstance(value, ClassV) and value.kind == "plain":
+                continue
+            elif isinstance(value, ExternalV) and value.qualified.startswith("torch."):
+                continue
+            else:
+                kind = "unknown"
+                break
+        return ClassV(name, kind, None, node, env, nests=self.class_nests(node, env) if kind == "plain" else "no")
+
+    def class_nests(self, node: cst.ClassDef, env: Env) -> str:
+        """What layers a plain module class's own code builds (they would be nested in it):
+        "skippable" when some is a known skippable class, "unknown" when some class cannot be
+        known, "no" when all are torch.nn built-ins, known plain classes or not modules at all."""
+        return self._code_nests(node, env, set(), 0)
+
+    def _code_nests(self, node: cst.CSTNode, env: Env, seen: builtins.set[int], depth: int) -> str:
+        if id(node) in seen or depth > self.budget.code_depth:
+            return "no"
+        seen.add(id(node))
+        found = "no"
+        for inner in syntax.walk(node, into_scopes=True):
+            self.tick()  # walking code costs as much as running it
+            if not (isinstance(inner, cst.Call) and isinstance(inner.func, (cst.Name, cst.Attribute))):
+                continue
+            head = inner.func
+            while isinstance(head, cst.Attribute):
+                head = head.value  # type: ignore[assignment]
+            if isinstance(head, cst.Name) and head.value == "self":
+                continue  # the class's own methods: walked as part of its body
+            verdict = self._callee_nests(inner.func, env, seen, depth)
+            if verdict == "skippable":
+                return verdict
+            if verdict == "unknown":
+                found = verdict
+        return found
+
+    def _callee_nests(self, func: cst.BaseExpression, env: Env, seen: builtins.set[int], depth: int) -> str:
+        value: Any = UNKNOWN
+        if isinstance(func, cst.Name):
+            found, value = env.find(func.value)
+            if not found:
+                late = self._late_definition(func.value)
+                if late is not None:
+                    if id(late) in self.skippable_of:
+                        return "skippable"
+                    return self._code_nests(late, self.module_env, seen, depth + 1)
+                value = self.imported(func, env)
+        else:
+            value = self.imported(func, env)
+        if isinstance(value, ClassV):
+            if value.kind == "skippable":
+                return "skippable"
+            if value.kind == "plain":
+                return value.nests
+            if value.kind == "sequential" and value.node is not None:
+                return self._code_nests(value.node, value.env or env, seen, depth + 1)
+            return "unknown"
+        if isinstance(value, FuncV):
+            return self._code_nests(value.node, value.env, seen, depth + 1)
+        if isinstance(value, LambdaV):
+            return self._code_nests(value.node, value.env, seen, depth + 1)
+        if isinstance(value, ApiV) and value.symbol == "skippable":
+            return "unknown"  # skippable(...)(cls) built in the class's code
+        return "no"  # torch.nn built-ins, the skip API, functions of other packages, values
+
+    def _late_definition(self, name: str) -> Optional[cst.CSTNode]:
+        """A module-level class or function defined after the code that names it."""
+        found: Optional[cst.CSTNode] = None
+        for stmt in self.index.module.body:
+            if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)) and stmt.name.value == name:
+                found = stmt
+        return found
+
+    def held_layers(self, args: Args, kwargs: Kwargs) -> bool:
+        """Whether constructor arguments hand skippable (or unknown) layers to a module."""
+        def holds(value: Any, depth: int) -> bool:
+            if depth > self.budget.held_depth:
+                return False
+            if isinstance(value, LayerV):
+                return value.kind in ("skippable", "container", "unknown")
+            if isinstance(value, ClassV):
+                return value.kind in ("skippable", "unknown") or value.nests != "no"
+            if isinstance(value, SeqV):
+                return any(holds(child, depth + 1) for _, child, _ in value.children) or not value.complete
+            if isinstance(value, ListV):
+                return any(holds(item, depth + 1) for item, _ in value.items)
+            if isinstance(value, DictV):
+                return any(holds(item, depth + 1) for item, _ in value.items.values())
+            return False
+
+        return any(holds(value, 0) for value, _ in (*args, *kwargs.values()))
+
+    def instantiate(self, cls: ClassV, args: Args, kwargs: Kwargs,
+                    node: cst.CSTNode, entry: bool = False) -> Any:
+        if cls.kind == "skippable":
+            return LayerV("skippable", cls.name, cls.info)
+        if cls.kind == "plain":
+            holds = cls.nests != "no" or self.held_layers(args, kwargs)
+            return LayerV("container" if holds else "plain", cls.name)
+        if cls.kind != "sequential":
+            return LayerV("unknown", cls.name)
+        seq = SeqV(cls.name, node, name=cls.name if entry else None)
+        self.sequences.append(seq)
+        init = class_method(cls, "__init__") if cls.node is not None else None
+        if init is None:
+            if cls.node is None:
+                seq.stop(f"{cls.name} is a Sequential subclass defined in another module")
+            else:
+                self.fill_sequential(seq, args, kwargs, node)
+            return seq
+        result = self.call_function(FuncV(init, cls.env or self.module_env, seq),
+                                    [a for a, _ in args], {k: v for k, (v, _) in kwargs.items()},
+                                    entry=entry)
+        if result is UNKNOWN:
+            seq.stop(f"{cls.name}.__init__ cannot be followed")
+        return seq

@@ -1,0 +1,89 @@
+"""The interpreter's state and its budget: what every part (statements, expressions, calls,
+classes, the skip API) shares, and the signatures by which the parts call one another."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+
+import libcst as cst
+
+from skiplint.facts import Locator, ModuleFacts
+from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, OutOfBudget, Return
+from skiplint.interpret.values import ClassV, FuncV, LambdaV, LayerV, PipeRecord, SeqV, SkipInfo, skip_info
+from skiplint.limits import Budget
+from skiplint.skippables import ModuleIndex
+
+#: (qualified name of a class of another project module) -> its ClassV, or None.
+ClassResolver = Callable[[str], Optional[ClassV]]
+#: Positional arguments of a call: (value, node) each; keywords: name -> (value, node).
+Args = list[tuple[Any, Any]]
+Kwargs = dict[str, Any]
+
+
+class Core:
+    """State of one module's run: what has been built, and how much of the budget is spent."""
+
+    def __init__(self, index: ModuleIndex, facts: ModuleFacts, locator: Locator, budget: Budget,
+                 resolve_class: Optional[ClassResolver] = None) -> None:
+        self.index = index
+        self.locator = locator
+        self.budget = budget
+        self.resolve_class = resolve_class
+        self.skippable_of: dict[int, SkipInfo] = {}
+        for cls in facts.skippables:
+            if cls.site is not None:
+                self.skippable_of[id(cls.site.node)] = skip_info(cls)
+        self.steps = 0
+        self.depth = 0
+        self.ns_serial = 0
+        self.sequences: list[SeqV] = []
+        self.pipes: list[PipeRecord] = []
+        #: Creation nodes of Sequentials used as inspect_skip_layout partitions (in any run).
+        self.partition_nodes: set[int] = set()
+        #: Functions that some code of the module called (the others run on their own).
+        self.ran: set[int] = set()
+        self.module_env = Env(None, index.scope)
+        #: Module-level functions whose result a harness gives to a pipe (`skiplint verify FILE:build`).
+        self.verified_functions: frozenset[str] = frozenset()
+
+    def guarded(self, action: Callable[..., Any]) -> None:
+        """Run one entry point; an exhausted budget or stray control flow ends just that one."""
+        try:
+            action()
+        except (OutOfBudget, RecursionError):
+            pass
+        except (Return, Break, Continue, LoopUnknown):
+            pass
+
+    def tick(self, cost: int = 1) -> None:
+        self.steps += cost
+        if not self.budget.allows_steps(self.steps):
+            raise OutOfBudget
+
+    if TYPE_CHECKING:
+        # statements.py
+        def block(self, stmts: Sequence[cst.CSTNode], env: Env) -> None: ...
+        def suite(self, suite: cst.BaseSuite, env: Env) -> None: ...
+        def set(self, name: str, value: Any, env: Env) -> None: ...
+        def assign(self, target: cst.BaseExpression, value: Any, env: Env,
+                   node: Optional[cst.CSTNode]) -> None: ...
+        def taint_block(self, node: cst.CSTNode, env: Env) -> None: ...
+        # expressions.py
+        def eval(self, node: cst.BaseExpression, env: Env) -> Any: ...
+        def imported(self, node: cst.BaseExpression, env: Env) -> Any: ...
+        def subscript_key(self, node: cst.Subscript, env: Env) -> Any: ...
+        def iterate(self, value: Any, with_nodes: bool = False, spread: bool = False) -> Optional[list[Any]]: ...
+        # calls.py
+        def call_expr(self, node: cst.Call, env: Env) -> Any: ...
+        def arguments(self, node: cst.Call, env: Env) -> tuple[Args, Kwargs, bool]: ...
+        def call_function(self, func: FuncV | LambdaV, args: list[Any], kwargs: dict[str, Any],
+                          entry: bool = False) -> Any: ...
+        # classes.py
+        def define_class(self, node: cst.ClassDef, env: Env) -> ClassV: ...
+        def instantiate(self, cls: ClassV, args: Args, kwargs: Kwargs, node: cst.CSTNode,
+                        entry: bool = False) -> Any: ...
+        # api.py
+        def api_call(self, symbol: str, args: Args, kwargs: Kwargs, node: cst.Call, known: bool) -> Any: ...
+        def fill_sequential(self, seq: SeqV, args: Args, kwargs: Kwargs, node: cst.CSTNode) -> None: ...
+        def add_child(self, seq: SeqV, key: Optional[str], value: Any, node: Any) -> None: ...
+        def isolate(self, layer: LayerV, values: list[Any], kwargs: Kwargs) -> Any: ...

@@ -1,0 +1,148 @@
+"""Turns what one run of the interpreter built into facts: a Composition for each Sequential that
+is a model (not a part of one), a Pipe for each pipe call and for each model that
+verify_skippables runs on (or that leaves the module)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional
+
+import libcst as cst
+
+from skiplint.facts import Composition, Layer, ModelFacts, Pipe, Site, SkipKey
+from skiplint.interpret.core import Core
+from skiplint.interpret.values import NS, UNKNOWN, LayerV, SeqV, code
+
+
+class Conversion:
+    """The facts of one run (`Core` state after the module and its entry points ran)."""
+
+    def __init__(self, run: Core) -> None:
+        self.sequences = run.sequences
+        self.pipes = run.pipes
+        self.locator = run.locator
+        self.partition_nodes = run.partition_nodes
+        self.budget = run.budget
+
+    def facts(self, path: str) -> ModelFacts:
+        converted: dict[int, Composition] = {}
+
+        def convert(seq: SeqV) -> Composition:
+            done = converted.get(id(seq))
+            if done is None:
+                done = self.composition(seq)
+                converted[id(seq)] = done
+            return done
+
+        compositions = [convert(seq) for seq in self.sequences
+                        if (seq.piped or not seq.nested_in) and not self.fragment(seq)]
+        pipes = []
+        for record in self.pipes:
+            module = record.module
+            found: Optional[Composition] = None
+            if isinstance(module, SeqV):
+                found = convert(module)
+            elif isinstance(module, LayerV) and record.kind == "LazyModule":
+                found = self.composition(single(module, record.node))
+            name = record.name or (found.name if found is not None else record.kind)
+            pipes.append(Pipe(record.kind, name, found, record.balance,  # type: ignore[arg-type]
+                              Site(record.node, self.locator)))
+        # verify_skippables runs on these (directly, or in a pipe's constructor): a record each,
+        # so that the checks know where a stash nobody pops fails.
+        for seq in self.sequences:
+            if seq.verified or (seq.escapes and not seq.nested_in and not self.fragment(seq)):
+                found = convert(seq)
+                kind = "verify_skippables" if seq.verified else "exported"
+                pipes.append(Pipe(kind, found.name, found, None,  # type: ignore[arg-type]
+                                  Site(seq.node, self.locator)))
+        return ModelFacts(path, tuple(compositions), tuple(pipes))
+
+    def fragment(self, seq: SeqV) -> bool:
+        """A partition given to inspect_skip_layout (in this run or another run of the same code),
+        or a Sequential whose children were spread into a larger one, and never given to a pipe
+        or verify_skippables: a piece of a model, not checked alone."""
+        piece = seq.partition or seq.part or id(seq.node) in self.partition_nodes
+        return piece and not (seq.piped or seq.verified)
+
+    def composition(self, seq: SeqV) -> Composition:
+        layers: list[Layer] = []
+        ns_label: dict[int, str] = {}
+        complete = seq.complete and not seq.tainted
+        unknown = seq.unknown if not seq.complete else ("changed under a condition" if seq.tainted else None)
+        seen: set[int] = set()
+        for index, (key, value, node) in enumerate(seq.children):
+            if id(value) in seen and value is not UNKNOWN:
+                complete = False
+                unknown = f"layer {index} is the same module as an earlier layer"
+                break
+            seen.add(id(value))
+            site = Site(node, self.locator) if node is not None else None
+            layers.append(self.layer(index, key, value, node, site, ns_label))
+        if seq.name is None:
+            line = self.locator.position(seq.node)[0]
+            seq.name = f"{seq.label}@{line}"
+        return Composition(seq.name, tuple(layers), complete, Site(seq.node, self.locator), seq.piped,
+                           tuple(sorted(ns_label.items())), unknown)
+
+    def layer(self, index: int, key: str, value: Any, node: Any, site: Optional[Site],
+              ns_label: dict[int, str]) -> Layer:
+        if isinstance(value, SeqV):
+            nested = tuple(self.nested_skippables(value, ns_label))
+            return Layer(index, key, value.label, "container", site=site, nested=nested)
+        if isinstance(value, LayerV):
+            if value.kind == "container":
+                hidden = (Layer(-1, "?", value.label, "unknown"),)
+                return Layer(index, key, value.label, "container", site=site, nested=hidden)
+            if value.kind != "skippable":
+                return Layer(index, key, value.label, value.kind, site=site)
+            info = value.info
+            if value.tainted or info is None or info.stash is None or info.pop is None:
+                return Layer(index, key, value.label, "unknown", site=site)
+            both = info.stash & info.pop
+            if value.unsure:
+                return Layer(index, key, value.label, "skippable", both=tuple(sorted(both)), site=site,
+                             unknown_names=tuple(sorted((info.stash | info.pop) - both)))
+
+            def keys(names: frozenset[str]) -> tuple[SkipKey, ...]:
+                out = []
+                for name in sorted(names - both):
+                    ns = value.namespaces.get(name)
+                    if ns is not None:
+                        ns_label.setdefault(ns.serial, ns.origin or self.ns_text(ns))
+                    out.append((ns.serial if ns is not None else None, name))
+                return tuple(out)
+
+            return Layer(index, key, value.label, "skippable", keys(info.stash), keys(info.pop),
+                         tuple(sorted(both)), site, discarded=info.discarded)
+        label = code(node) if node is not None else "?"
+        return Layer(index, key, label, "unknown", site=site)
+
+    def ns_text(self, ns: NS) -> str:
+        if ns.node is None:
+            return f"#{ns.serial}"
+        return f"Namespace() of line {self.locator.position(ns.node)[0]}"
+
+    def nested_skippables(self, seq: SeqV, ns_label: dict[int, str], depth: int = 0) -> Iterator[Layer]:
+        """Skippable (or unknown) layers anywhere inside a container."""
+        if depth > self.budget.nesting or not seq.complete or seq.tainted:
+            yield Layer(-1, "?", seq.label, "unknown")
+            if depth > self.budget.nesting:
+                return
+        for index, (key, value, node) in enumerate(seq.children):
+            if isinstance(value, SeqV):
+                yield from self.nested_skippables(value, ns_label, depth + 1)
+                continue
+            site = Site(node, self.locator) if node is not None else None
+            layer = self.layer(index, key, value, node, site, ns_label)
+            if layer.unknown_names:
+                yield Layer(-1, "?", layer.label, "unknown")
+            elif layer.kind in ("skippable", "unknown"):
+                yield layer
+            elif layer.kind == "container":
+                yield from layer.nested
+
+
+def single(layer: LayerV, node: cst.CSTNode) -> SeqV:
+    """A composition of the one layer a LazyModule builds."""
+    seq = SeqV("LazyModule", node)
+    seq.children.append(("0", layer, node))
+    return seq

@@ -1,0 +1,101 @@
+"""An analyzer bug is never silent: SKP902 at 1:1 with the exception's type and first line, the
+file's other findings still reported, exit status 2; and no fixture produces it."""
+
+from __future__ import annotations
+
+import glob
+import textwrap
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+from skiplint import cli, engine
+from skiplint.flake8_plugin import SkiplintChecker
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCE = textwrap.dedent("""\
+    import torch.nn as nn
+    from torchgpipe import GPipe
+    from torchgpipe.skip import skippable, stash
+
+
+    @skippable(stash=["a"])
+    class S(nn.Module):
+        def forward(self, x):
+            yield stash("b", x)
+            return x
+
+
+    model = GPipe(nn.Sequential(S()), balance=[1])
+""")
+MESSAGE = "SKP902 internal error while analysing compositions: KeyError: 'enc'; please report"
+
+
+def _broken(*args: Any, **kwargs: Any) -> NoReturn:
+    raise KeyError("enc")
+
+
+@pytest.fixture
+def broken(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SKIPLINT_DEBUG", raising=False)
+    monkeypatch.setattr(engine.interpret, "extract", _broken)
+
+
+def test_an_analyzer_bug_is_reported_at_line_1_and_the_rest_still_is(broken: None) -> None:
+    result = engine.check_text(SOURCE, "m.py")
+    assert [(d.line, d.col, d.message) for d in result.diagnostics] == [
+        (1, 0, MESSAGE),
+        (6, 18, "SKP103 'a' is declared in stash=[...] but no path of forward stashes it"),
+        (9, 14, "SKP101 'b' is stashed but not declared in stash=[...]"),
+    ]
+    assert result.error == "internal error while analysing compositions: KeyError: 'enc'; please report"
+
+
+def test_only_the_first_line_of_the_message_is_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    def multiline(*args: Any, **kwargs: Any) -> NoReturn:
+        raise ValueError("first line\nfake.py:1:1: SKP999 second line")
+
+    monkeypatch.delenv("SKIPLINT_DEBUG", raising=False)
+    monkeypatch.setattr(engine.interpret, "extract", multiline)
+    result = engine.check_text(SOURCE, "m.py", engine.Selection(select=("SKP902",)))
+    assert [d.message for d in result.diagnostics] == [
+        "SKP902 internal error while analysing compositions: ValueError: first line; please report"]
+
+
+def test_the_cli_exits_2(broken: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "m.py").write_text(SOURCE, encoding="utf-8")
+    status = cli.main(["--isolated", "-j", "1", str(tmp_path / "m.py")])
+    out = capsys.readouterr().out
+    assert status == 2
+    assert f"m.py:1:1: {MESSAGE}" in out
+    assert "m.py:9:15: SKP101 " in out
+
+
+def test_ignoring_skp902_is_the_only_way_to_silence_it(broken: None, tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(SOURCE, encoding="utf-8")
+    assert cli.main(["--isolated", "-j", "1", "--ignore", "SKP902", str(tmp_path / "m.py")]) == 1
+
+
+def test_flake8_shows_it(broken: None) -> None:
+    lines = SOURCE.splitlines(keepends=True)
+    checker = SkiplintChecker(tree=None, lines=lines, filename="m.py")
+    found = [(line, col, message) for line, col, message, _ in checker.run()]
+    assert (1, 0, MESSAGE) in found
+    assert (9, 14, "SKP101 'b' is stashed but not declared in stash=[...]") in found
+
+
+def test_skiplint_debug_reraises(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SKIPLINT_DEBUG", "1")
+    monkeypatch.setattr(engine.interpret, "extract", _broken)
+    with pytest.raises(KeyError):
+        engine.check_text(SOURCE, "m.py")
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(str(REPO / "fixtures" / "**" / "*.py"), recursive=True)))
+def test_no_fixture_meets_an_analyzer_bug(path: str) -> None:
+    text = Path(path).read_text(encoding="utf-8")
+    for unroll in (None, 0, 3):
+        result = engine.check_text(text, path, engine.EVERYTHING, max_unroll=unroll)
+        assert "SKP902" not in {d.code for d in result.diagnostics}, result.diagnostics
+        assert result.error is None or "internal error" not in result.error
