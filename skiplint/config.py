@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-from skiplint import imports, rules, sources
+from skiplint import prefilter, rules, sources
 
 try:  # Python 3.11+
     import tomllib as _toml
@@ -202,7 +202,7 @@ class _Reader:
         for alias, target in pairs:
             if not (isinstance(alias, str) and _DOTTED.match(alias)):
                 self.problem(key, f"{alias!r} is not a dotted name")
-            elif not (isinstance(target, str) and imports.alias_entries(alias, target)):
+            elif not (isinstance(target, str) and prefilter.alias_entries(alias, target)):
                 self.problem(key, f"{alias!r}: {target!r} is not a name of the skip API "
                                   f"(e.g. 'torchgpipe.skip.skippable' or 'torchgpipe.skip')")
             else:

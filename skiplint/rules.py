@@ -138,6 +138,8 @@ _RULES = (
          "{what} is computed at run time; skiplint cannot check it",
          "a skip name or declaration is computed at run time, so the checks abstain for it",
          "", opt_in=True),
+    Rule("SKP902", "internal-error", "internal error while analysing {what}: {error}; please report",
+         "an internal error of the analyzer: never silent, the CLI exits 2 and flake8 shows it", ""),
 )
 
 RULES: dict[str, Rule] = {rule.code: rule for rule in _RULES}

@@ -1,0 +1,553 @@
+"""The cheap front of every check: whether a file can use the skip API, decided without libcst.
+
+A file is analysed only when an import line names an API module (or a module of an active
+api-alias), or when it says `Sequential` and imports, from its own project, names that may be
+skippable classes. The second test walks the project's modules by their import statements, each
+read by Python's tokenizer (so parenthesized, multi-line, backslash-continued and aliased imports
+of any relative depth are read as Python reads them), each module read once per process while its
+size and mtime hold. Nothing here imports libcst: a run over files that do not use the API costs
+little more than reading them. The import table of the API (`API`) and the api-aliases in force
+live here too, because the prefilter's needles and the analysis' names must agree.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import tokenize
+from dataclasses import dataclass
+from typing import Callable, Iterable, Optional, Union
+
+from skiplint import rules, sources
+from skiplint.diagnostics import Diagnostic, FileResult, Selection
+
+#: The five module roots that carry the skip API (spec/skip-api.md).
+SKIP_ROOTS = (
+    "torchgpipe.skip",
+    "fairscale.nn.pipe.skip",
+    "torch.distributed.pipeline.sync.skip",
+    "torch.distributed.pipeline.sync._skip",
+    "torch.distributed._pipeline.sync.skip",
+)
+
+#: Modules removed from PyTorch in 2.4 (SKP401): an import of any of these or below them.
+REMOVED_MODULES = ("torch.distributed.pipeline", "torch.distributed._pipeline")
+
+#: Depth of re-exports followed (`__init__` importing from a submodule importing from another).
+MAX_REEXPORT = 6
+
+
+def _api_table() -> dict[str, str]:
+    table: dict[str, str] = {}
+    for root in SKIP_ROOTS:
+        for sym in ("skippable", "stash", "pop", "Namespace", "verify_skippables",
+                    "inspect_skip_layout", "Skippable"):
+            table[f"{root}.{sym}"] = sym
+        for sym in ("skippable", "stash", "pop", "verify_skippables", "Skippable"):
+            table[f"{root}.skippable.{sym}"] = sym
+        table[f"{root}.namespace.Namespace"] = "Namespace"
+        table[f"{root}.layout.inspect_skip_layout"] = "inspect_skip_layout"
+    # Early torchgpipe releases (and its own tests) spell these `torchgpipe.skip.analysis.*`.
+    for sym in ("verify_skippables", "inspect_skip_layout"):
+        table[f"torchgpipe.skip.analysis.{sym}"] = sym
+    for qual in ("torchgpipe.GPipe", "torchgpipe.gpipe.GPipe"):
+        table[qual] = "GPipe"
+    for qual in ("fairscale.nn.Pipe", "fairscale.nn.pipe.Pipe", "fairscale.nn.pipe.pipe.Pipe"):
+        table[qual] = "FairscalePipe"
+    for root in ("torch.distributed.pipeline.sync", "torch.distributed._pipeline.sync"):
+        table[f"{root}.Pipe"] = "TorchPipe"
+        table[f"{root}.pipe.Pipe"] = "TorchPipe"
+    for sym in ("balance_by_time", "balance_by_size"):
+        table[f"torchgpipe.balance.{sym}"] = sym
+    for qual in ("fairscale.nn.pipe.MultiProcessPipe", "fairscale.nn.MultiProcessPipe",
+                 "fairscale.nn.pipe.multiprocess_pipe.MultiProcessPipe"):
+        table[qual] = "MultiProcessPipe"
+    for qual in ("fairscale.nn.pipe.AsyncPipe", "fairscale.nn.pipe.async_pipe.AsyncPipe"):
+        table[qual] = "AsyncPipe"
+    for qual in ("fairscale.nn.pipe.LazyModule", "fairscale.nn.pipe.types.LazyModule"):
+        table[qual] = "LazyModule"
+    for qual in ("torch.nn.Sequential", "torch.nn.modules.Sequential",
+                 "torch.nn.modules.container.Sequential"):
+        table[qual] = "Sequential"
+    for qual in ("collections.OrderedDict", "typing.OrderedDict"):
+        table[qual] = "OrderedDict"
+    return table
+
+
+#: Qualified name -> API symbol. api-aliases add rows for the duration of a file (`using_aliases`).
+API: dict[str, str] = _api_table()
+
+#: What a file must name for it to be parsed at all: an API module (torchgpipe, fairscale, or
+#: torch.distributed.pipeline / _pipeline in any spelling, never torch's newer `pipelining`) on an
+#: import line. Nothing resolves to the API without such an import (a project's own re-exports
+#: are api-aliases, with needles of their own), so a mention in a comment or docstring is no hit.
+_PREFILTER_PATTERN = (r"(?m)^[ \t]*(?:from|import)[ \t][^\n]*?"
+                      r"(?:torchgpipe|fairscale|distributed\._?pipeline(?!ing)|distributed import \(?\s*_?pipeline\b)")
+_PREFILTER = re.compile(_PREFILTER_PATTERN.encode())
+_PREFILTER_TEXT = re.compile(_PREFILTER_PATTERN)
+#: Plain substrings for the same purpose, for tools that want needles (any hit of the pattern
+#: contains one of these).
+PREFILTER_NEEDLES = (b"torchgpipe", b"fairscale", b"pipeline")
+
+#: Needles and (alias, API name) pairs of the api-aliases in force (see `using_aliases`).
+_ALIAS_NEEDLES: list[bytes] = []
+_ALIASES: list[tuple[str, str]] = []
+
+AliasKey = tuple[tuple[str, str], ...]
+
+
+def prefilter_needles() -> tuple[bytes, ...]:
+    """Substrings one of which any file that mentions the API contains (aliases included)."""
+    return PREFILTER_NEEDLES + tuple(_ALIAS_NEEDLES)
+
+
+def mentions_api(data: Union[bytes, str]) -> bool:
+    """Does the file name an API module on an import line, or a module of an active api-alias?"""
+    if isinstance(data, str):
+        return _PREFILTER_TEXT.search(data) is not None or any(
+            needle.decode() in data for needle in _ALIAS_NEEDLES)
+    return _PREFILTER.search(data) is not None or any(needle in data for needle in _ALIAS_NEEDLES)
+
+
+def active_aliases() -> bool:
+    """Whether api-aliases are in force for this file (they widen what may define the API)."""
+    return bool(_ALIAS_NEEDLES)
+
+
+def alias_key() -> AliasKey:
+    """The api-aliases in force, as a value: what every cached answer about the API depends on."""
+    return tuple(sorted(set(_ALIASES)))
+
+
+def alias_entries(alias: str, target: str) -> Optional[dict[str, str]]:
+    """Import-table rows that make `alias` mean `target` (a symbol or a whole module of the API).
+
+    None when `target` is not part of the API.
+    """
+    if target in API:
+        return {alias: API[target]}
+    prefix = target + "."
+    rows = {alias + qual[len(target):]: symbol for qual, symbol in API.items() if qual.startswith(prefix)}
+    return rows or None
+
+
+class using_aliases:
+    """Extend the import table with a project's re-exports of the API for the duration of a block.
+
+    `aliases` maps a project's qualified name to an API qualified name, e.g.
+    `mypkg.layers.skippable` -> `torchgpipe.skip.skippable`. Names the table already knows win,
+    so an alias never changes what a real API import means.
+    """
+
+    def __init__(self, aliases: Iterable[tuple[str, str]]) -> None:
+        self._pairs = list(aliases)
+        self._rows: dict[str, str] = {}
+        self._needles: list[bytes] = []
+        for alias, target in self._pairs:
+            for qual, symbol in (alias_entries(alias, target) or {}).items():
+                if qual not in API:
+                    self._rows[qual] = symbol
+            needle = alias.split(".", 1)[0].encode()
+            if needle not in self._needles:
+                self._needles.append(needle)
+
+    def __enter__(self) -> "using_aliases":
+        API.update(self._rows)
+        _ALIAS_NEEDLES.extend(self._needles)
+        _ALIASES.extend(self._pairs)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for qual in self._rows:
+            API.pop(qual, None)
+        for needle in self._needles:
+            _ALIAS_NEEDLES.remove(needle)
+        for pair in self._pairs:
+            _ALIASES.remove(pair)
+
+
+# -- reading import statements with the tokenizer ------------------------------------------------
+
+@dataclass(frozen=True)
+class Imported:
+    """One name an import statement binds.
+
+    `from M import n as x`: local x, module M (leading dots kept), name n; `import a.b as m`:
+    local m, module a.b, name None; `import a.b`: local a, module a.b, name None;
+    `from M import *`: local "*", name "*".
+    """
+
+    local: str
+    module: str
+    name: Optional[str]
+    #: `import a.b as m` (binds the module a.b) rather than `import a.b` (binds a).
+    renamed: bool = False
+
+    @property
+    def qualified(self) -> str:
+        """What the local name stands for, spelled as the analysis' import table spells it."""
+        if self.name is None:
+            return self.module if self.renamed else self.local
+        sep = "" if self.module.endswith(".") else "."
+        return f"{self.module}{sep}{self.name}"
+
+
+#: Where an import statement may start: a line's first word, or after `;` or a compound
+#: statement's `:` on the same line. Each candidate is then read by the tokenizer.
+_STATEMENT = re.compile(rb"(?m)(?:^|[;:])[ \t\f]*((?:from|import)\b)")
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+_SKIPPED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT})
+
+
+def _readline(data: bytes, start: int) -> Callable[[], str]:
+    position = start
+
+    def readline() -> str:
+        nonlocal position
+        if position >= len(data):
+            return ""
+        match = _LINE_END.search(data, position)
+        end = match.end() if match is not None else len(data)
+        line = data[position:end]
+        position = end
+        return line.decode("utf-8", "replace")
+    return readline
+
+
+def _statement_tokens(data: bytes, start: int) -> list[tuple[int, str]]:
+    """The significant tokens of the statement starting at `start`, up to its end."""
+    out: list[tuple[int, str]] = []
+    depth = 0
+    try:
+        for token in tokenize.generate_tokens(_readline(data, start)):
+            kind, text = token.type, token.string
+            if kind in _SKIPPED:
+                continue
+            if kind in (tokenize.NEWLINE, tokenize.ENDMARKER) or (kind == tokenize.OP and text == ";" and depth == 0):
+                break
+            if kind == tokenize.OP and text in "([{":
+                depth += 1
+            elif kind == tokenize.OP and text in ")]}":
+                depth -= 1
+            out.append((kind, text))
+    except (tokenize.TokenError, SyntaxError):
+        pass  # unterminated: what was read so far is the statement
+    return out
+
+
+class _Tokens:
+    def __init__(self, tokens: list[tuple[int, str]]) -> None:
+        self.tokens = tokens
+        self.i = 0
+
+    def peek(self) -> str:
+        return self.tokens[self.i][1] if self.i < len(self.tokens) else ""
+
+    def name(self) -> Optional[str]:
+        if self.i < len(self.tokens) and self.tokens[self.i][0] == tokenize.NAME:
+            self.i += 1
+            return self.tokens[self.i - 1][1]
+        return None
+
+    def take(self, text: str) -> bool:
+        if self.peek() == text:
+            self.i += 1
+            return True
+        return False
+
+    def dotted(self) -> Optional[str]:
+        first = self.name()
+        if first is None:
+            return None
+        parts = [first]
+        while self.take("."):
+            part = self.name()
+            if part is None:
+                return None
+            parts.append(part)
+        return ".".join(parts)
+
+    def alias(self) -> Optional[str]:
+        """`as NAME` if present (None), or "" when `as` is followed by no name."""
+        if self.take("as"):
+            return self.name() or ""
+        return None
+
+
+def _statement(tokens: list[tuple[int, str]]) -> list[Imported]:
+    """The names one import statement binds; [] for what is not an import statement."""
+    reader = _Tokens(tokens)
+    out: list[Imported] = []
+    if reader.take("import"):
+        while True:
+            module = reader.dotted()
+            if module is None:
+                return out
+            asname = reader.alias()
+            if asname == "":
+                return out
+            out.append(Imported(asname, module, None, True) if asname else
+                       Imported(module.split(".", 1)[0], module, None))
+            if not reader.take(","):
+                return out
+    if not reader.take("from"):
+        return out
+    dots = ""
+    while reader.peek() in (".", "..."):
+        dots += reader.peek()
+        reader.i += 1
+    module = dots
+    if reader.peek() != "import":
+        named = reader.dotted()
+        if named is None:
+            return out
+        module += named
+    if not module or not reader.take("import"):
+        return out
+    if reader.take("*"):
+        return [Imported("*", module, "*")]
+    parenthesized = reader.take("(")
+    while True:
+        name = reader.name()
+        if name is None:
+            return out
+        asname = reader.alias()
+        if asname == "":
+            return out
+        out.append(Imported(asname or name, module, name))
+        if not reader.take(","):
+            return out
+        if parenthesized and reader.peek() == ")":
+            return out
+
+
+def read_imports(data: Union[bytes, str]) -> list[Imported]:
+    """Every name bound by an import statement anywhere in a module, in source order.
+
+    Statements are found by their first word and read by Python's tokenizer from there, so every
+    form Python accepts is read as Python reads it. A line inside a string that looks like an
+    import may be read as one: the prefilter may say yes too often, never too rarely.
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    found: list[Imported] = []
+    for match in _STATEMENT.finditer(data):
+        found.extend(_statement(_statement_tokens(data, match.start(1))))
+    return found
+
+
+# -- locating a project's modules ----------------------------------------------------------------
+
+def _file_in(base: str, parts: list[str]) -> Optional[str]:
+    target = os.path.join(base, *parts) if parts else base
+    candidate = target + ".py"
+    if parts and os.path.isfile(candidate):
+        return candidate
+    init = os.path.join(target, "__init__.py")
+    if os.path.isfile(init):
+        return init
+    return None
+
+
+def _roots(directory: str) -> list[str]:
+    """Where absolute imports of a file's project start: its own directory and its package root."""
+    roots = [directory]
+    top = directory
+    while os.path.isfile(os.path.join(top, "__init__.py")):
+        parent = os.path.dirname(top)
+        if parent == top:
+            break
+        top = parent
+    if top != directory:
+        roots.append(top)
+    return roots
+
+
+def locate(directory: str, module: str) -> Optional[str]:
+    """The file of `module` (absolute dotted, or relative with leading dots) seen from `directory`."""
+    if module.startswith("."):
+        dots = len(module) - len(module.lstrip("."))
+        base = directory
+        for _ in range(dots - 1):
+            base = os.path.dirname(base)
+        rest = module[dots:]
+        return _file_in(base, rest.split(".") if rest else [])
+    parts = module.split(".")
+    for root in _roots(directory):
+        found = _file_in(root, parts)
+        if found is not None:
+            return found
+    return None
+
+
+# -- the project walk ----------------------------------------------------------------------------
+
+StatKey = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """What the walk needs of one module: whether it may define a skippable class itself, and the
+    names its imports bind."""
+
+    stat: StatKey
+    may_define: bool
+    imported: tuple[Imported, ...]
+
+
+class ProjectScan:
+    """Which imports of a file may bring it skippable classes from its own project.
+
+    Answers are cached per module and per set of api-aliases in force (an alias decides whether a
+    module can define the API), and are valid while the module's size and mtime hold. The walk
+    over-approximates: a module that names the API and says "skippable" is taken to define every
+    name it does not import; the analysis that follows is exact.
+    """
+
+    def __init__(self) -> None:
+        self._files: dict[tuple[str, str], Optional[str]] = {}
+        self._scans: dict[tuple[str, AliasKey], _Scan] = {}
+        self._names: dict[tuple[str, str, AliasKey], tuple[StatKey, bool]] = {}
+        self._exports: dict[tuple[str, AliasKey], tuple[StatKey, bool]] = {}
+        self.reads = 0
+
+    def module_file(self, importer: str, module: str) -> Optional[str]:
+        """The file of `module` as `importer` sees it (cached per directory and module)."""
+        directory = os.path.dirname(os.path.abspath(importer))
+        key = (directory, module)
+        if key not in self._files:
+            self._files[key] = locate(directory, module)
+        return self._files[key]
+
+    def scan(self, path: str) -> Optional[_Scan]:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        stat = (info.st_size, info.st_mtime_ns)
+        key = (path, alias_key())
+        cached = self._scans.get(key)
+        if cached is not None and cached.stat == stat:
+            return cached
+        try:
+            data = sources.read_bytes(path)
+        except sources.SourceError:
+            return None
+        self.reads += 1
+        may_define = mentions_api(data) and (b"skippable" in data or active_aliases())
+        scanned = _Scan(stat, may_define, tuple(read_imports(data)))
+        self._scans[key] = scanned
+        return scanned
+
+    def brings_skippables(self, importer: str, imported: Imported) -> bool:
+        """Whether this import of `importer` may bind a skippable class, or a module holding one."""
+        if imported.name is None:
+            parts = imported.module.split(".")
+            modules = [imported.module] if imported.renamed else \
+                [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+            return any(self._defines(path, 0) for path in
+                       (self.module_file(importer, m) for m in modules) if path is not None)
+        path = self.module_file(importer, imported.module)
+        if imported.name == "*":
+            return path is not None and self._defines(path, 0)
+        if path is not None and self._is_skippable(path, imported.name, 0):
+            return True
+        sep = "" if imported.module.endswith(".") else "."
+        sub = self.module_file(importer, imported.module + sep + imported.name)
+        return sub is not None and self._defines(sub, 0)
+
+    def _is_skippable(self, path: str, name: str, depth: int) -> bool:
+        """Whether `name` in the module at `path` may be a skippable class, following its
+        re-exports (aliases included) through modules that cannot define one themselves."""
+        scanned = self.scan(path)
+        if scanned is None or depth > MAX_REEXPORT:
+            return False
+        key = (path, name, alias_key())
+        memo = self._names.get(key)
+        if memo is not None and memo[0] == scanned.stat:
+            return memo[1]
+        self._names[key] = (scanned.stat, False)  # a re-export cycle reads as "no"
+        bindings = [i for i in scanned.imported if i.local == name]
+        if scanned.may_define and not bindings:
+            result = True
+        else:
+            result = any(self._binding_is_skippable(path, i, depth) for i in bindings) or any(
+                target is not None and self._is_skippable(target, name, depth + 1)
+                for target in (self.module_file(path, i.module) for i in scanned.imported if i.name == "*"))
+        self._names[key] = (scanned.stat, result)
+        return result
+
+    def _binding_is_skippable(self, path: str, imported: Imported, depth: int) -> bool:
+        if imported.name is None:
+            target = self.module_file(path, imported.module)
+            return target is not None and self._defines(target, depth + 1)
+        target = self.module_file(path, imported.module)
+        assert imported.name != "*"
+        if target is not None and self._is_skippable(target, imported.name, depth + 1):
+            return True
+        sep = "" if imported.module.endswith(".") else "."
+        sub = self.module_file(path, imported.module + sep + imported.name)
+        return sub is not None and self._defines(sub, depth + 1)
+
+    def _defines(self, path: str, depth: int) -> bool:
+        """Whether a module may define a skippable class or re-export one by name."""
+        scanned = self.scan(path)
+        if scanned is None or depth > MAX_REEXPORT:
+            return False
+        key = (path, alias_key())
+        memo = self._exports.get(key)
+        if memo is not None and memo[0] == scanned.stat:
+            return memo[1]
+        self._exports[key] = (scanned.stat, False)
+        result = scanned.may_define
+        for imported in scanned.imported if not result else ():
+            if imported.name == "*":
+                target = self.module_file(path, imported.module)
+                result = target is not None and self._defines(target, depth + 1)
+            elif imported.name is not None:
+                result = self._binding_is_skippable(path, imported, depth)
+            if result:
+                break
+        self._exports[key] = (scanned.stat, result)
+        return result
+
+    def imports_project_skippables(self, path: str, data: Union[bytes, str]) -> bool:
+        """Does this file import, from its own project, something that may be a skippable class?
+
+        Only the modules its import statements name are read (once, then cached).
+        """
+        return any(self.brings_skippables(path, imported) for imported in read_imports(data))
+
+
+#: The process-wide walk: the CLI's run and each flake8 worker process share one.
+SCAN = ProjectScan()
+
+
+def wanted(data: Union[bytes, str], path: str, scan: Optional[ProjectScan] = None) -> bool:
+    """The whole prefilter: the file names an API module, or it composes (says `Sequential`)
+    names it imports from its own project that may be skippable classes."""
+    if mentions_api(data):
+        return True
+    word: Union[bytes, str] = b"Sequential" if isinstance(data, bytes) else "Sequential"
+    return word in data and (scan or SCAN).imports_project_skippables(path, data)  # type: ignore[operator]
+
+
+def triage(path: str, selection: Selection, scan: Optional[ProjectScan] = None) -> Union[FileResult, str]:
+    """Read one file: its verdict when it needs no analysis (clean, or unreadable: SKP900), else
+    its decoded text for the analysis."""
+    try:
+        data = sources.read_bytes(path)
+        if b"\0" not in data and not wanted(data, path, scan):
+            sources.decode(data)  # only decodability is left to confirm
+            return FileResult(path, ())
+        return sources.decode(data)
+    except sources.SourceError as error:
+        return unchecked(path, str(error), selection)
+
+
+def unchecked(path: str, reason: str, selection: Selection) -> FileResult:
+    """The result of a file that could not be checked: SKP900 with the reason (when selected)."""
+    message = rules.RULES["SKP900"].format(reason=reason)
+    diags = (Diagnostic(path, 1, 0, "SKP900", message),) if selection("SKP900") else ()
+    return FileResult(path, diags, reason)
