@@ -17,7 +17,7 @@ import os
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional, Union
+from typing import Iterable, Optional, Union
 
 from skiplint import rules, sources
 from skiplint.diagnostics import Diagnostic, FileResult, Selection
@@ -200,32 +200,42 @@ _LINE_END = re.compile(rb"\r\n|\r|\n")
 _SKIPPED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT})
 
 
-def _readline(data: bytes, start: int) -> Callable[[], str]:
-    position = start
+class _Lines:
+    """A readline over `data` from `start`, remembering where each line it gave began."""
 
-    def readline() -> str:
-        nonlocal position
-        if position >= len(data):
+    def __init__(self, data: bytes, start: int) -> None:
+        self.data = data
+        self.position = start
+        self.starts: list[int] = []
+        self.texts: list[str] = []
+
+    def readline(self) -> str:
+        if self.position >= len(self.data):
             return ""
-        match = _LINE_END.search(data, position)
-        end = match.end() if match is not None else len(data)
-        line = data[position:end]
-        position = end
-        return line.decode("utf-8", "replace")
-    return readline
+        match = _LINE_END.search(self.data, self.position)
+        end = match.end() if match is not None else len(self.data)
+        text = self.data[self.position:end].decode("utf-8", "replace")
+        self.starts.append(self.position)
+        self.texts.append(text)
+        self.position = end
+        return text
+
+    def offset(self, row: int, col: int) -> int:
+        return self.starts[row - 1] + len(self.texts[row - 1][:col].encode("utf-8"))
 
 
-def _statement_tokens(data: bytes, start: int) -> list[tuple[int, str]]:
-    """The significant tokens of the statement starting at `start`, up to its end."""
+def _statement_tokens(data: bytes, start: int) -> tuple[list[tuple[int, str]], int]:
+    """The significant tokens of the statement starting at `start`, and the offset of its end."""
     out: list[tuple[int, str]] = []
     depth = 0
+    lines = _Lines(data, start)
     try:
-        for token in tokenize.generate_tokens(_readline(data, start)):
+        for token in tokenize.generate_tokens(lines.readline):
             kind, text = token.type, token.string
             if kind in _SKIPPED:
                 continue
             if kind in (tokenize.NEWLINE, tokenize.ENDMARKER) or (kind == tokenize.OP and text == ";" and depth == 0):
-                break
+                return out, lines.offset(*token.start) if kind != tokenize.ENDMARKER else len(data)
             if kind == tokenize.OP and text in "([{":
                 depth += 1
             elif kind == tokenize.OP and text in ")]}":
@@ -233,7 +243,7 @@ def _statement_tokens(data: bytes, start: int) -> list[tuple[int, str]]:
             out.append((kind, text))
     except (tokenize.TokenError, SyntaxError):
         pass  # unterminated: what was read so far is the statement
-    return out
+    return out, lines.position
 
 
 class _Tokens:
@@ -332,8 +342,12 @@ def read_imports(data: Union[bytes, str]) -> list[Imported]:
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
     found: list[Imported] = []
+    end = 0
     for match in _STATEMENT.finditer(data):
-        found.extend(_statement(_statement_tokens(data, match.start(1))))
+        if match.start(1) < end:
+            continue  # a continuation line of the statement just read
+        tokens, end = _statement_tokens(data, match.start(1))
+        found.extend(_statement(tokens))
     return found
 
 

@@ -19,7 +19,7 @@ import libcst as cst
 
 from skiplint import parsing, prefilter, skippables, sources
 from skiplint.facts import SkippableClass
-from skiplint.imports import OTHER, Scope
+from skiplint.imports import OTHER, Scope, dotted_name
 from skiplint.prefilter import MAX_REEXPORT as MAX_REEXPORT, mentions_api
 
 
@@ -39,6 +39,8 @@ class ModuleSummary:
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     #: Local name -> qualified name, for the names a module imports (re-exports).
     imports: dict[str, str] = field(default_factory=dict)
+    #: Modules it imports every public name of (`from .parts import *`), as written.
+    stars: tuple[str, ...] = ()
 
     @property
     def has_skippables(self) -> bool:
@@ -77,7 +79,14 @@ def summarize(path: str, data: bytes) -> ModuleSummary:
         quals = [b for b in bindings if b is not OTHER]
         if len(bindings) == 1 and len(quals) == 1 and isinstance(quals[0], str) and local not in classes:
             imports[local] = quals[0]
-    return ModuleSummary(path, classes, imports)
+    stars = tuple(_star_module(stmt) for stmt, _ in index.imports
+                  if isinstance(stmt, cst.ImportFrom) and isinstance(stmt.names, cst.ImportStar))
+    return ModuleSummary(path, classes, imports, tuple(star for star in stars if star))
+
+
+def _star_module(stmt: cst.ImportFrom) -> str:
+    module = dotted_name(stmt.module) if stmt.module is not None else None
+    return "." * len(stmt.relative) + (module or "")
 
 
 def _base_kind(node: cst.ClassDef, scope: Scope, known: dict[str, ClassSummary]) -> str:
@@ -144,27 +153,40 @@ class ProjectIndex:
 
     # -- classes -----------------------------------------------------------------------------
     def resolve_class(self, importer: str, qualified: str, depth: int = 0) -> Optional[ClassSummary]:
-        """The project class that a qualified name seen from `importer` refers to, if any."""
+        """The project class that a qualified name seen from `importer` refers to, if any: the
+        longest prefix that is a module of the project, then the rest of the name through that
+        module's classes, imports (any alias, any depth of re-export) and star imports."""
         if depth > MAX_REEXPORT:
             return None
         stripped = qualified.lstrip(".")
-        dots = len(qualified) - len(stripped)
-        head, _, name = stripped.rpartition(".")
-        module = "." * dots + head
-        if not module or not name:
-            return None
-        path = self.module_file(importer, module)
-        if path is None:
-            return None
+        dots = qualified[:len(qualified) - len(stripped)]
+        parts = stripped.split(".") if stripped else []
+        for cut in range(len(parts) - 1, -1, -1):
+            module = dots + ".".join(parts[:cut])
+            if not module:
+                continue
+            path = self.module_file(importer, module)
+            if path is not None:
+                return self._attribute(path, parts[cut:], depth)
+        return None
+
+    def _attribute(self, path: str, rest: list[str], depth: int) -> Optional[ClassSummary]:
+        """The class that `rest` (a dotted attribute path) names in the module at `path`."""
         summary = self.summary(path)
-        if summary is None:
+        if summary is None or not rest:
             return None
-        cls = summary.classes.get(name)
-        if cls is not None:
-            return cls
+        name, tail = rest[0], rest[1:]
+        if not tail and name in summary.classes:
+            return summary.classes[name]
         target = summary.imports.get(name)
         if target is not None:
-            return self.resolve_class(path, target, depth + 1)
+            return self.resolve_class(path, ".".join([target, *tail]) if not target.endswith(".")
+                                      else target + ".".join(tail), depth + 1)
+        for star in summary.stars:
+            sep = "" if star.endswith(".") else "."
+            found = self.resolve_class(path, star + sep + ".".join(rest), depth + 1)
+            if found is not None:
+                return found
         return None
 
     def imports_project_skippables(self, path: str, data: Union[bytes, str]) -> bool:
