@@ -36,6 +36,10 @@ REMOVED_MODULES = ("torch.distributed.pipeline", "torch.distributed._pipeline")
 
 #: Depth of re-exports followed (`__init__` importing from a submodule importing from another).
 MAX_REEXPORT = 6
+#: How many re-exported modules (`from kit import parts` where kit's `__init__` says
+#: `from . import parts`) the prefilter's walk looks through: each one widens the walk to all that
+#: module re-exports, so a module imported whole (`import pkg`) is read for its own names only.
+MODULE_HOPS = 1
 
 
 def _api_table() -> dict[str, str]:
@@ -105,9 +109,12 @@ def prefilter_needles() -> tuple[bytes, ...]:
 def mentions_api(data: Union[bytes, str]) -> bool:
     """Does the file name an API module on an import line, or a module of an active api-alias?"""
     if isinstance(data, str):
-        return _PREFILTER_TEXT.search(data) is not None or any(
-            needle.decode() in data for needle in _ALIAS_NEEDLES)
-    return _PREFILTER.search(data) is not None or any(needle in data for needle in _ALIAS_NEEDLES)
+        return any(needle.decode() in data for needle in _ALIAS_NEEDLES) or (
+            any(needle.decode() in data for needle in PREFILTER_NEEDLES) and _PREFILTER_TEXT.search(data) is not None)
+    if any(needle in data for needle in _ALIAS_NEEDLES):
+        return True
+    # Every hit of the pattern contains a needle; `in` is many times faster than the pattern.
+    return any(needle in data for needle in PREFILTER_NEEDLES) and _PREFILTER.search(data) is not None
 
 
 def active_aliases() -> bool:
@@ -195,7 +202,10 @@ class Imported:
 
 #: Where an import statement may start: a line's first word, or after `;` or a compound
 #: statement's `:` on the same line. Each candidate is then read by the tokenizer.
-_STATEMENT = re.compile(rb"(?m)(?:^|[;:])[ \t\f]*((?:from|import)\b)")
+#: (Separate patterns, each with a literal first character, are several times faster than one.)
+_STATEMENTS = tuple(re.compile(prefix + rb"[ \t\f]*((?:from|import)\b)") for prefix in (rb"\n", rb";", rb":"))
+_FIRST_STATEMENT = re.compile(rb"[ \t\f]*((?:from|import)\b)")
+_CR_STATEMENT = re.compile(rb"\r[ \t\f]*((?:from|import)\b)")
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _SKIPPED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT})
 
@@ -332,6 +342,35 @@ def _statement(tokens: list[tuple[int, str]]) -> list[Imported]:
             return out
 
 
+#: A whole one-line import statement of plain ASCII names (no parentheses, continuation, string or
+#: second statement can hide in it): read directly, everything else by the tokenizer.
+_SIMPLE = re.compile(rb"(?:from[ \t]+(\.*[A-Za-z_][\w.]*|\.+)[ \t]+)?import[ \t]+([\w. \t,]+?)[ \t]*(?:#[^\r\n]*)?(?:\r\n|\r|\n|$)")
+_SIMPLE_NAME = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:[ \t]+as[ \t]+([A-Za-z_]\w*))?$")
+_KEYWORDS = frozenset({"import", "from", "as"})
+
+
+def _simple(data: bytes, start: int) -> Optional[tuple[list[Imported], int]]:
+    """The bindings and end of a plain one-line import statement at `start`, or None."""
+    match = _SIMPLE.match(data, start)
+    if match is None:
+        return None
+    module = match.group(1).decode("ascii") if match.group(1) is not None else None
+    out: list[Imported] = []
+    for piece in match.group(2).decode("ascii").split(","):
+        name = _SIMPLE_NAME.match(piece.strip())
+        if name is None or _KEYWORDS.intersection(name.group(1).split(".")):
+            return None
+        dotted, asname = name.group(1), name.group(2)
+        if module is None:
+            out.append(Imported(asname, dotted, None, True) if asname else
+                       Imported(dotted.split(".", 1)[0], dotted, None))
+        elif "." in dotted:
+            return None
+        else:
+            out.append(Imported(asname or dotted, module, dotted))
+    return out, match.end()
+
+
 def read_imports(data: Union[bytes, str]) -> list[Imported]:
     """Every name bound by an import statement anywhere in a module, in source order.
 
@@ -343,10 +382,19 @@ def read_imports(data: Union[bytes, str]) -> list[Imported]:
         data = data.encode("utf-8", "surrogatepass")
     found: list[Imported] = []
     end = 0
-    for match in _STATEMENT.finditer(data):
-        if match.start(1) < end:
+    first = _FIRST_STATEMENT.match(data)
+    patterns = _STATEMENTS + ((_CR_STATEMENT,) if b"\r" in data else ())
+    starts = sorted({m.start(1) for pattern in patterns for m in pattern.finditer(data)}
+                    | ({first.start(1)} if first is not None else set()))
+    for start in starts:
+        if start < end:
             continue  # a continuation line of the statement just read
-        tokens, end = _statement_tokens(data, match.start(1))
+        simple = _simple(data, start)
+        if simple is not None:
+            names, end = simple
+            found.extend(names)
+            continue
+        tokens, end = _statement_tokens(data, start)
         found.extend(_statement(tokens))
     return found
 
@@ -422,8 +470,8 @@ class ProjectScan:
     def __init__(self) -> None:
         self._files: dict[tuple[str, str], Optional[str]] = {}
         self._scans: dict[tuple[str, AliasKey], _Scan] = {}
-        self._names: dict[tuple[str, str, AliasKey], tuple[StatKey, bool]] = {}
-        self._exports: dict[tuple[str, AliasKey], tuple[StatKey, bool]] = {}
+        self._names: dict[tuple[str, str, int, AliasKey], tuple[StatKey, bool]] = {}
+        self._exports: dict[tuple[str, int, AliasKey], tuple[StatKey, bool]] = {}
         self.reads = 0
 
     def module_file(self, importer: str, module: str) -> Optional[str]:
@@ -462,22 +510,19 @@ class ProjectScan:
                 [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
             return any(self._defines(path, 0) for path in
                        (self.module_file(importer, m) for m in modules) if path is not None)
-        path = self.module_file(importer, imported.module)
         if imported.name == "*":
+            path = self.module_file(importer, imported.module)
             return path is not None and self._defines(path, 0)
-        if path is not None and self._is_skippable(path, imported.name, 0):
-            return True
-        sep = "" if imported.module.endswith(".") else "."
-        sub = self.module_file(importer, imported.module + sep + imported.name)
-        return sub is not None and self._defines(sub, 0)
+        return self._binding_is_skippable(importer, imported, 0, MODULE_HOPS)
 
-    def _is_skippable(self, path: str, name: str, depth: int) -> bool:
+    def _is_skippable(self, path: str, name: str, depth: int, hops: int) -> bool:
         """Whether `name` in the module at `path` may be a skippable class, following its
-        re-exports (aliases included) through modules that cannot define one themselves."""
+        re-exports by name (aliases included) through modules that cannot define one themselves,
+        and at most `hops` re-exported modules."""
         scanned = self.scan(path)
         if scanned is None or depth > MAX_REEXPORT:
             return False
-        key = (path, name, alias_key())
+        key = (path, name, hops, alias_key())
         memo = self._names.get(key)
         if memo is not None and memo[0] == scanned.stat:
             return memo[1]
@@ -486,30 +531,35 @@ class ProjectScan:
         if scanned.may_define and not bindings:
             result = True
         else:
-            result = any(self._binding_is_skippable(path, i, depth) for i in bindings) or any(
-                target is not None and self._is_skippable(target, name, depth + 1)
+            result = any(self._binding_is_skippable(path, i, depth, hops) for i in bindings) or any(
+                target is not None and self._is_skippable(target, name, depth + 1, hops)
                 for target in (self.module_file(path, i.module) for i in scanned.imported if i.name == "*"))
         self._names[key] = (scanned.stat, result)
         return result
 
-    def _binding_is_skippable(self, path: str, imported: Imported, depth: int) -> bool:
+    def _binding_is_skippable(self, path: str, imported: Imported, depth: int, hops: int) -> bool:
+        """Whether one import of the module at `path` binds what may be a skippable class (or,
+        within `hops`, a module that may define one)."""
         if imported.name is None:
-            target = self.module_file(path, imported.module)
-            return target is not None and self._defines(target, depth + 1)
+            target = self.module_file(path, imported.module) if hops > 0 else None
+            return target is not None and self._defines(target, hops - 1)
         target = self.module_file(path, imported.module)
-        assert imported.name != "*"
-        if target is not None and self._is_skippable(target, imported.name, depth + 1):
+        if target is not None and imported.name != "*" and \
+                self._is_skippable(target, imported.name, depth + 1, hops):
             return True
+        if hops <= 0 or imported.name == "*":
+            return False
         sep = "" if imported.module.endswith(".") else "."
         sub = self.module_file(path, imported.module + sep + imported.name)
-        return sub is not None and self._defines(sub, depth + 1)
+        return sub is not None and self._defines(sub, hops - 1)
 
-    def _defines(self, path: str, depth: int) -> bool:
-        """Whether a module may define a skippable class or re-export one by name."""
+    def _defines(self, path: str, hops: int) -> bool:
+        """Whether a module may define a skippable class or re-export one (by name, or within
+        `hops` re-exported modules)."""
         scanned = self.scan(path)
-        if scanned is None or depth > MAX_REEXPORT:
+        if scanned is None:
             return False
-        key = (path, alias_key())
+        key = (path, hops, alias_key())
         memo = self._exports.get(key)
         if memo is not None and memo[0] == scanned.stat:
             return memo[1]
@@ -518,9 +568,9 @@ class ProjectScan:
         for imported in scanned.imported if not result else ():
             if imported.name == "*":
                 target = self.module_file(path, imported.module)
-                result = target is not None and self._defines(target, depth + 1)
+                result = target is not None and self._defines(target, hops)
             elif imported.name is not None:
-                result = self._binding_is_skippable(path, imported, depth)
+                result = self._binding_is_skippable(path, imported, 1, hops)
             if result:
                 break
         self._exports[key] = (scanned.stat, result)

@@ -13,6 +13,8 @@ from typing import NamedTuple
 
 import libcst as cst
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from skiplint import engine, imports, prefilter
 from skiplint.project import ProjectIndex
@@ -191,3 +193,51 @@ def test_reader_finds_statements_anywhere_and_skips_none() -> None:
               "class K:\n    from g import h\n")
     assert [(i.local, i.qualified) for i in prefilter.read_imports(source)] == [
         ("c", "a.b"), ("e", ".d.e"), ("f", ".d.f"), ("h", "g.h")]
+
+
+_NAMES = st.sampled_from(["a", "b", "parts", "Enc", "_x", "mod2"])
+_DOTTED = st.lists(_NAMES, min_size=1, max_size=3).map(".".join)
+_SPACE = st.sampled_from([" ", "  ", "\t", " \\\n  "])
+
+
+@st.composite
+def import_statements(draw: st.DrawFn) -> str:
+    """A random import statement in any layout Python accepts: spacing, continuations, parentheses
+    with comments and trailing commas, aliases, relative levels."""
+    sp = draw(_SPACE)
+    aliases = st.one_of(st.just(""), _NAMES.map(lambda n: f"{sp}as{sp}{n}"))
+    if draw(st.booleans()):
+        items = draw(st.lists(st.tuples(_DOTTED, aliases), min_size=1, max_size=3))
+        return "import" + sp + ("," + sp).join(d + a for d, a in items)
+    dots = "." * draw(st.integers(0, 3))
+    module = dots + (draw(_DOTTED) if not dots or draw(st.booleans()) else "")
+    items = draw(st.lists(st.tuples(_NAMES, aliases), min_size=1, max_size=3))
+    names = ("," + sp).join(n + a for n, a in items)
+    if draw(st.booleans()):
+        comment = draw(st.sampled_from(["", "  # why", "  # (not) import x"]))
+        trailing = draw(st.sampled_from(["", ","]))
+        names = f"({comment}\n    " + names.replace(" \\\n  ", "\n    ") + trailing + "\n)"
+    return f"from{sp}{module}{sp}import{sp}{names}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(import_statements(), st.sampled_from(["", "    ", "x = 1; ", "if x: "]))
+def test_random_import_layouts_read_as_libcst_reads_them(statement: str, prefix: str) -> None:
+    source = (f"if True:\n{prefix}" if prefix == "    " else prefix) + statement + "\nafter = 1\n"
+    module = cst.parse_module(source)
+    expected = [binding for node in _imports_of(module) for binding in imports.import_bindings(node)]
+    assert [(i.local, i.qualified) for i in prefilter.read_imports(source)] == expected
+
+
+def _imports_of(module: cst.Module) -> list[cst.Import | cst.ImportFrom]:
+    found: list[cst.Import | cst.ImportFrom] = []
+
+    class Visitor(cst.CSTVisitor):
+        def visit_Import(self, node: cst.Import) -> None:
+            found.append(node)
+
+        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+            found.append(node)
+
+    module.visit(Visitor())
+    return found
