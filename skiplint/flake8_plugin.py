@@ -86,11 +86,11 @@ class SkiplintChecker:
             return  # the CLI reports SKP900 for it; flake8 has no such code to show, so: silence
         settings = self.settings_for(self.filename)
         with prefilter.using_aliases(settings.api_aliases):
-            if not prefilter.wanted(text, self.filename):
-                return
-            from skiplint import engine
-
             try:
+                if not prefilter.wanted(text, self.filename):
+                    return
+                from skiplint import engine
+
                 result = engine.check_text(text, self.filename, self.selection, apply_noqa=False,
                                            prefiltered=True, max_unroll=settings.max_unroll)
             except Exception as error:  # an analyzer bug: shown, never silent

@@ -64,12 +64,12 @@ def check_one(task: Task) -> FileResult:
     path, config = task
     selection = _selection(config)
     with prefilter.using_aliases(config.api_aliases):
-        verdict = prefilter.triage(path, selection)
-        if isinstance(verdict, FileResult):
-            return _without_ignored(verdict, path, config)
-        from skiplint import engine
-
         try:
+            verdict = prefilter.triage(path, selection)
+            if isinstance(verdict, FileResult):
+                return _without_ignored(verdict, path, config)
+            from skiplint import engine
+
             result = engine.check_text(verdict, path, selection, prefiltered=True,
                                        **_engine_options(engine.check_text, config))
         except Exception as error:  # an analyzer bug: reported as SKP902, never silent

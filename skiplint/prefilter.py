@@ -12,7 +12,6 @@ live here too, because the prefilter's needles and the analysis' names must agre
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import tokenize

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from skiplint import config, parallel
-from skiplint.flake8_plugin import SkiplintChecker
 
 
 def run(*argv: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -215,19 +214,6 @@ def test_nothing_heavy_is_imported_for_a_file_without_the_api(tmp_path: Path, do
     api = run(*argv, "api.py", cwd=tmp_path)
     assert "SKP101" in api.stdout
     assert api.stderr.splitlines()[-1] == "heavy: ['libcst', 'skiplint.engine', 'skiplint.project']"
-
-
-def test_plugin_shows_an_analyzer_bug_as_skp902(monkeypatch: pytest.MonkeyPatch) -> None:
-    from skiplint import engine
-
-    def broken(*args: object, **kwargs: object) -> None:
-        raise KeyError("boom")
-
-    monkeypatch.setattr(engine, "check_text", broken)
-    source = TYPO.replace("mypkg.api", "torchgpipe.skip")
-    checker = SkiplintChecker(None, textwrap.dedent(source).splitlines(True), "m.py")
-    assert list(checker.run()) == [
-        (1, 0, "SKP902 internal error while analysing this file: KeyError: 'boom'; please report", SkiplintChecker)]
 
 
 SITECUSTOMIZE = """\
