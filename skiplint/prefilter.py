@@ -35,6 +35,9 @@ REMOVED_MODULES = ("torch.distributed.pipeline", "torch.distributed._pipeline")
 
 #: Depth of re-exports followed (`__init__` importing from a submodule importing from another).
 MAX_REEXPORT = 6
+#: Lines read for one import statement (a safety net: a candidate that is no import statement
+#: stops at its first token that an import cannot hold).
+MAX_STATEMENT_LINES = 10_000
 #: How many re-exported modules (`from kit import parts` where kit's `__init__` says
 #: `from . import parts`) the prefilter's walk looks through: each one widens the walk to all that
 #: module re-exports, so a module imported whole (`import pkg`) is read for its own names only.
@@ -207,6 +210,8 @@ _FIRST_STATEMENT = re.compile(rb"[ \t\f]*((?:from|import)\b)")
 _CR_STATEMENT = re.compile(rb"\r[ \t\f]*((?:from|import)\b)")
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _SKIPPED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT})
+#: The only operators an import statement holds (`...` is one token for three dots).
+_IMPORT_OPS = frozenset({".", "...", ",", "(", ")", "*"})
 
 
 class _Lines:
@@ -219,7 +224,7 @@ class _Lines:
         self.texts: list[str] = []
 
     def readline(self) -> str:
-        if self.position >= len(self.data):
+        if self.position >= len(self.data) or len(self.starts) >= MAX_STATEMENT_LINES:
             return ""
         match = _LINE_END.search(self.data, self.position)
         end = match.end() if match is not None else len(self.data)
@@ -245,9 +250,11 @@ def _statement_tokens(data: bytes, start: int) -> tuple[list[tuple[int, str]], i
                 continue
             if kind in (tokenize.NEWLINE, tokenize.ENDMARKER) or (kind == tokenize.OP and text == ";" and depth == 0):
                 return out, lines.offset(*token.start) if kind != tokenize.ENDMARKER else len(data)
-            if kind == tokenize.OP and text in "([{":
+            if kind not in (tokenize.NAME, tokenize.OP) or (kind == tokenize.OP and text not in _IMPORT_OPS):
+                return [], lines.offset(*token.end)  # not an import statement: stop reading here
+            if text == "(":
                 depth += 1
-            elif kind == tokenize.OP and text in ")]}":
+            elif text == ")":
                 depth -= 1
             out.append((kind, text))
     except (tokenize.TokenError, SyntaxError):
@@ -346,6 +353,11 @@ def _statement(tokens: list[tuple[int, str]]) -> list[Imported]:
 _SIMPLE = re.compile(rb"(?:from[ \t]+(\.*[A-Za-z_][\w.]*|\.+)[ \t]+)?import[ \t]+([\w. \t,]+?)[ \t]*(?:#[^\r\n]*)?(?:\r\n|\r|\n|$)")
 _SIMPLE_NAME = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:[ \t]+as[ \t]+([A-Za-z_]\w*))?$")
 _KEYWORDS = frozenset({"import", "from", "as"})
+#: The first line of an import statement holds nothing but names, dots, commas, parentheses,
+#: `*` and spaces up to its end, a comment, a `;` or a continuation backslash; a `from` needs
+#: its `import` there unless the line is continued.
+_PLAUSIBLE = re.compile(rb"(?:import\b|from\b(?=[^\r\n#]*(?:\bimport\b|\\[ \t\f]*(?:\r|\n|$))))"
+                        rb"[\w\x80-\xff \t\f.,()*]*(?:;|#|\\[ \t\f]*(?:\r|\n|$)|\r|\n|$)")
 
 
 def _simple(data: bytes, start: int) -> Optional[tuple[list[Imported], int]]:
@@ -388,6 +400,8 @@ def read_imports(data: Union[bytes, str]) -> list[Imported]:
     for start in starts:
         if start < end:
             continue  # a continuation line of the statement just read
+        if not _PLAUSIBLE.match(data, start):
+            continue  # a line in a string or comment that starts with the word: no statement
         simple = _simple(data, start)
         if simple is not None:
             names, end = simple

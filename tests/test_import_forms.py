@@ -188,6 +188,10 @@ def test_tokenizer_reader_binds_what_the_analysis_binds(source: str) -> None:
     assert read == list(imports.import_bindings(small))
 
 
+def test_lines_of_strings_that_look_like_imports_cost_little() -> None:
+    assert prefilter.read_imports('x = """\n' + "from here on it's (open\n" * 2000 + '"""\n') == []
+
+
 def test_reader_finds_statements_anywhere_and_skips_none() -> None:
     source = ("def f():\n    if x: import a.b as c\n    y = 1; from .d import (e,\n        f)\n"
               "class K:\n    from g import h\n")
@@ -221,9 +225,10 @@ def import_statements(draw: st.DrawFn) -> str:
 
 
 @settings(max_examples=300, deadline=None)
-@given(import_statements(), st.sampled_from(["", "    ", "x = 1; ", "if x: "]))
-def test_random_import_layouts_read_as_libcst_reads_them(statement: str, prefix: str) -> None:
-    source = (f"if True:\n{prefix}" if prefix == "    " else prefix) + statement + "\nafter = 1\n"
+@given(import_statements(), st.sampled_from(["", "    ", "x = 1; ", "if x: "]),
+       st.sampled_from(["", "; y = 2", "; import z as w", "  # it's (not) an import"]))
+def test_random_import_layouts_read_as_libcst_reads_them(statement: str, prefix: str, suffix: str) -> None:
+    source = (f"if True:\n{prefix}" if prefix == "    " else prefix) + statement + suffix + "\nafter = 1\n"
     module = cst.parse_module(source)
     expected = [binding for node in _imports_of(module) for binding in imports.import_bindings(node)]
     assert [(i.local, i.qualified) for i in prefilter.read_imports(source)] == expected
