@@ -16,7 +16,7 @@ import os
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import Iterable, Optional, Union
+from typing import Any, Iterable, Optional, Union
 
 from skiplint import rules, sources
 from skiplint.diagnostics import Diagnostic, FileResult, Selection
@@ -81,6 +81,22 @@ def _api_table() -> dict[str, str]:
     return table
 
 
+class _Lazy:
+    """A regular expression compiled on first use, so that importing the prefilter (which every
+    run and every flake8 process does) costs next to nothing."""
+
+    __slots__ = ("_source", "_compiled")
+
+    def __init__(self, source: Union[str, bytes]) -> None:
+        self._source = source
+        self._compiled: Optional[re.Pattern[Any]] = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._compiled is None:
+            self._compiled = re.compile(self._source)
+        return getattr(self._compiled, name)
+
+
 #: Qualified name -> API symbol. api-aliases add rows for the duration of a file (`using_aliases`).
 API: dict[str, str] = _api_table()
 
@@ -90,8 +106,8 @@ API: dict[str, str] = _api_table()
 #: are api-aliases, with needles of their own), so a mention in a comment or docstring is no hit.
 _PREFILTER_PATTERN = (r"(?m)^[ \t]*(?:from|import)[ \t][^\n]*?"
                       r"(?:torchgpipe|fairscale|distributed\._?pipeline(?!ing)|distributed import \(?\s*_?pipeline\b)")
-_PREFILTER = re.compile(_PREFILTER_PATTERN.encode())
-_PREFILTER_TEXT = re.compile(_PREFILTER_PATTERN)
+_PREFILTER = _Lazy(_PREFILTER_PATTERN.encode())
+_PREFILTER_TEXT = _Lazy(_PREFILTER_PATTERN)
 #: Plain substrings for the same purpose, for tools that want needles (any hit of the pattern
 #: contains one of these).
 PREFILTER_NEEDLES = (b"torchgpipe", b"fairscale", b"pipeline")
@@ -205,10 +221,10 @@ class Imported:
 #: Where an import statement may start: a line's first word, or after `;` or a compound
 #: statement's `:` on the same line. Each candidate is then read by the tokenizer.
 #: (Separate patterns, each with a literal first character, are several times faster than one.)
-_STATEMENTS = tuple(re.compile(prefix + rb"[ \t\f]*((?:from|import)\b)") for prefix in (rb"\n", rb";", rb":"))
-_FIRST_STATEMENT = re.compile(rb"[ \t\f]*((?:from|import)\b)")
-_CR_STATEMENT = re.compile(rb"\r[ \t\f]*((?:from|import)\b)")
-_LINE_END = re.compile(rb"\r\n|\r|\n")
+_STATEMENTS = tuple(_Lazy(prefix + rb"[ \t\f]*((?:from|import)\b)") for prefix in (rb"\n", rb";", rb":"))
+_FIRST_STATEMENT = _Lazy(rb"[ \t\f]*((?:from|import)\b)")
+_CR_STATEMENT = _Lazy(rb"\r[ \t\f]*((?:from|import)\b)")
+_LINE_END = _Lazy(rb"\r\n|\r|\n")
 _SKIPPED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT})
 #: The only operators an import statement holds (`...` is one token for three dots).
 _IMPORT_OPS = frozenset({".", "...", ",", "(", ")", "*"})
@@ -350,13 +366,13 @@ def _statement(tokens: list[tuple[int, str]]) -> list[Imported]:
 
 #: A whole one-line import statement of plain ASCII names (no parentheses, continuation, string or
 #: second statement can hide in it): read directly, everything else by the tokenizer.
-_SIMPLE = re.compile(rb"(?:from[ \t]+(\.*[A-Za-z_][\w.]*|\.+)[ \t]+)?import[ \t]+([\w. \t,]+?)[ \t]*(?:#[^\r\n]*)?(?:\r\n|\r|\n|$)")
-_SIMPLE_NAME = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:[ \t]+as[ \t]+([A-Za-z_]\w*))?$")
+_SIMPLE = _Lazy(rb"(?:from[ \t]+(\.*[A-Za-z_][\w.]*|\.+)[ \t]+)?import[ \t]+([\w. \t,]+?)[ \t]*(?:#[^\r\n]*)?(?:\r\n|\r|\n|$)")
+_SIMPLE_NAME = _Lazy(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:[ \t]+as[ \t]+([A-Za-z_]\w*))?$")
 _KEYWORDS = frozenset({"import", "from", "as"})
 #: The first line of an import statement holds nothing but names, dots, commas, parentheses,
 #: `*` and spaces up to its end, a comment, a `;` or a continuation backslash; a `from` needs
 #: its `import` there unless the line is continued.
-_PLAUSIBLE = re.compile(rb"(?:import\b|from\b(?=[^\r\n#]*(?:\bimport\b|\\[ \t\f]*(?:\r|\n|$))))"
+_PLAUSIBLE = _Lazy(rb"(?:import\b|from\b(?=[^\r\n#]*(?:\bimport\b|\\[ \t\f]*(?:\r|\n|$))))"
                         rb"[\w\x80-\xff \t\f.,()*]*(?:;|#|\\[ \t\f]*(?:\r|\n|$)|\r|\n|$)")
 
 
