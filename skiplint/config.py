@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-from skiplint import rules, sources
+from skiplint import prefilter, rules, sources
 
 try:  # Python 3.11+
     import tomllib as _toml
@@ -198,12 +198,6 @@ def _matches(pattern: str, path: str, root: str) -> bool:
     return fnmatch.fnmatch(path, full) or fnmatch.fnmatch(path, full + os.sep + "*")
 
 
-def _is_api_name(target: str) -> bool:
-    from skiplint import imports  # the API table; imported only when a project declares aliases
-
-    return imports.alias_entries("alias", target) is not None
-
-
 # -- reading values --------------------------------------------------------------------------------
 
 class _Reader:
@@ -278,7 +272,7 @@ class _Reader:
         for alias, target in pairs:
             if not (isinstance(alias, str) and _DOTTED.match(alias)):
                 self.problem(key, f"{alias!r} is not a dotted name")
-            elif not (isinstance(target, str) and _is_api_name(target)):
+            elif not (isinstance(target, str) and prefilter.alias_entries(alias, target)):
                 self.problem(key, f"{alias!r}: {target!r} is not a name of the skip API "
                                   f"(e.g. 'torchgpipe.skip.skippable' or 'torchgpipe.skip')")
             else:

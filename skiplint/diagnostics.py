@@ -1,8 +1,11 @@
-"""A reported diagnostic: what every reporter prints and every test compares."""
+"""A reported diagnostic and a file's result: what every reporter prints and every test compares."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
+
+from skiplint import rules
 
 
 @dataclass(frozen=True, order=True)
@@ -15,3 +18,25 @@ class Diagnostic:
     code: str
     #: The whole message, starting with the code.
     message: str
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """What checking one file gave: its diagnostics, and why it could not be checked (if so)."""
+
+    path: str
+    diagnostics: tuple[Diagnostic, ...]
+    #: Why the file could not be checked (also reported as SKP900 or SKP902), or None.
+    error: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which codes are reported: flake8's --select/--ignore/--extend-select, by prefix."""
+
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+
+    def __call__(self, code: str) -> bool:
+        return rules.selected(code, self.select, self.ignore, self.extend_select)

@@ -4,62 +4,40 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
 import libcst as cst
 
-from skiplint import checks, interpret, noqa, parsing, pipes, rules, skippables, sources
-from skiplint.diagnostics import Diagnostic
+from skiplint import checks, interpret, noqa, parsing, pipes, prefilter, rules, skippables, sources
+from skiplint.diagnostics import Diagnostic, FileResult as FileResult, Selection as Selection
 from skiplint.parsing import ParseFailure as ParseFailure
 from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts
-from skiplint import imports
 from skiplint.project import INDEX, ProjectIndex
 
-
-
-@dataclass(frozen=True)
-class Selection:
-    """Which codes are reported: flake8's --select/--ignore/--extend-select, by prefix."""
-
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    extend_select: tuple[str, ...] = ()
-
-    def __call__(self, code: str) -> bool:
-        return rules.selected(code, self.select, self.ignore, self.extend_select)
-
+# The cheap front (reading, the prefilter, the verdict on a file that needs no analysis) is
+# skiplint.prefilter, which imports no libcst; this module is imported only for files that pass it.
 
 #: Every code, opt-in ones included (the flake8 plugin: flake8 itself selects).
 EVERYTHING = Selection(select=tuple(rules.RULES))
 
 
-@dataclass(frozen=True)
-class FileResult:
-    path: str
-    diagnostics: tuple[Diagnostic, ...]
-    #: Why the file could not be (fully) checked (reported as SKP900, or SKP902 for an analyzer bug), or None.
-    error: Optional[str] = None
-
-
 def mentions_api(text: str) -> bool:
     """The prefilter: a file that names no API module cannot use the API."""
-    return imports.mentions_api(text)
+    return prefilter.mentions_api(text)
+
+
+def _scan(project: Optional[ProjectIndex]) -> prefilter.ProjectScan:
+    return (project or INDEX).scan
 
 
 def wanted(text: str, path: str, project: Optional[ProjectIndex] = None) -> bool:
-    """The whole prefilter: the file names an API module, or it composes skippable classes that it
-    imports from modules of its own project (each read once, then cached)."""
-    if mentions_api(text):
-        return True
-    return "Sequential" in text and (project or INDEX).imports_project_skippables(
-        path, text.encode("utf-8", "replace"))
+    """The whole prefilter: the file names an API module, or it composes names that it imports
+    from modules of its own project which may be skippable classes (each read once, then cached)."""
+    return prefilter.wanted(text, path, _scan(project))
 
 
 def _wanted_bytes(data: bytes, path: str, project: Optional[ProjectIndex]) -> bool:
-    if imports.mentions_api(data):
-        return True
-    return b"Sequential" in data and (project or INDEX).imports_project_skippables(path, data)
+    return prefilter.wanted(data, path, _scan(project))
 
 
 def analyze(text: str, path: str, *, project: Optional[ProjectIndex] = None,
@@ -161,9 +139,7 @@ def _diagnostics(findings: Iterable[Finding], path: str, text: str, selection: S
 
 
 def _unchecked(path: str, reason: str, selection: Selection) -> FileResult:
-    message = rules.RULES["SKP900"].format(reason=reason)
-    diags = (Diagnostic(path, 1, 0, "SKP900", message),) if selection("SKP900") else ()
-    return FileResult(path, diags, reason)
+    return prefilter.unchecked(path, reason, selection)
 
 
 def check_text(text: str, path: str, selection: Selection = Selection(), *, apply_noqa: bool = True,
@@ -185,16 +161,10 @@ def check_text(text: str, path: str, selection: Selection = Selection(), *, appl
 def check_file(path: str, selection: Selection = Selection(), *, project: Optional[ProjectIndex] = None,
                max_unroll: Optional[int] = None) -> FileResult:
     """Read, decode and check one file; any failure becomes SKP900 with its reason."""
-    try:
-        data = sources.read_bytes(path)
-        if b"\0" not in data and not _wanted_bytes(data, path, project):
-            # Cheap path: no API module is named, so only decodability is left to confirm.
-            sources.decode(data)
-            return FileResult(path, ())
-        text = sources.decode(data)
-    except sources.SourceError as error:
-        return _unchecked(path, str(error), selection)
-    return check_text(text, path, selection, project=project, prefiltered=True, max_unroll=max_unroll)
+    verdict = prefilter.triage(path, selection, _scan(project))
+    if isinstance(verdict, FileResult):
+        return verdict
+    return check_text(verdict, path, selection, project=project, prefiltered=True, max_unroll=max_unroll)
 
 
 def check_paths(paths: Iterable[str], selection: Selection = Selection(), *,

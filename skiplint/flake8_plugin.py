@@ -1,11 +1,20 @@
-"""The flake8 plugin: the same engine and findings as the CLI, under codes SKP."""
+"""The flake8 plugin: the same engine and findings as the CLI, under codes SKP.
+
+Loading the plugin costs flake8 almost nothing: the engine (and libcst) is imported only when a
+file passes the prefilter. Analysis settings (api-aliases, max-unroll) come from the project's
+skiplint configuration nearest to the checked file, as the CLI reads it, with flake8's own
+`--skiplint-*` options overriding; which codes are reported (select, ignore, per-file-ignores,
+noqa) is flake8's business.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
-from skiplint import __version__, engine, imports, rules, sources
+from skiplint import __version__, config, prefilter, rules, sources
+from skiplint.diagnostics import Selection
 
 
 class SkiplintChecker:
@@ -18,13 +27,14 @@ class SkiplintChecker:
         self.lines = lines
         self.filename = filename
 
-    #: Settings from flake8's configuration (see parse_options); select/ignore/exclude and
-    #: per-file-ignores are flake8's own options.
-    api_aliases: tuple[tuple[str, str], ...] = ()
-    max_unroll: Any = None
+    #: Settings from flake8's own configuration and command line (see parse_options): they
+    #: override the project's skiplint configuration.
+    overrides: dict[str, Any] = {}
+    #: The project's configuration of each file, read once per directory in each process.
+    finder: Optional[config.Finder] = None
     #: What the plugin reports: every code, opt-in ones only when named in full in flake8's
     #: --select/--extend-select (so `flake8 --select SKP` reports what `skiplint` reports).
-    selection: engine.Selection = engine.Selection()
+    selection: Selection = Selection()
 
     @classmethod
     def add_options(cls, option_manager: Any) -> None:
@@ -33,15 +43,15 @@ class SkiplintChecker:
         option_manager.add_option(
             "--skiplint-api-aliases", default="", parse_from_config=True, metavar="ALIAS=API,...",
             help="a project's re-exports of the skip API, e.g. "
-                 "'mypkg.layers.skippable = torchgpipe.skip.skippable' (comma or newline separated)")
+                 "'mypkg.layers.skippable = torchgpipe.skip.skippable' (comma or newline separated); "
+                 "overrides api-aliases of the project's skiplint configuration")
         option_manager.add_option(
             "--skiplint-max-unroll", default=None, parse_from_config=True, metavar="N",
-            help="how many iterations of a constant-range loop the composition analysis unrolls")
+            help="how many iterations of a constant-range loop the composition analysis unrolls; "
+                 "overrides max-unroll of the project's skiplint configuration")
 
     @classmethod
     def parse_options(cls, options: Any) -> None:
-        from skiplint import config
-
         values = {}
         if getattr(options, "skiplint_api_aliases", ""):
             values["api-aliases"] = options.skiplint_api_aliases
@@ -50,24 +60,44 @@ class SkiplintChecker:
         settings, problems = config.config_from_values(values, "flake8 configuration", "flake8", ".")
         for problem in problems:
             print(str(problem).replace("[flake8] ", "[flake8] skiplint-"), file=sys.stderr)
-        cls.api_aliases = settings.api_aliases
-        cls.max_unroll = settings.max_unroll
+        cls.overrides = {}
+        if "api-aliases" in values:
+            cls.overrides["api_aliases"] = settings.api_aliases
+        if "max-unroll" in values:
+            cls.overrides["max_unroll"] = settings.max_unroll
+        cls.finder = None
         named = {code.strip() for option in ("select", "extend_select")
                  for code in (getattr(options, option, None) or ())}
-        cls.selection = engine.Selection(select=tuple(
+        cls.selection = Selection(select=tuple(
             code for code in rules.RULES if code not in rules.OPT_IN or code in named))
+
+    @classmethod
+    def settings_for(cls, filename: str) -> config.Config:
+        """The analysis settings of one file: its project's configuration, then flake8's options."""
+        if cls.finder is None:
+            cls.finder = config.Finder(overrides=cls.overrides)
+        if filename in ("stdin", "-"):
+            return cls.finder.for_directory(os.curdir)
+        return cls.finder.for_file(filename)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
         if len(text) > sources.MAX_BYTES:
             return  # the CLI reports SKP900 for it; flake8 has no such code to show, so: silence
-        with imports.using_aliases(self.api_aliases):
-            if not engine.wanted(text, self.filename):
-                return
+        settings = self.settings_for(self.filename)
+        with prefilter.using_aliases(settings.api_aliases):
             try:
+                if not prefilter.wanted(text, self.filename):
+                    return
+                from skiplint import engine
+
                 result = engine.check_text(text, self.filename, self.selection, apply_noqa=False,
-                                           max_unroll=self.max_unroll)
-            except Exception:  # a linter never breaks the user's flake8 run
+                                           prefiltered=True, max_unroll=settings.max_unroll)
+            except Exception as error:  # an analyzer bug: shown, never silent
+                if os.environ.get("SKIPLINT_DEBUG"):
+                    raise
+                message = rules.RULES["SKP902"].format(what="this file", error=f"{type(error).__name__}: {error}")
+                yield 1, 0, message, type(self)
                 return
         for diagnostic in result.diagnostics:
             if diagnostic.code == "SKP900":

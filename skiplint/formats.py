@@ -15,7 +15,7 @@ from typing import Callable, Optional, Sequence
 
 from skiplint import __version__, rules, sources
 from skiplint.diagnostics import Diagnostic
-from skiplint.engine import FileResult
+from skiplint.diagnostics import FileResult
 
 #: Version of the JSON report's layout (docs/json-schema.json); bumped on any incompatible change.
 JSON_SCHEMA_VERSION = 1

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import dataclass
 from typing import Any, Hashable, Iterable, Optional, Sequence
 
-from skiplint import engine, parsing, pipes, sources
+from skiplint import config, engine, parsing, pipes, prefilter, sources
 from skiplint.facts import Composition, Layer, ModelFacts, SkipRoute
 
+#: 1: no composition found, or a balance that leaves layers in no partition (the pipe would fail).
 EXIT_OK, EXIT_NOT_FOUND, EXIT_UNCHECKED = 0, 1, 2
+EXIT_BAD_BALANCE = 1
 _PIPE_KINDS = ("GPipe", "FairscalePipe", "TorchPipe", "inspect_skip_layout")
 
 
@@ -29,6 +32,8 @@ class Model:
     composition: Composition
     pipe: Optional[str] = None
     balance: Optional[tuple[int, ...]] = None
+    #: The line of the pipe call (for a pipe) or of the composition.
+    line: str = ""
 
 
 def label_namespaces(entries: Iterable[tuple[Hashable, str, Optional[int]]]) -> dict[Hashable, Optional[str]]:
@@ -68,16 +73,17 @@ def models(facts: ModelFacts, wanted: Optional[str] = None) -> list[Model]:
     covered: set[int] = set()
     for pipe in facts.pipes:
         if pipe.kind in _PIPE_KINDS and pipe.composition is not None:
-            out.append(Model(pipe.name, pipe.composition, pipe.kind, pipe.balance))
+            line = str(pipe.site.position[0]) if pipe.site is not None else _line(pipe.composition)
+            out.append(Model(pipe.name, pipe.composition, pipe.kind, pipe.balance, line))
             covered.add(id(pipe.composition))
     for composition in facts.compositions:
         if id(composition) in covered:
             continue
         if wanted is None and not _has_skips(composition):
             continue
-        out.append(Model(composition.name, composition))
+        out.append(Model(composition.name, composition, line=_line(composition)))
     if wanted is not None:
-        out = [m for m in out if wanted in (m.name, m.composition.name, _line(m.composition))]
+        out = [m for m in out if wanted in (m.name, m.composition.name, m.line, _line(m.composition))]
     return out
 
 
@@ -90,10 +96,14 @@ def _line(composition: Composition) -> str:
     return str(composition.site.position[0]) if composition.site is not None else ""
 
 
-def load(path: str) -> ModelFacts:
-    """The composition facts of one file (read whatever the prefilter would say)."""
+def load(path: str, settings: Optional[config.Config] = None) -> ModelFacts:
+    """The composition facts of one file (read whatever the prefilter would say), analysed with
+    the project's configuration for it (api-aliases, max-unroll) as the lint reads it."""
+    if settings is None:
+        settings = config.Finder().for_file(path)
     text = sources.decode(sources.read_bytes(path))
-    both = engine.analyze_models(text, path, prefiltered=True)
+    with prefilter.using_aliases(settings.api_aliases):
+        both = engine.analyze_models(text, path, prefiltered=True, max_unroll=settings.max_unroll)
     assert both is not None
     return both[1]
 
@@ -152,6 +162,7 @@ def render_json(path: str, model: Model, balance: Optional[Sequence[int]]) -> di
         "namespaces": {label: names.get(ns, "") if isinstance(ns, int) else "" for ns, label in labels.items()
                        if label is not None},
         "unresolved": problem,
+        "balance_problem": balance_problem(balance, len(composition.layers)),
     }
 
 
@@ -174,20 +185,22 @@ def _lanes(found: list[SkipRoute]) -> list[int]:
 
 def render_text(path: str, model: Model, balance: Optional[Sequence[int]]) -> str:
     composition = model.composition
-    header = f"{model.name}  ({path}:{_line(composition)})"
+    header = f"{model.name}  ({path}:{model.line or _line(composition)})"
     if model.pipe:
         header += f"  {model.pipe}"
     if balance is not None:
         header += f"  balance={list(balance)}"
     lines = [header]
-    if balance is not None and sum(balance) != len(composition.layers):
-        lines.append(f"  balance sums to {sum(balance)} but the composition has {len(composition.layers)} layers")
+    mismatch = balance_problem(balance, len(composition.layers))
+    if mismatch is not None:
+        lines.append(f"  {mismatch}")
     problem = unresolved(composition)
     if problem is not None:
         lines.append(f"  skips cannot be resolved: {problem}")
-    found = sorted(pipes.routes(composition, balance) if problem is None else [],
+    every = sorted(pipes.routes(composition, balance) if problem is None else [],
                    key=lambda r: (r.stash_layer if r.stash_layer is not None else -1, r.pop_layer or 0))
-    found = [r for r in found if r.stash_layer is not None]
+    found = [r for r in every if r.stash_layer is not None]
+    orphans = [r for r in every if r.stash_layer is None]
     labels = label_namespaces((r.ns, r.name, r.stash_layer) for r in found)
     lanes = _lanes(found)
     width = max(lanes, default=-1) + 1
@@ -196,6 +209,9 @@ def render_text(path: str, model: Model, balance: Optional[Sequence[int]]) -> st
         return layer.label if layer.key == str(layer.index) else f"{layer.key!r} {layer.label}"
 
     label_width = max((len(shown(layer)) for layer in composition.layers), default=5)
+    if balance is not None:  # wide enough for the partition titles; their lanes line up with the rows'
+        label_width = max([label_width, *(len(f"  ──── {_partition_name(p)} ") - 8 for p in set(part))])
+    title_width = label_width + 10
     previous: Optional[int] = -1
 
     def skip_name(route: SkipRoute) -> str:
@@ -208,8 +224,8 @@ def render_text(path: str, model: Model, balance: Optional[Sequence[int]]) -> st
             cells = ["│" if any(r.stash_layer is not None and r.stash_layer < layer.index <= (r.pop_layer or 0)
                                 and lanes[k] == lane for k, r in enumerate(found)) else "─"
                      for lane in range(width)]
-            title = f"  ──── partition {p} "
-            lines.append(title + "─" * max(label_width + 9 - len(title), 2) + "  " + "".join(cells))
+            title = f"  ──── {_partition_name(p)} "
+            lines.append(title + "─" * (title_width - len(title)) + "  " + "".join(cells))
             previous = p
         cells = [" "] * width
         notes = []
@@ -222,7 +238,8 @@ def render_text(path: str, model: Model, balance: Optional[Sequence[int]]) -> st
                 cells[lane] = "┴"
                 crossing = ""
                 if route.stash_partition is not None and route.stash_partition != route.pop_partition:
-                    crossing = f"  [crosses partition {route.stash_partition} → {route.pop_partition}]"
+                    target = route.pop_partition if route.pop_partition is not None else "no partition"
+                    crossing = f"  [crosses partition {route.stash_partition} → {target}]"
                 notes.append(f"pop {skip_name(route)} ← layer {route.stash_layer}{crossing}")
             elif route.stash_layer is not None and route.stash_layer < layer.index < (route.pop_layer or 0):
                 cells[lane] = "│"
@@ -237,7 +254,25 @@ def render_text(path: str, model: Model, balance: Optional[Sequence[int]]) -> st
         lines.append(f"  ...  {composition.unknown}")
     for key, index in pipes.unpopped(composition) if problem is None else []:
         lines.append(f"  note: layer {index} stashes {key[1]!r} but no later layer pops it")
+    for route in orphans:
+        lines.append(f"  note: layer {route.pop_layer} pops {route.name!r} but no earlier layer stashes it")
     return "\n".join(lines)
+
+
+def _partition_name(partition: Optional[int]) -> str:
+    return f"partition {partition}" if partition is not None else "in no partition"
+
+
+def balance_problem(balance: Optional[Sequence[int]], count: int) -> Optional[str]:
+    """Why a balance cannot partition `count` layers (the pipe would refuse it), or None."""
+    if balance is None or sum(balance) == count:
+        return None
+    total = sum(balance)
+    if total < count:
+        which = f"layer {total} is" if total == count - 1 else f"layers {total}-{count - 1} are"
+        return (f"balance sums to {total} but the composition has {count} layers: {which} in no "
+                f"partition, and the pipe would fail")
+    return f"balance sums to {total} but the composition has {count} layers: the pipe would fail"
 
 
 def _dot_id(index: int) -> str:
@@ -305,13 +340,21 @@ def render_mermaid(path: str, model: Model, balance: Optional[Sequence[int]]) ->
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="skiplint layout",
-        description="Draw each composition's layers, partitions and skip arcs (no code is run).")
-    p.add_argument("target", metavar="PATH[:NAME]",
-                   help="a Python file; NAME picks one composition or pipe (a variable, class or "
-                        "function name, or the line of its call)")
+        description="Draw each composition's layers, partitions and skip arcs (no code is run). "
+                    "The project's configuration (api-aliases, max-unroll) applies as in the lint.",
+        epilog="Exit status: 0 drawn, 1 no composition found or a balance that does not cover the "
+               "layers exactly (the pipe would fail), 2 a file could not be read or a model's "
+               "skips cannot be resolved.")
+    p.add_argument("targets", nargs="+", metavar="PATH[:NAME]",
+                   help="Python files or directories (every composition with skippable layers of "
+                        "every file); NAME picks one composition or pipe of a file (a variable, "
+                        "class or function name, or the line of its call)")
     p.add_argument("--balance", default=None, metavar="N,N,...",
-                   help="layers per partition (default: the balance given to the pipe, if literal)")
-    p.add_argument("--format", choices=("text", "json", "dot", "mermaid"), default="text")
+                   help="layers per partition, positive integers (default: the balance given to "
+                        "the pipe, if literal)")
+    p.add_argument("--format", choices=("text", "json", "dot", "mermaid"), default="text",
+                   help="text: the picture (default); json: layers, partitions and the route "
+                        "table; dot: Graphviz; mermaid: a Mermaid flowchart")
     return p
 
 
@@ -322,44 +365,78 @@ def _split_target(target: str) -> tuple[str, Optional[str]]:
     return target, None
 
 
+def parse_balance(text: str) -> tuple[int, ...]:
+    """`N,N,...` as layers per partition; ValueError with the one-line reason otherwise."""
+    words = [w for w in text.replace(" ", "").split(",") if w]
+    if not words or not all(w.isdigit() and w.isascii() for w in words) or any(int(w) < 1 for w in words):
+        raise ValueError(f"--balance wants positive integers separated by commas, not {text!r}")
+    return tuple(int(w) for w in words)
+
+
+def _files(targets: Sequence[str]) -> list[tuple[str, Optional[str], bool]]:
+    """(file, NAME or None, named on the command line) for every target; directories expanded
+    to their Python files that may use the API (as the lint discovers them)."""
+    finder = config.Finder()
+    out: list[tuple[str, Optional[str], bool]] = []
+    for target in targets:
+        path, name = _split_target(target)
+        if name is None and os.path.isdir(path):
+            for found, settings in finder.discover([path]):
+                with prefilter.using_aliases(settings.api_aliases):
+                    try:
+                        if prefilter.wanted(sources.read_bytes(found), found):
+                            out.append((found, None, False))
+                    except sources.SourceError:
+                        out.append((found, None, False))
+        else:
+            out.append((path, name, True))
+    return out
+
+
 def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(list(argv))
-    path, name = _split_target(args.target)
     balance: Optional[tuple[int, ...]] = None
-    if args.balance:
+    if args.balance is not None:
         try:
-            balance = tuple(int(n) for n in args.balance.replace(" ", "").split(",") if n)
-        except ValueError:
-            print(f"skiplint layout: --balance wants integers separated by commas, not {args.balance!r}",
-                  file=sys.stderr)
+            balance = parse_balance(args.balance)
+        except ValueError as error:
+            print(f"skiplint layout: {error}", file=sys.stderr)
             return EXIT_UNCHECKED
-    try:
-        facts = load(path)
-    except (sources.SourceError, parsing.ParseFailure) as error:
-        print(f"{path}: cannot read: {error}", file=sys.stderr)
-        return EXIT_UNCHECKED
-    found = models(facts, name)
-    if not found:
-        what = f"no composition named {name!r}" if name else "no composition with skippable layers"
-        print(f"{path}: {what}", file=sys.stderr)
-        return EXIT_NOT_FOUND
     chunks: list[Any] = []
     status = EXIT_OK
-    for model in found:
-        use = balance if balance is not None else model.balance
-        if unresolved(model.composition) is not None:
+    for path, name, named in _files(args.targets):
+        try:
+            facts = load(path)
+        except (sources.SourceError, parsing.ParseFailure) as error:
+            print(f"{path}: cannot read: {error}", file=sys.stderr)
             status = EXIT_UNCHECKED
-        if args.format == "json":
-            chunks.append(render_json(path, model, use))
-        elif args.format == "dot":
-            chunks.append(render_dot(path, model, use))
-        elif args.format == "mermaid":
-            chunks.append(render_mermaid(path, model, use))
-        else:
-            chunks.append(render_text(path, model, use))
+            continue
+        found = models(facts, name)
+        if not found:
+            if named:
+                what = f"no composition named {name!r}" if name else "no composition with skippable layers"
+                print(f"{path}: {what}", file=sys.stderr)
+                status = max(status, EXIT_NOT_FOUND)
+            continue
+        for model in found:
+            use = balance if balance is not None else model.balance
+            if unresolved(model.composition) is not None:
+                status = EXIT_UNCHECKED
+            elif balance_problem(use, len(model.composition.layers)) is not None:
+                status = max(status, EXIT_BAD_BALANCE)
+            if args.format == "json":
+                chunks.append(render_json(path, model, use))
+            elif args.format == "dot":
+                chunks.append(render_dot(path, model, use))
+            elif args.format == "mermaid":
+                chunks.append(render_mermaid(path, model, use))
+            else:
+                chunks.append(render_text(path, model, use))
+    if not chunks and status == EXIT_OK:
+        print("skiplint layout: no composition with skippable layers", file=sys.stderr)
+        return EXIT_NOT_FOUND
     if args.format == "json":
         print(json.dumps(chunks, indent=2))
-    else:
+    elif chunks:
         print("\n\n".join(chunks))
     return status
-

@@ -1,14 +1,25 @@
-"""Checking many files, on one core or several (`-j`), with the same results in the same order."""
+"""Checking many files, on one core or several (`-j`), with the same results in the same order.
+
+A file that names no API module gets its verdict from the prefilter alone: the engine (and with
+it libcst) is imported only for a file that needs it. A worker process that dies (the kernel's
+OOM killer, a crashing C extension) costs the run nothing but the file it was on: the other
+files' results are kept, the files it may have been checking are retried each in a fresh process
+of its own, and one that kills that process too is reported as not checked (SKP900).
+"""
 
 from __future__ import annotations
 
 import inspect
+import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
+import signal
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Optional, Sequence
 
-from skiplint import engine, imports
+from skiplint import prefilter, rules
 from skiplint.config import Config
+from skiplint.diagnostics import Diagnostic, FileResult, Selection
 
 #: A unit of work: one file and the configuration it is checked with (sent to workers as is).
 Task = tuple[str, Config]
@@ -29,43 +40,160 @@ def _engine_options(func: Callable[..., Any], config: Config) -> dict[str, Any]:
     return {}
 
 
-def _without_ignored(result: engine.FileResult, path: str, config: Config) -> engine.FileResult:
+def _without_ignored(result: FileResult, path: str, config: Config) -> FileResult:
     ignored = config.ignored_in(path)
     if ignored and result.diagnostics:
         kept = tuple(d for d in result.diagnostics if not d.code.startswith(ignored))
-        result = engine.FileResult(result.path, kept, result.error)
+        result = FileResult(result.path, kept, result.error)
     return result
 
 
-def _selection(config: Config) -> engine.Selection:
-    return engine.Selection(config.select, config.ignore, config.extend_select)
+def _selection(config: Config) -> Selection:
+    return Selection(config.select, config.ignore, config.extend_select)
 
 
-def check_one(task: Task) -> engine.FileResult:
+def internal_error(path: str, what: str, error: BaseException, selection: Selection) -> FileResult:
+    """SKP902 for an analyzer bug: the file counts as not checked (exit 2), the error is shown."""
+    message = rules.RULES["SKP902"].format(what=what, error=f"{type(error).__name__}: {error}")
+    diags = (Diagnostic(path, 1, 0, "SKP902", message),) if selection("SKP902") else ()
+    return FileResult(path, diags, message[len("SKP902 "):])
+
+
+def check_one(task: Task) -> FileResult:
     """Check one file with its configuration: selection, api-aliases, then per-file-ignores."""
     path, config = task
-    with imports.using_aliases(config.api_aliases):
-        result = engine.check_file(path, _selection(config), **_engine_options(engine.check_file, config))
+    selection = _selection(config)
+    with prefilter.using_aliases(config.api_aliases):
+        try:
+            verdict = prefilter.triage(path, selection)
+            if isinstance(verdict, FileResult):
+                return _without_ignored(verdict, path, config)
+            from skiplint import engine
+
+            result = engine.check_text(verdict, path, selection, prefiltered=True,
+                                       **_engine_options(engine.check_text, config))
+        except Exception as error:  # an analyzer bug: reported as SKP902, never silent
+            if os.environ.get("SKIPLINT_DEBUG"):
+                raise
+            result = internal_error(path, "this file", error, selection)
     return _without_ignored(result, path, config)
 
 
-def check_source(text: str, path: str, config: Config) -> engine.FileResult:
+def check_source(text: str, path: str, config: Config) -> FileResult:
     """As check_one, for source text already in hand (`skiplint fix` re-linting its output)."""
-    with imports.using_aliases(config.api_aliases):
+    from skiplint import engine
+
+    with prefilter.using_aliases(config.api_aliases):
         result = engine.check_text(text, path, _selection(config), **_engine_options(engine.check_text, config))
     return _without_ignored(result, path, config)
 
 
-def check_all(tasks: Sequence[Task], jobs: Optional[int] = None) -> list[engine.FileResult]:
+# -- workers ---------------------------------------------------------------------------------------
+
+#: In a worker: one shared byte per task, set when the worker starts it (see _pool_round).
+_STARTED: Optional[Any] = None
+
+
+def _worker_init(started: Any) -> None:
+    global _STARTED
+    _STARTED = started
+
+
+def _check_chunk(chunk: list[tuple[int, Task]]) -> list[tuple[int, FileResult]]:
+    out = []
+    for index, task in chunk:
+        if _STARTED is not None:
+            _STARTED[index] = 1
+        out.append((index, check_one(task)))
+    return out
+
+
+def _pool_round(tasks: Sequence[Task], todo: list[int], jobs: int,
+                results: list[Optional[FileResult]]) -> tuple[list[int], list[int]]:
+    """Run `todo` in one pool, filling `results`. When a worker dies, the pool is lost: returns
+    the tasks it had not started and those it had started but not finished; else ([], [])."""
+    context = multiprocessing.get_context()
+    started = context.Array("b", len(tasks), lock=False)
+    chunksize = max(1, min(32, len(todo) // (jobs * 4)))
+    chunks = [[(i, tasks[i]) for i in todo[k:k + chunksize]] for k in range(0, len(todo), chunksize)]
+    broken = False
+    with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=context,
+                             initializer=_worker_init, initargs=(started,)) as pool:
+        futures: list[Future[list[tuple[int, FileResult]]]] = [pool.submit(_check_chunk, c) for c in chunks]
+        for future in futures:
+            try:
+                for index, result in future.result():
+                    results[index] = result
+            except BrokenProcessPool:
+                broken = True
+    left = [i for i in todo if results[i] is None]
+    if not broken or not left:
+        return [], []
+    begun = [i for i in left if started[i]]
+    if not begun:  # the pool died before starting anything: no shared run can make progress
+        return [], left
+    return [i for i in left if not started[i]], begun
+
+
+def _isolated(batch: Sequence[tuple[int, Task]]) -> list[tuple[int, Optional[FileResult], Optional[int]]]:
+    """Check each task in a fresh process of its own, all at once: (index, result or None when
+    the process died, its exit code)."""
+    context = multiprocessing.get_context()
+    running = []
+    for index, task in batch:
+        receive, send = context.Pipe(duplex=False)
+        process = context.Process(target=_isolated_child, args=(task, send), daemon=True)
+        process.start()
+        send.close()
+        running.append((index, process, receive))
+    out: list[tuple[int, Optional[FileResult], Optional[int]]] = []
+    for index, process, receive in running:
+        result: Optional[FileResult]
+        try:
+            result = receive.recv()
+        except EOFError:
+            result = None
+        process.join()
+        receive.close()
+        out.append((index, result, process.exitcode))
+    return out
+
+
+def _isolated_child(task: Task, send: Any) -> None:
+    send.send(check_one(task))
+    send.close()
+
+
+def _died(path: str, exitcode: Optional[int], selection: Selection) -> FileResult:
+    if exitcode is not None and exitcode < 0:
+        try:
+            how = f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            how = f"killed by signal {-exitcode}"
+    else:
+        how = f"exit status {exitcode}"
+    return prefilter.unchecked(path, f"the process checking it died, also when retried alone ({how})",
+                               selection)
+
+
+def check_all(tasks: Sequence[Task], jobs: Optional[int] = None) -> list[FileResult]:
     """Results for every task, in the tasks' order, whatever the number of jobs."""
     jobs = default_jobs() if jobs is None or jobs <= 0 else jobs
     jobs = min(jobs, len(tasks))
     if jobs <= 1:
         return [check_one(task) for task in tasks]
-    chunksize = max(1, min(32, len(tasks) // (jobs * 4)))
+    results: list[Optional[FileResult]] = [None] * len(tasks)
+    todo = list(range(len(tasks)))
+    suspects: list[int] = []
     try:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            return list(pool.map(check_one, tasks, chunksize=chunksize))
+        while todo:
+            todo, begun = _pool_round(tasks, todo, jobs, results)
+            suspects.extend(begun)
     except (OSError, ImportError, NotImplementedError):
         # No process support here (e.g. a sandbox without semaphores): the same work, serially.
         return [check_one(task) for task in tasks]
+    for start in range(0, len(suspects), jobs):
+        for index, result, exitcode in _isolated([(i, tasks[i]) for i in suspects[start:start + jobs]]):
+            path, config = tasks[index]
+            results[index] = result if result is not None else _died(path, exitcode, _selection(config))
+    return [result for result in results if result is not None]

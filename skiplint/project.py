@@ -1,30 +1,26 @@
 """The project index: what the other modules of a project say about their classes.
 
 A layer class imported from another module of the same project (`from .blocks import Down`,
-`from pkg.blocks import Down`, re-exported through a package's `__init__`) is resolved by reading
-that module once: its summary (which classes are @skippable with which names, which are Sequential
-subclasses) is cached by path, size and mtime, so a process reads each module at most once while
-it is unchanged. The CLI and the flake8 plugin share the process-wide index.
+`from pkg.blocks import Down`, re-exported through a package's `__init__` under any alias) is
+resolved by parsing that module once: its summary (which classes are @skippable with which names,
+which are Sequential subclasses, what its imports bind) is read with the same import table as the
+analysis, and cached by path, size, mtime and the api-aliases in force (an alias decides what is
+skippable). Locating modules and the cheap walk that decides whether a file needs the analysis at
+all are the prefilter's (skiplint.prefilter); the CLI and the flake8 plugin share one index.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Union
 
 import libcst as cst
 
-from skiplint import imports, parsing, skippables, sources
+from skiplint import parsing, prefilter, skippables, sources
 from skiplint.facts import SkippableClass
-from skiplint.imports import OTHER, Scope, import_bindings, mentions_api
-
-#: Depth of re-exports followed (`__init__` importing from a submodule importing from another).
-MAX_REEXPORT = 6
-
-_FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+(\.+[\w.]*|[\w.]+)[ \t]+import[ \t]+\(?([^\n#]*)", re.M)
-_IMPORT = re.compile(rb"^[ \t]*import[ \t]+([\w.]+(?:[ \t]*,[ \t]*[\w.]+)*)", re.M)
+from skiplint.imports import OTHER, Scope, dotted_name
+from skiplint.prefilter import MAX_REEXPORT as MAX_REEXPORT, mentions_api
 
 
 @dataclass(frozen=True)
@@ -43,6 +39,8 @@ class ModuleSummary:
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     #: Local name -> qualified name, for the names a module imports (re-exports).
     imports: dict[str, str] = field(default_factory=dict)
+    #: Modules it imports every public name of (`from .parts import *`), as written.
+    stars: tuple[str, ...] = ()
 
     @property
     def has_skippables(self) -> bool:
@@ -81,7 +79,14 @@ def summarize(path: str, data: bytes) -> ModuleSummary:
         quals = [b for b in bindings if b is not OTHER]
         if len(bindings) == 1 and len(quals) == 1 and isinstance(quals[0], str) and local not in classes:
             imports[local] = quals[0]
-    return ModuleSummary(path, classes, imports)
+    stars = tuple(_star_module(stmt) for stmt, _ in index.imports
+                  if isinstance(stmt, cst.ImportFrom) and isinstance(stmt.names, cst.ImportStar))
+    return ModuleSummary(path, classes, imports, tuple(star for star in stars if star))
+
+
+def _star_module(stmt: cst.ImportFrom) -> str:
+    module = dotted_name(stmt.module) if stmt.module is not None else None
+    return "." * len(stmt.relative) + (module or "")
 
 
 def _base_kind(node: cst.ClassDef, scope: Scope, known: dict[str, ClassSummary]) -> str:
@@ -109,17 +114,18 @@ def _base_kind(node: cst.ClassDef, scope: Scope, known: dict[str, ClassSummary])
 
 
 class ProjectIndex:
-    """Module summaries by path, cached by (size, mtime); modules located from an importer's path."""
+    """Module summaries by path and api-aliases, valid while the module's size and mtime hold."""
 
-    def __init__(self) -> None:
-        self._summaries: dict[str, tuple[tuple[int, int], ModuleSummary]] = {}
-        self._files: dict[tuple[str, str], Optional[str]] = {}
-        #: Per file: whether it defines or re-exports skippable classes; per (file, name): whether
-        #: that name is one. Per-process memos, valid while the file's size and mtime hold.
-        self._exports: dict[str, tuple[tuple[int, int], bool]] = {}
-        self._names: dict[tuple[str, str], tuple[tuple[int, int], bool]] = {}
-        self._scans: dict[str, tuple[tuple[int, int], bool, list[tuple[str, tuple[str, ...]]]]] = {}
-        self.reads = 0
+    def __init__(self, scan: Optional[prefilter.ProjectScan] = None) -> None:
+        #: The prefilter's walk and module locations (the process-wide one for the process-wide index).
+        self.scan = scan if scan is not None else prefilter.ProjectScan()
+        self._summaries: dict[tuple[str, prefilter.AliasKey], tuple[tuple[int, int], ModuleSummary]] = {}
+        self._reads = 0
+
+    @property
+    def reads(self) -> int:
+        """How many module files this index (summaries and walk) has read."""
+        return self._reads + self.scan.reads
 
     # -- summaries ---------------------------------------------------------------------------
     def summary(self, path: str) -> Optional[ModuleSummary]:
@@ -128,210 +134,69 @@ class ProjectIndex:
         except OSError:
             return None
         key = (stat.st_size, stat.st_mtime_ns)
-        cached = self._summaries.get(path)
+        cache_key = (path, prefilter.alias_key())
+        cached = self._summaries.get(cache_key)
         if cached is not None and cached[0] == key:
             return cached[1]
         try:
             data = sources.read_bytes(path)
         except sources.SourceError:
             return None
-        self.reads += 1
+        self._reads += 1
         summary = summarize(path, data)
-        self._summaries[path] = (key, summary)
+        self._summaries[cache_key] = (key, summary)
         return summary
 
-    # -- locating modules --------------------------------------------------------------------
     def module_file(self, importer: str, module: str) -> Optional[str]:
         """The file of `module` (absolute dotted, or relative with leading dots) as `importer` sees it."""
-        directory = os.path.dirname(os.path.abspath(importer))
-        cache_key = (directory, module)
-        if cache_key in self._files:
-            return self._files[cache_key]
-        found = self._locate(directory, module)
-        self._files[cache_key] = found
-        return found
+        return self.scan.module_file(importer, module)
 
-    def _locate(self, directory: str, module: str) -> Optional[str]:
-        if module.startswith("."):
-            dots = len(module) - len(module.lstrip("."))
-            base = directory
-            for _ in range(dots - 1):
-                base = os.path.dirname(base)
-            rest = module[dots:]
-            return _file_in(base, rest.split(".") if rest else [])
-        parts = module.split(".")
-        for root in _roots(directory):
-            found = _file_in(root, parts)
+    # -- classes -----------------------------------------------------------------------------
+    def resolve_class(self, importer: str, qualified: str, depth: int = 0) -> Optional[ClassSummary]:
+        """The project class that a qualified name seen from `importer` refers to, if any: the
+        longest prefix that is a module of the project, then the rest of the name through that
+        module's classes, imports (any alias, any depth of re-export) and star imports."""
+        if depth > MAX_REEXPORT:
+            return None
+        stripped = qualified.lstrip(".")
+        dots = qualified[:len(qualified) - len(stripped)]
+        parts = stripped.split(".") if stripped else []
+        for cut in range(len(parts) - 1, -1, -1):
+            module = dots + ".".join(parts[:cut])
+            if not module:
+                continue
+            path = self.module_file(importer, module)
+            if path is not None:
+                return self._attribute(path, parts[cut:], depth)
+        return None
+
+    def _attribute(self, path: str, rest: list[str], depth: int) -> Optional[ClassSummary]:
+        """The class that `rest` (a dotted attribute path) names in the module at `path`."""
+        summary = self.summary(path)
+        if summary is None or not rest:
+            return None
+        name, tail = rest[0], rest[1:]
+        if not tail and name in summary.classes:
+            return summary.classes[name]
+        target = summary.imports.get(name)
+        if target is not None:
+            return self.resolve_class(path, ".".join([target, *tail]) if not target.endswith(".")
+                                      else target + ".".join(tail), depth + 1)
+        for star in summary.stars:
+            sep = "" if star.endswith(".") else "."
+            found = self.resolve_class(path, star + sep + ".".join(rest), depth + 1)
             if found is not None:
                 return found
         return None
 
-    # -- classes -----------------------------------------------------------------------------
-    def resolve_class(self, importer: str, qualified: str, depth: int = 0) -> Optional[ClassSummary]:
-        """The project class that a qualified name seen from `importer` refers to, if any."""
-        if depth > MAX_REEXPORT:
-            return None
-        stripped = qualified.lstrip(".")
-        dots = len(qualified) - len(stripped)
-        head, _, name = stripped.rpartition(".")
-        module = "." * dots + head
-        if not module or not name:
-            return None
-        path = self.module_file(importer, module)
-        if path is None:
-            return None
-        summary = self.summary(path)
-        if summary is None:
-            return None
-        cls = summary.classes.get(name)
-        if cls is not None:
-            return cls
-        target = summary.imports.get(name)
-        if target is not None:
-            return self.resolve_class(path, target, depth + 1)
-        return None
-
-    def module_has_skippables(self, importer: str, module: str, names: tuple[str, ...] = ()) -> bool:
-        """Whether `from module import names` (or `import module`) can bring a skippable class
-        into the importer: a name that is, or is re-exported as, a skippable class, a submodule
-        named in `names` that defines one, or, for `import module`, the module itself."""
-        path = self.module_file(importer, module)
-        if not names:
-            return path is not None and self._defines_skippables(path)
-        sep = "" if module.endswith(".") else "."
-        for name in names:
-            if path is not None and (self._defines_skippables(path) if name == "*"
-                                     else self._name_is_skippable(path, name, 0)):
-                return True
-            sub = self.module_file(importer, module + sep + name) if name != "*" else None
-            if sub is not None and self._defines_skippables(sub):
-                return True
-        return False
-
-    def _scan(self, path: str) -> Optional[tuple[tuple[int, int], bool, list[tuple[str, tuple[str, ...]]]]]:
-        """(stat key, may it define a skippable class, its import lines) for one module, read
-        once per process while unchanged. Only a module that names the API and says "skippable"
-        (or, with api-aliases, names an alias) can define a skippable class."""
-        try:
-            stat = os.stat(path)
-        except OSError:
-            return None
-        key = (stat.st_size, stat.st_mtime_ns)
-        cached = self._scans.get(path)
-        if cached is not None and cached[0] == key:
-            return cached
-        try:
-            data = sources.read_bytes(path)
-        except sources.SourceError:
-            return None
-        self.reads += 1
-        may_define = mentions_api(data) and (b"skippable" in data or imports.active_aliases())
-        scanned = (key, may_define, textual_imports(data))
-        self._scans[path] = scanned
-        return scanned
-
-    def _name_is_skippable(self, path: str, name: str, depth: int) -> bool:
-        """Whether `name` in the module at `path` is a skippable class, following the chain of
-        `from X import name` re-exports (textually, without parsing, through modules that cannot
-        define one themselves). Memoized per (path, name) while the file is unchanged."""
-        scanned = self._scan(path)
-        if scanned is None or depth > MAX_REEXPORT:
-            return False
-        key, may_define, lines = scanned
-        memo = self._names.get((path, name))
-        if memo is not None and memo[0] == key:
-            return memo[1]
-        self._names[(path, name)] = (key, False)  # a re-export cycle reads as "no"
-        result = False
-        if may_define:
-            summary = self.summary(path)
-            found = summary.classes.get(name) if summary is not None else None
-            if found is None and summary is not None and name in summary.imports:
-                found = self.resolve_class(path, summary.imports[name], depth + 1)
-            result = found is not None and found.kind == "skippable"
-        else:
-            for module, names in lines:
-                if name in names or "*" in names:
-                    target = self.module_file(path, module)
-                    if target is not None and self._name_is_skippable(target, name, depth + 1):
-                        result = True
-                        break
-        self._names[(path, name)] = (key, result)
-        return result
-
-    def _defines_skippables(self, path: str) -> bool:
-        """Whether a module defines a skippable class or re-exports one by name (one level of
-        `from X import a, b`: a package's `__init__`)."""
-        scanned = self._scan(path)
-        if scanned is None:
-            return False
-        key, may_define, lines = scanned
-        memo = self._exports.get(path)
-        if memo is not None and memo[0] == key:
-            return memo[1]
-        self._exports[path] = (key, False)
-        summary = self.summary(path) if may_define else None
-        result = summary is not None and summary.has_skippables
-        if not result:
-            for module, names in lines:
-                target = self.module_file(path, module) if names else None
-                if target is not None and any(self._name_is_skippable(target, name, 1)
-                                              for name in names if name != "*"):
-                    result = True
-                    break
-        self._exports[path] = (key, result)
-        return result
-
-    def imports_project_skippables(self, path: str, data: bytes) -> bool:
-        """The prefilter's second half: does this file import skippable classes from its project?
-
-        Textual (no parse): the `from X import ...` and `import X` lines name the modules, which
-        are located next to the file; only those modules are read (once, then cached).
-        """
-        return any(self.module_has_skippables(path, module, names)
-                   for module, names in textual_imports(data))
+    def imports_project_skippables(self, path: str, data: Union[bytes, str]) -> bool:
+        """The prefilter's second half (see prefilter.ProjectScan): no module is parsed."""
+        return self.scan.imports_project_skippables(path, data)
 
 
-def textual_imports(data: bytes) -> list[tuple[str, tuple[str, ...]]]:
-    """(module, imported names) for each import line of a module's bytes, without parsing it."""
-    found: list[tuple[str, tuple[str, ...]]] = []
-    for match in _FROM_IMPORT.finditer(data):
-        module = match.group(1).decode("ascii", "replace")
-        names = tuple(n.strip().split(" ")[0] for n in match.group(2).decode("ascii", "replace")
-                      .replace(")", "").split(",") if n.strip())
-        found.append((module, names))
-    for match in _IMPORT.finditer(data):
-        found.extend((module.strip(), ()) for module in match.group(1).decode("ascii", "replace").split(","))
-    return found
-
-
-def _file_in(base: str, parts: list[str]) -> Optional[str]:
-    target = os.path.join(base, *parts) if parts else base
-    candidate = target + ".py"
-    if parts and os.path.isfile(candidate):
-        return candidate
-    init = os.path.join(target, "__init__.py")
-    if os.path.isfile(init):
-        return init
-    return None
-
-
-def _roots(directory: str) -> list[str]:
-    """Where absolute imports of a file's project start: its own directory and its package root."""
-    roots = [directory]
-    top = directory
-    while os.path.isfile(os.path.join(top, "__init__.py")):
-        parent = os.path.dirname(top)
-        if parent == top:
-            break
-        top = parent
-    if top != directory:
-        roots.append(top)
-    return roots
-
-
-#: The process-wide index: the CLI's run and each flake8 worker process share one.
-INDEX = ProjectIndex()
+#: The process-wide index: the CLI's run and each flake8 worker process share one, and its walk
+#: is the prefilter's.
+INDEX = ProjectIndex(prefilter.SCAN)
 
 
 def class_resolver(index: ProjectIndex, path: str) -> "Resolver":

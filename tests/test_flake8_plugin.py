@@ -154,12 +154,13 @@ def test_plugin_survives_deep_nesting(name: str) -> None:
     assert done.returncode == 0 and "survived" in done.stdout
 
 
-def test_plugin_swallows_internal_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plugin_shows_internal_errors_as_skp902(monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("internal")
 
     monkeypatch.setattr(engine, "check_text", broken)
-    assert plugin_results(SOURCE) == []
+    assert plugin_results(SOURCE) == [
+        (1, 0, "SKP902 internal error while analysing this file: RuntimeError: internal; please report")]
 
 
 # -- flake8 itself --------------------------------------------------------------------------------

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from skiplint import cli, layout
 
 REPO = Path(__file__).resolve().parent.parent
@@ -64,3 +66,115 @@ def test_missing_name(capsys) -> None:
 def test_label_namespaces_is_order_based() -> None:
     labels = layout.label_namespaces([("b", "x", 3), ("a", "x", 1), (None, "y", 0)])
     assert labels == {None: None, "a": "ns1", "b": "ns2"}
+
+
+def run_all(capsys, *argv: str) -> tuple[int, str, str]:
+    status = cli.main(["layout", *argv])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_balance_short_of_the_layers_leaves_them_in_no_partition_and_fails(capsys) -> None:
+    status, out, _ = run_all(capsys, f"{UNET}:pipe", "--balance", "1,1")
+    assert status == 1  # the pipe would refuse this balance
+    lines = out.splitlines()
+    assert lines[0] == f"pipe  ({UNET}:53)  GPipe  balance=[1, 1]"
+    assert lines[1] == ("  balance sums to 2 but the composition has 7 layers: layers 2-6 are in no "
+                        "partition, and the pipe would fail")
+    assert "partition None" not in out
+    assert [line.strip(" ─│") for line in lines if line.startswith("  ────")] == [
+        "partition 0", "partition 1", "in no partition"]
+    assert "[crosses partition 0 → no partition]" in out
+    status, out, _ = run_all(capsys, f"{UNET}:pipe", "--balance", "4,4")
+    assert status == 1 and "balance sums to 8 but the composition has 7 layers: the pipe would fail" in out
+    status, out, _ = run_all(capsys, f"{UNET}:pipe", "--balance", "1,1", "--format", "json")
+    [model] = json.loads(out)
+    assert status == 1 and [layer["partition"] for layer in model["layers"]] == [0, 1, None, None, None, None, None]
+    assert model["balance_problem"].startswith("balance sums to 2")
+
+
+def test_header_shows_the_pipe_calls_line(capsys) -> None:
+    _, pipe, _ = run_all(capsys, f"{UNET}:pipe")
+    _, deep, _ = run_all(capsys, f"{UNET}:deep_pipe")
+    assert pipe.splitlines()[0] == f"pipe  ({UNET}:53)  GPipe  balance=[3, 2, 2]"
+    assert deep.splitlines()[0] == f"deep_pipe  ({UNET}:54)  GPipe  balance=[4, 3, 2]"
+    _, by_line, _ = run_all(capsys, f"{UNET}:54")
+    assert by_line.splitlines()[0].startswith("deep_pipe  ")
+
+
+def test_pop_without_an_earlier_stash_gets_a_note(capsys, tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(UNET_BLOCKS + "backwards = nn.Sequential(Up(), Down())\n")
+    status, out, _ = run_all(capsys, f"{source}:backwards")
+    assert status == 0
+    assert out.splitlines()[-2:] == [
+        "  note: layer 1 stashes 'skip' but no later layer pops it",
+        "  note: layer 0 pops 'skip' but no earlier layer stashes it",
+    ]
+
+
+UNET_BLOCKS = '''from torch import nn
+from torchgpipe.skip import pop, skippable, stash
+
+
+@skippable(stash=["skip"])
+class Down(nn.Module):
+    def forward(self, x):
+        yield stash("skip", x)
+        return x
+
+
+@skippable(pop=["skip"])
+class Up(nn.Module):
+    def forward(self, x):
+        skip = yield pop("skip")
+        return x + skip
+
+
+'''
+
+
+@pytest.mark.parametrize("balance", ["1,-1", "1,x", "0,7", "", "1.5,2"])
+def test_bad_balance_is_one_line_and_exit_2(capsys, balance: str) -> None:
+    status, out, err = run_all(capsys, f"{UNET}:pipe", "--balance", balance)
+    assert status == 2 and out == ""
+    assert err == f"skiplint layout: --balance wants positive integers separated by commas, not {balance!r}\n"
+
+
+def test_format_has_help(capsys) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["layout", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "text: the picture (default); json: layers, partitions and the route table; dot: " \
+           "Graphviz; mermaid: a Mermaid flowchart" in out
+
+
+def test_directory_and_several_files(capsys, tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(UNET_BLOCKS + "first = nn.Sequential(Down(), Up())\n")
+    (tmp_path / "b.py").write_text(UNET_BLOCKS + "second = nn.Sequential(Down(), Up())\n"
+                                   "third = nn.Sequential(Down(), nn.ReLU(), Up())\n")
+    (tmp_path / "plain.py").write_text("import os\n")
+    status, out, err = run_all(capsys, str(tmp_path))
+    assert status == 0 and err == ""
+    headers = [line for line in out.splitlines() if line and not line.startswith(" ")]
+    assert headers == [f"first  ({tmp_path / 'a.py'}:19)", f"second  ({tmp_path / 'b.py'}:19)",
+                       f"third  ({tmp_path / 'b.py'}:20)"]
+    status, out, _ = run_all(capsys, f"{tmp_path / 'b.py'}:third", str(tmp_path / "a.py"))
+    assert status == 0
+    assert [line for line in out.splitlines() if line and not line.startswith(" ")] == [
+        f"third  ({tmp_path / 'b.py'}:20)", f"first  ({tmp_path / 'a.py'}:19)"]
+    status, _, err = run_all(capsys, str(tmp_path / "plain.py"))
+    assert status == 1 and err == f"{tmp_path / 'plain.py'}: no composition with skippable layers\n"
+
+
+def test_layout_reads_the_projects_api_aliases(capsys, tmp_path: Path) -> None:
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "api.py").write_text("from torchgpipe.skip import pop, skippable, stash\n")
+    (tmp_path / "m.py").write_text(UNET_BLOCKS.replace("from torchgpipe.skip import", "from mypkg.api import")
+                                   + "model = nn.Sequential(Down(), Up())\n")
+    status, _, err = run_all(capsys, str(tmp_path / "m.py"))
+    assert status == 1 and "no composition with skippable layers" in err
+    (tmp_path / "pyproject.toml").write_text('[tool.skiplint]\napi-aliases = {"mypkg.api" = "torchgpipe.skip"}\n')
+    status, out, _ = run_all(capsys, str(tmp_path / "m.py"))
+    assert status == 0 and "stash 'skip' → layer 1" in out and "pop 'skip' ← layer 0" in out
