@@ -30,7 +30,7 @@ def test_everything_selects_the_opt_in_codes_too() -> None:
     (("SKP101",), {"SKP101"}),
     (("SKP10",), {f"SKP10{i}" for i in range(1, 10)}),
     (("SKP2",), {"SKP201", "SKP202", "SKP203", "SKP204", "SKP205"}),
-    (("SKP9",), {"SKP900"}),
+    (("SKP9",), {"SKP900", "SKP902"}),
     (("SKP",), set(ALL) - rules.OPT_IN),
     (("SKP401", "SKP113"), {"SKP401", "SKP113"}),
 ])
