@@ -125,8 +125,7 @@ def test_select_and_configuration_limit_the_fixes(tmp_path: Path) -> None:
 def test_a_fix_that_does_not_remove_the_finding_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
     source = FIXED.replace("stash = ['skip']", "stash = 'skip'")
     # A broken rewrite that changes the file but leaves the finding: it must not be kept.
-    monkeypatch.setattr(fix, "_rewrite", lambda module, diagnostic, target: module.with_changes(
-        header=list(module.header)[:-1]))
+    monkeypatch.setattr(fix, "plan", lambda text, diagnostic, target: [fix.Edit(0, 0, "# \n")])
     outcome = fix.fix_source(source, "m.py")
     assert outcome.fixed == source and not outcome.applied
     assert [(d.code, why) for d, why in outcome.left] == [("SKP106", "the rewritten file still has this finding")]
