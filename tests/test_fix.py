@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -327,3 +329,81 @@ def test_an_edit_that_adds_lines_is_compared_line_for_line(monkeypatch: pytest.M
     outcome = fix.fix_source(source, "m.py")
     assert [(d.line, d.code) for d in outcome.applied] == [(10, "SKP106")]
     assert outcome.fixed == "#\n#\n" + FIXED
+
+
+# -- standard input --------------------------------------------------------------------------------
+
+def fix_stdin(data: bytes, *args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "skiplint", "fix", "-", *args], input=data,
+                          capture_output=True, cwd=cwd, timeout=120)
+
+
+LOOSE = HEAD + '''@skippable(pop=["p"])
+class Head(nn.Module):
+    def forward(self, x):
+        pop("p")
+        return x
+'''
+
+
+def test_stdin_source_is_fixed_to_stdout(tmp_path: Path) -> None:
+    done = fix_stdin(LOOSE.encode("utf-8"), "--stdin-display-name", "pkg/m.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == LOOSE.replace('        pop("p")', '        p = yield pop("p")').encode("utf-8")
+    assert done.stderr == b"pkg/m.py: fixed SKP107 (line 8)\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stdin_keeps_the_encoding_and_line_endings(tmp_path: Path) -> None:
+    data = SOURCE.replace("\n", "\r\n").encode("latin-1")
+    done = fix_stdin(data, "-q", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert done.stdout == FIXED.replace("\n", "\r\n").encode("latin-1")
+
+
+def test_stdin_with_findings_left_exits_1_with_the_source_unchanged(tmp_path: Path) -> None:
+    source = HEAD + '@skippable(pop=["p"])\nclass Layer(nn.Module):\n    def forward(self, x):\n' \
+        '        pop("p")\n        p = yield pop("p")\n        return x + p\n'
+    done = fix_stdin(source.encode("utf-8"), cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout == source.encode("utf-8")
+    assert done.stderr.decode() == ("stdin:8:9: SKP107 not fixed: would introduce SKP110 at line 9: "
+                                    "'p' is popped twice on one path through forward\n")
+
+
+def test_stdin_that_cannot_be_checked_exits_2_and_passes_it_through(tmp_path: Path) -> None:
+    data = b"import torchgpipe\ndef (:\n"
+    done = fix_stdin(data, "--stdin-display-name", "bad.py", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, data)
+    assert done.stderr.decode().startswith("bad.py: could not fix this source: syntax error at 2:")
+
+
+def test_stdin_without_the_api_is_passed_through(tmp_path: Path) -> None:
+    data = b"import os\r\nprint(os.sep)\n"
+    done = fix_stdin(data, cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, data, b"")
+
+
+def test_stdin_display_name_chooses_the_configuration(tmp_path: Path) -> None:
+    (tmp_path / "quiet").mkdir()
+    (tmp_path / "quiet" / "setup.cfg").write_text("[skiplint]\nignore = SKP107\n", encoding="utf-8")
+    data = LOOSE.encode("utf-8")
+    ignored = fix_stdin(data, "--stdin-display-name", "quiet/m.py", cwd=tmp_path)
+    assert (ignored.returncode, ignored.stdout, ignored.stderr) == (0, data, b"")
+    other = fix_stdin(data, "--stdin-display-name", "loud/m.py", cwd=tmp_path)
+    assert other.returncode == 0 and other.stdout != data
+    isolated = fix_stdin(data, "--stdin-display-name", "quiet/m.py", "--isolated", cwd=tmp_path)
+    assert isolated.stdout == other.stdout
+
+
+def test_stdin_diff(tmp_path: Path) -> None:
+    done = fix_stdin(LOOSE.encode("utf-8"), "--diff", "-q", "--stdin-display-name", "m.py", cwd=tmp_path)
+    assert done.returncode == 0
+    assert done.stdout.decode() == "".join(difflib.unified_diff(
+        fix.split_lines(LOOSE), fix.split_lines(LOOSE.replace('pop("p")\n', 'p = yield pop("p")\n')),
+        fromfile="a/m.py", tofile="b/m.py"))
+
+
+def test_stdin_is_not_mixed_with_paths(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert fix.main(["-", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == "skiplint fix: '-' (standard input) cannot be combined with other paths\n"
