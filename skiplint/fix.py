@@ -238,6 +238,17 @@ def _dotted_run(tokens: list[tuple[str, int, int]], index: int) -> tuple[str, in
     return ".".join(parts), start, end, index
 
 
+def _aliases(tokens: list[tuple[str, int, int]]) -> list[tuple[tuple[str, int, int], bool]]:
+    """The names after `from ... import`: each name token, and whether `as` follows it."""
+    names = [token for token in tokens if token[0] not in ("(", ")", ",")]
+    out, index = [], 0
+    while index < len(names):
+        has_asname = index + 1 < len(names) and names[index + 1][0] == "as"
+        out.append((names[index], has_asname))
+        index += 3 if has_asname else 1
+    return out
+
+
 def _import_edits(source: _Source, stmt: ast.AST, target: str) -> list[Edit]:
     tokens = source.tokens(stmt)
     if isinstance(stmt, ast.ImportFrom):
@@ -252,15 +263,12 @@ def _import_edits(source: _Source, stmt: ast.AST, target: str) -> list[Edit]:
         names = [alias.name for alias in stmt.names]
         if module in _REMOVED_PARENTS and "*" not in names and set(names) <= {"skip", "_skip"}:
             edits = [Edit(start, end, TARGETS[target][1])]
-            name_tokens = [t for t in tokens[after + 1:] if t[0] in ("skip", "_skip")]
-            for alias in stmt.names:
-                if alias.name != "_skip":
-                    continue
-                at = next((t for t in name_tokens if t[0] == "_skip"), None)
-                if at is None:
-                    raise _NotFixable("the imported name could not be located")
-                name_tokens.remove(at)
-                edits.append(Edit(at[1], at[2], "skip" if alias.asname else "skip as _skip"))
+            aliases = _aliases(tokens[after + 1:])
+            if [name[0] for name, _ in aliases] != names:
+                raise _NotFixable("the imported names could not be located")
+            for (name, has_asname) in aliases:
+                if name[0] == "_skip":
+                    edits.append(Edit(name[1], name[2], "skip" if has_asname else "skip as _skip"))
             return edits
         raise _NotFixable(f"'{module}' has no drop-in replacement in {target}")
     if isinstance(stmt, ast.Import):
