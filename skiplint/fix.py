@@ -308,12 +308,18 @@ def _skip_name(call: ast.Call) -> str:
     return "skip"
 
 
+_NOWHERE = "Python's parser puts no such node at the reported position"
+
+
 def plan(text: str, diagnostic: Diagnostic, target: str = "torchgpipe") -> list[Edit]:
     """The edits that fix one finding in `text`; _NotFixable when there is no mechanical rewrite."""
     source = _Source(text)
     line, col = diagnostic.line, diagnostic.col
     if diagnostic.code == "SKP106":
-        for node in source.at(line, col, (ast.expr,)):
+        nodes = source.at(line, col, (ast.expr,))
+        if not nodes:
+            raise _NotFixable(_NOWHERE)
+        for node in nodes:
             parent = source.parents.get(node)
             if isinstance(parent, ast.keyword) or (isinstance(parent, ast.Call) and node in parent.args):
                 start, end = source.span(node)
@@ -321,7 +327,10 @@ def plan(text: str, diagnostic: Diagnostic, target: str = "torchgpipe") -> list[
         raise _NotFixable("the declaration is not a call argument")
     if diagnostic.code == "SKP107":
         kind = _COMMAND.match(diagnostic.message)
-        for node in source.at(line, col, (ast.Call,)):
+        calls = source.at(line, col, (ast.Call,))
+        if not calls:
+            raise _NotFixable(_NOWHERE)
+        for node in calls:
             assert isinstance(node, ast.Call)
             parent = source.parents.get(node)
             if isinstance(parent, ast.Expr):
@@ -341,7 +350,7 @@ def plan(text: str, diagnostic: Diagnostic, target: str = "torchgpipe") -> list[
     if diagnostic.code == "SKP401":
         for node in source.at(line, col, (ast.Import, ast.ImportFrom)):
             return _import_edits(source, node, target)
-        raise _NotFixable("no import statement at the reported position")
+        raise _NotFixable(_NOWHERE)
     raise _NotFixable(f"{diagnostic.code} has no automatic fix")
 
 
