@@ -23,7 +23,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional, Sequence
 
-from skiplint import config, imports, parallel, parsing, sources
+from skiplint import config, engine, imports, parallel, parsing, sources
 from skiplint.diagnostics import Diagnostic
 
 FIXABLE = ("SKP106", "SKP107", "SKP401")
@@ -348,9 +348,10 @@ def plan(text: str, diagnostic: Diagnostic, target: str = "torchgpipe") -> list[
                 return [Edit(start, start, "yield ")]
         raise _NotFixable("the command is part of a larger expression")
     if diagnostic.code == "SKP401":
-        for node in source.at(line, col, (ast.Import, ast.ImportFrom)):
-            return _import_edits(source, node, target)
-        raise _NotFixable(_NOWHERE)
+        statements = source.at(line, col, (ast.Import, ast.ImportFrom))
+        if not statements:
+            raise _NotFixable(_NOWHERE)
+        return _import_edits(source, statements[0], target)
     raise _NotFixable(f"{diagnostic.code} has no automatic fix")
 
 
@@ -396,8 +397,7 @@ def _introduced(before: Sequence[Diagnostic], after: Sequence[Diagnostic], text:
 
 
 def _gone(diagnostic: Diagnostic, before: Sequence[Diagnostic], after: Sequence[Diagnostic]) -> bool:
-    """Whether the edit removed the finding (no other finding of its code and message is left
-    than were there before, one fewer)."""
+    """Whether the edit removed the finding: one fewer finding of its code and message."""
     def same(d: Diagnostic) -> bool:
         return d.code == diagnostic.code and d.message == diagnostic.message
     return sum(map(same, after)) < sum(map(same, before))
@@ -410,62 +410,79 @@ def _described(diagnostic: Diagnostic) -> str:
     return f"{diagnostic.code} at line {diagnostic.line}: {message}"
 
 
+@dataclass(frozen=True)
+class _Linted:
+    """A text and its findings: those reported (the configured selection, after noqa) and every
+    finding of every code, noqa ignored (what a fix must not add to)."""
+
+    text: str
+    reported: tuple[Diagnostic, ...]
+    every: tuple[Diagnostic, ...]
+    error: Optional[str]
+
+
+def _lint(text: str, path: str, settings: config.Config) -> _Linted:
+    reported = parallel.check_source(text, path, settings)
+    if reported.error is not None:
+        return _Linted(text, reported.diagnostics, (), reported.error)
+    with imports.using_aliases(settings.api_aliases):
+        every = engine.check_text(text, path, engine.EVERYTHING, apply_noqa=False, max_unroll=settings.max_unroll)
+    return _Linted(text, reported.diagnostics, every.diagnostics, every.error)
+
+
 def fix_source(text: str, path: str, settings: config.Config = config.Config(), target: str = "torchgpipe",
                codes: Sequence[str] = FIXABLE) -> FileFix:
     """Apply every fix that makes the file strictly better, one at a time, re-linting after each."""
-    result = parallel.check_source(text, path, settings)
-    if result.error is not None:
-        return FileFix(path, text, text, (), (), result.error, remaining=result.diagnostics)
-    current = text
-    diagnostics = list(result.diagnostics)
-    compiles = any(d.code in codes for d in diagnostics) and _compiles(text, path)
+    state = _lint(text, path, settings)
+    if state.error is not None:
+        return FileFix(path, text, text, (), (), state.error, remaining=state.reported)
+    compiles = any(d.code in codes for d in state.reported) and _compiles(text, path)
     applied: list[Diagnostic] = []
     edits: list[tuple[Edit, ...]] = []
     left: list[tuple[Diagnostic, str]] = []
     tried: set[tuple[str, int, int, str]] = set()
-    for _ in range(4 * len(diagnostics) + 8):
-        pending = [d for d in diagnostics if d.code in codes and (d.code, d.line, d.col, d.message) not in tried]
+    for _ in range(4 * len(state.reported) + 8):
+        pending = [d for d in state.reported
+                   if d.code in codes and (d.code, d.line, d.col, d.message) not in tried]
         if not pending:
             break
         diagnostic = pending[0]
         tried.add((diagnostic.code, diagnostic.line, diagnostic.col, diagnostic.message))
         try:
-            change = plan(current, diagnostic, target)
+            change = plan(state.text, diagnostic, target)
         except _NotFixable as why:
             left.append((diagnostic, str(why)))
             continue
-        candidate = splice(current, change)
-        why_not = _rejected(diagnostic, current, candidate, change, diagnostics, path, settings, compiles)
-        if isinstance(why_not, str):
-            left.append((diagnostic, why_not))
+        outcome = _judged(diagnostic, state, change, path, settings, compiles)
+        if isinstance(outcome, str):
+            left.append((diagnostic, outcome))
             continue
         applied.append(diagnostic)
         edits.append(tuple(change))
-        current = candidate
-        diagnostics = why_not
-    return FileFix(path, text, current, tuple(applied), tuple(left), edits=tuple(edits),
-                   remaining=tuple(diagnostics))
+        state = outcome
+    return FileFix(path, text, state.text, tuple(applied), tuple(left), edits=tuple(edits),
+                   remaining=state.reported)
 
 
-def _rejected(diagnostic: Diagnostic, current: str, candidate: str, change: Sequence[Edit],
-              before: Sequence[Diagnostic], path: str, settings: config.Config,
-              compiles: bool) -> "str | list[Diagnostic]":
-    """Why the edited text is not strictly better, or its findings when it is."""
+def _judged(diagnostic: Diagnostic, before: _Linted, change: Sequence[Edit], path: str,
+            settings: config.Config, compiles: bool) -> "str | _Linted":
+    """The edited text when it is strictly better than `before`, else why it is not."""
+    candidate = splice(before.text, change)
     if compiles and not _compiles(candidate, path):
         return "the rewritten file would not compile"
     try:
         parsing.parse_module(candidate)
     except parsing.ParseFailure as error:
         return f"the rewritten file would not parse: {error}"
-    after = parallel.check_source(candidate, path, settings)
+    after = _lint(candidate, path, settings)
     if after.error is not None:
         return f"the rewritten file could not be checked: {after.error}"
-    introduced = _introduced(before, after.diagnostics, current, change)
+    introduced = _introduced(before.every, after.every, before.text, change)
     if introduced:
         return f"would introduce {_described(introduced[0])}"
-    if not _gone(diagnostic, before, after.diagnostics):
+    if not _gone(diagnostic, before.reported, after.reported):
         return "the rewritten file still has this finding"
-    return list(after.diagnostics)
+    return after
 
 
 def _compiles(text: str, path: str) -> bool:

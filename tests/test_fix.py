@@ -407,3 +407,15 @@ def test_stdin_diff(tmp_path: Path) -> None:
 def test_stdin_is_not_mixed_with_paths(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert fix.main(["-", str(tmp_path)]) == 2
     assert capsys.readouterr().err == "skiplint fix: '-' (standard input) cannot be combined with other paths\n"
+
+
+@pytest.mark.parametrize("settings", [config.Config().replace(ignore=("SKP110",)), config.Config()])
+@pytest.mark.parametrize("noqa", ["", "  # noqa: SKP110"])
+def test_a_new_finding_counts_even_when_it_would_not_be_reported(settings: config.Config, noqa: str) -> None:
+    # Ignored by the configuration or silenced by noqa, a second pop still raises at run time.
+    source = HEAD + '@skippable(pop=["p"])\nclass Layer(nn.Module):\n    def forward(self, x):\n' \
+        f'        pop("p")\n        p = yield pop("p"){noqa}\n        return x + p\n'
+    outcome = fix.fix_source(source, "m.py", settings)
+    assert outcome.fixed == source
+    assert [(d.line, why) for d, why in outcome.left] == [
+        (8, "would introduce SKP110 at line 9: 'p' is popped twice on one path through forward")]
