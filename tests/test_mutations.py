@@ -30,7 +30,7 @@ import sys
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Callable, Optional
 
 import pytest
 
@@ -326,8 +326,8 @@ def fix_problems(mutant: Mutant) -> list[str]:
     if text != outcome.fixed:
         problems.append(f"{path}: the recorded edits do not give the fixed text")
     if not any(d.code == "SKP401" for d in outcome.applied):
-        for op, i1, i2, _, _ in difflib.SequenceMatcher(None, mutant.text, outcome.fixed,
-                                                       autojunk=False).get_opcodes():
+        matcher = difflib.SequenceMatcher(None, mutant.text, outcome.fixed, autojunk=False)
+        for op, i1, i2, _, _ in matcher.get_opcodes():
             if op not in ("equal", "insert"):
                 problems.append(f"{path}: {op} of {mutant.text[i1:i2]!r}")
     # No new finding of any code (the edits add no line, so lines compare as they are).
@@ -404,10 +404,11 @@ def test_mutants_read_the_same_with_j1_j2_and_flake8(tmp_path: Path) -> None:
     flake8 = _parse_report(_run(["flake8", "--isolated", "--select", "SKP", "-j", "1", "."], tmp_path))
     problems = []
     for name in sorted(written):
-        if inprocess.get(name, set()) != two.get(name, set()):
-            problems.append(f"{name}: -j 1 {sorted(inprocess.get(name, set()))} -j 2 {sorted(two.get(name, set()))}")
-        if inprocess.get(name, set()) != flake8.get(name, set()):
-            problems.append(f"{name}: -j 1 {sorted(inprocess.get(name, set()))} flake8 {sorted(flake8.get(name, set()))}")
+        one = sorted(inprocess.get(name, set()))
+        if one != sorted(two.get(name, set())):
+            problems.append(f"{name}: -j 1 {one} -j 2 {sorted(two.get(name, set()))}")
+        if one != sorted(flake8.get(name, set())):
+            problems.append(f"{name}: -j 1 {one} flake8 {sorted(flake8.get(name, set()))}")
     assert problems == []
 
 
