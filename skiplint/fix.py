@@ -1,27 +1,30 @@
-"""`skiplint fix`: libcst rewrites of the mechanical mistakes, SKP106, SKP107 and SKP401.
+"""`skiplint fix`: textual rewrites of the mechanical mistakes, SKP106, SKP107 and SKP401.
 
-Each fix replaces only the reported node, so every other byte of the file (formatting, comments,
-line endings, encoding) stays as it was. A fix is kept only when the rewritten source lints
-without that finding; otherwise the file is left as it was for that finding.
+A fix is a small edit of the original text: characters inserted before and after the reported
+node (SKP106, SKP107) or a module path replaced (SKP401), located with Python's own parser, so
+every character outside the edit (form feeds, continuation lines, comments, line endings, the
+encoding) stays as it was. A fix is kept only when the edited file still parses and lints with no
+finding, of any code, that it did not have before; otherwise the file is left as it was for that
+finding and the reason is printed.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import collections
 import difflib
 import io
 import keyword
+import os
+import re
 import sys
 import tokenize
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Callable, Iterator, Optional, Sequence
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
-
-from skiplint import config, imports, parallel, parsing, sources
+from skiplint import config, engine, imports, parallel, parsing, sources
 from skiplint.diagnostics import Diagnostic
-from skiplint.imports import dotted_name
 
 FIXABLE = ("SKP106", "SKP107", "SKP401")
 #: Where the skip API lives for each `--target`: (the skip package, the module that contains it).
@@ -33,11 +36,27 @@ TARGETS: dict[str, tuple[str, str]] = {
 _REMOVED_SKIP_ROOTS = tuple(root for root in imports.SKIP_ROOTS if root.startswith(imports.REMOVED_MODULES))
 _REMOVED_PARENTS = ("torch.distributed.pipeline.sync", "torch.distributed._pipeline.sync")
 
+#: File mode: 0 done (or nothing to fix), 1 --diff has changes, 2 a file could not be fixed.
 EXIT_OK, EXIT_CHANGES, EXIT_UNCHECKED = 0, 1, 2
+#: Standard input mode (`fix -`), as the lint: 0 nothing left, 1 findings left, 2 could not check.
+EXIT_CLEAN, EXIT_FINDINGS = 0, 1
+
+#: Python's line breaks (its tokenizer's, not str.splitlines', which also breaks at \f, \x1c, U+2028).
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_COMMAND = re.compile(r"^SKP107 (stash|pop)\(")
 
 
 class _NotFixable(Exception):
     """This occurrence has no mechanical rewrite (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the characters [start, end) of the source with `text`."""
+
+    start: int
+    end: int
+    text: str
 
 
 @dataclass(frozen=True)
@@ -51,21 +70,149 @@ class FileFix:
     #: Findings of the fixable codes left in place, each with the reason.
     left: tuple[tuple[Diagnostic, str], ...]
     error: Optional[str] = None
+    #: The edits of each applied fix, in order, each in the coordinates of the text it was applied to.
+    edits: tuple[tuple[Edit, ...], ...] = ()
+    #: Every finding of the fixed text (what `skiplint` reports on it).
+    remaining: tuple[Diagnostic, ...] = ()
 
     @property
     def changed(self) -> bool:
         return self.fixed != self.original
 
 
-# -- rewriting one node ----------------------------------------------------------------------------
+def splice(text: str, edits: Sequence[Edit]) -> str:
+    """`text` with non-overlapping edits applied."""
+    out, at = [], 0
+    for edit in sorted(edits, key=lambda e: e.start):
+        if edit.start < at:
+            raise ValueError("overlapping edits")
+        out.append(text[at:edit.start])
+        out.append(edit.text)
+        at = edit.end
+    out.append(text[at:])
+    return "".join(out)
 
-def _dotted(name: str) -> Union[cst.Name, cst.Attribute]:
-    head, *rest = name.split(".")
-    node: Union[cst.Name, cst.Attribute] = cst.Name(head)
-    for part in rest:
-        node = cst.Attribute(value=node, attr=cst.Name(part))
-    return node
 
+def split_lines(text: str) -> list[str]:
+    """The lines of `text` as Python counts them, each with its line break."""
+    lines, at = [], 0
+    for match in _LINE_BREAK.finditer(text):
+        lines.append(text[at:match.end()])
+        at = match.end()
+    if at < len(text):
+        lines.append(text[at:])
+    return lines
+
+
+# -- the source as Python reads it -----------------------------------------------------------------
+
+class _Source:
+    """A module's text and its `ast`, with exact character offsets for nodes and tokens."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        try:
+            self.tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+            raise _NotFixable(f"Python cannot parse the file ({type(error).__name__})") from None
+        self.starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+        self.parents: dict[ast.AST, ast.AST] = {}
+        for parent in ast.walk(self.tree):
+            for child in ast.iter_child_nodes(parent):
+                self.parents[child] = parent
+
+    def offset(self, line: int, col_bytes: int) -> int:
+        """The character offset of `ast`'s (1-based line, UTF-8 byte column)."""
+        start = self.starts[line - 1]
+        end = self.starts[line] if line < len(self.starts) else len(self.text)
+        head = self.text[start:end].encode("utf-8", "surrogatepass")[:col_bytes]
+        return start + len(head.decode("utf-8", "surrogatepass"))
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        end_line, end_col = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+        if end_line is None or end_col is None:
+            raise _NotFixable("Python gives no end position for the node")
+        return self.offset(node.lineno, node.col_offset), self.offset(end_line, end_col)  # type: ignore[attr-defined]
+
+    def position(self, node: ast.AST) -> tuple[int, int]:
+        """(1-based line, 0-based column in characters) of the node's first token."""
+        start = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        return node.lineno, start - self.starts[node.lineno - 1]  # type: ignore[attr-defined]
+
+    def at(self, line: int, col: int, kinds: tuple[type, ...]) -> list[ast.AST]:
+        """Nodes of these kinds that start at (line, col), outermost first."""
+        found = [node for node in ast.walk(self.tree)
+                 if isinstance(node, kinds) and getattr(node, "lineno", None) == line
+                 and self.position(node) == (line, col)]
+        return sorted(found, key=self.depth)
+
+    def depth(self, node: ast.AST) -> int:
+        depth = 0
+        while node in self.parents:
+            node = self.parents[node]
+            depth += 1
+        return depth
+
+    def tokens(self, node: ast.AST) -> list[tuple[str, int, int]]:
+        """The significant tokens of a statement: (string, start offset, end offset)."""
+        start, end = self.span(node)
+        segment = self.text[start:end]
+        starts = [0] + [m.end() for m in _LINE_BREAK.finditer(segment)]
+        out = []
+        try:
+            for token in tokenize.generate_tokens(io.StringIO(segment, newline="").readline):
+                if token.type in (tokenize.NAME, tokenize.OP):
+                    (row, col), (end_row, end_col) = token.start, token.end
+                    out.append((token.string, start + starts[row - 1] + col, start + starts[end_row - 1] + end_col))
+        except (tokenize.TokenError, SyntaxError, IndentationError):
+            raise _NotFixable("the statement could not be tokenized on its own") from None
+        return out
+
+    def function_of(self, node: ast.AST) -> Optional[ast.FunctionDef]:
+        while node in self.parents:
+            node = self.parents[node]
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return node if isinstance(node, ast.FunctionDef) else None
+        return None
+
+    def yield_allowed(self, node: ast.AST) -> bool:
+        """Whether adding a yield at `node` keeps the program's meaning apart from the fix: inside a
+        function that is already a generator, or the forward of a decorated class (@skippable)."""
+        func = self.function_of(node)
+        if func is None:
+            return False
+        if any(isinstance(inner, (ast.Yield, ast.YieldFrom)) for inner in _own_nodes(func)):
+            return True
+        cls = self.parents.get(func)
+        return func.name == "forward" and isinstance(cls, ast.ClassDef) and bool(cls.decorator_list)
+
+    def names_in_scope(self, node: ast.AST) -> set[str]:
+        """Every identifier spelled in the function (or module) around `node`."""
+        scope: ast.AST = node
+        while scope in self.parents and not isinstance(scope, ast.FunctionDef):
+            scope = self.parents[scope]
+        names: set[str] = set()
+        for inner in ast.walk(scope):
+            for field in ("id", "arg", "attr", "name", "asname"):
+                value = getattr(inner, field, None)
+                if isinstance(value, str):
+                    names.update(value.split("."))
+            if isinstance(inner, (ast.Global, ast.Nonlocal)):
+                names.update(inner.names)
+        return names
+
+
+def _own_nodes(func: ast.FunctionDef) -> Iterator[ast.AST]:
+    """The nodes of a function's body, not those of functions, lambdas or classes nested in it."""
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+# -- planning the edit of one finding --------------------------------------------------------------
 
 def _moved(module: str, target: str) -> Optional[str]:
     """The target's spelling of a removed skip module, or None when it is not one."""
@@ -76,37 +223,70 @@ def _moved(module: str, target: str) -> Optional[str]:
     return None
 
 
-def _fix_import(node: cst.CSTNode, target: str) -> cst.CSTNode:
-    if isinstance(node, cst.ImportFrom):
-        if node.relative or node.module is None:
+def _removed(module: str) -> bool:
+    return any(module == root or module.startswith(root + ".") for root in imports.REMOVED_MODULES)
+
+
+def _dotted_run(tokens: list[tuple[str, int, int]], index: int) -> tuple[str, int, int, int]:
+    """The dotted name starting at tokens[index]: (name, start, end, index after it)."""
+    parts, start, end = [tokens[index][0]], tokens[index][1], tokens[index][2]
+    index += 1
+    while index + 1 < len(tokens) and tokens[index][0] == "." and tokens[index + 1][0].isidentifier():
+        parts.append(tokens[index + 1][0])
+        end = tokens[index + 1][2]
+        index += 2
+    return ".".join(parts), start, end, index
+
+
+def _aliases(tokens: list[tuple[str, int, int]]) -> list[tuple[tuple[str, int, int], bool]]:
+    """The names after `from ... import`: each name token, and whether `as` follows it."""
+    names = [token for token in tokens if token[0] not in ("(", ")", ",")]
+    out, index = [], 0
+    while index < len(names):
+        has_asname = index + 1 < len(names) and names[index + 1][0] == "as"
+        out.append((names[index], has_asname))
+        index += 3 if has_asname else 1
+    return out
+
+
+def _import_edits(source: _Source, stmt: ast.AST, target: str) -> list[Edit]:
+    tokens = source.tokens(stmt)
+    if isinstance(stmt, ast.ImportFrom):
+        if stmt.level or stmt.module is None:
             raise _NotFixable("relative import")
-        module = dotted_name(node.module) or ""
+        module, start, end, after = _dotted_run(tokens, 1)
+        if module != stmt.module or tokens[after][0] != "import":
+            raise _NotFixable("the module path could not be located")
         moved = _moved(module, target)
         if moved is not None:
-            return node.with_changes(module=_dotted(moved))
-        if module in _REMOVED_PARENTS and not isinstance(node.names, cst.ImportStar) and all(
-                isinstance(alias.name, cst.Name) and alias.name.value in ("skip", "_skip")
-                for alias in node.names):
-            names = [
-                alias.with_changes(name=cst.Name("skip"),
-                                   asname=alias.asname or (cst.AsName(name=cst.Name("_skip"))
-                                                           if alias.name.value == "_skip" else None))
-                for alias in node.names
-            ]
-            return node.with_changes(module=_dotted(TARGETS[target][1]), names=names)
+            return [Edit(start, end, moved)]
+        names = [alias.name for alias in stmt.names]
+        if module in _REMOVED_PARENTS and "*" not in names and set(names) <= {"skip", "_skip"}:
+            edits = [Edit(start, end, TARGETS[target][1])]
+            aliases = _aliases(tokens[after + 1:])
+            if [name[0] for name, _ in aliases] != names:
+                raise _NotFixable("the imported names could not be located")
+            for (name, has_asname) in aliases:
+                if name[0] == "_skip":
+                    edits.append(Edit(name[1], name[2], "skip" if has_asname else "skip as _skip"))
+            return edits
         raise _NotFixable(f"'{module}' has no drop-in replacement in {target}")
-    if isinstance(node, cst.Import):
-        names = []
-        for alias in node.names:
-            module = dotted_name(alias.name) or ""
-            if imports.removed_module(cst.Import(names=[alias.with_changes(comma=cst.MaybeSentinel.DEFAULT)])):
+    if isinstance(stmt, ast.Import):
+        edits, index = [], 1
+        for alias in stmt.names:
+            module, start, end, index = _dotted_run(tokens, index)
+            if module != alias.name:
+                raise _NotFixable("the module path could not be located")
+            if index < len(tokens) and tokens[index][0] == "as":
+                index += 2
+            index += 1  # the comma
+            if _removed(module):
                 moved = _moved(module, target)
                 if moved is None or alias.asname is None:
                     # Without `as`, the code spells the full torch path wherever it uses the module.
                     raise _NotFixable(f"'import {module}' is used through its full name")
-                alias = alias.with_changes(name=_dotted(moved))
-            names.append(alias)
-        return node.with_changes(names=names)
+                edits.append(Edit(start, end, moved))
+        return edits
     raise _NotFixable("not an import statement")
 
 
@@ -116,194 +296,193 @@ def _free_name(wanted: str, taken: set[str]) -> str:
     candidate, n = wanted, 1
     while candidate in taken:
         n += 1
-        candidate = f"{wanted}_{n}" if n > 1 else wanted
+        candidate = f"{wanted}_{n}"
     return candidate
 
 
-class _Located:
-    """The nodes of a module by position, with their parents."""
-
-    def __init__(self, module: cst.Module) -> None:
-        self.wrapper = MetadataWrapper(module)
-        self.module = self.wrapper.module
-        self.positions = self.wrapper.resolve(PositionProvider)
-        self.parents = self.wrapper.resolve(ParentNodeProvider)
-
-    def at(self, line: int, col: int) -> list[cst.CSTNode]:
-        """Nodes starting at (line, col), outermost first."""
-        found = [node for node, where in self.positions.items()
-                 if where.start.line == line and where.start.column == col]
-        depth = {id(node): self._depth(node) for node in found}
-        return sorted(found, key=lambda node: depth[id(node)])
-
-    def _depth(self, node: cst.CSTNode) -> int:
-        depth = 0
-        while node in self.parents:
-            node = self.parents[node]
-            depth += 1
-        return depth
-
-    def function_of(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
-        while node in self.parents:
-            node = self.parents[node]
-            if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                return node if isinstance(node, cst.FunctionDef) else None
-        return None
-
-    def yield_allowed(self, node: cst.CSTNode) -> bool:
-        """Whether adding a yield at `node` keeps the program's meaning apart from the fix: inside a
-        function that is already a generator, or the forward of a decorated class (@skippable)."""
-        func = self.function_of(node)
-        if func is None or func.asynchronous is not None:
-            return False
-        found: list[bool] = []
-
-        class Yields(cst.CSTVisitor):
-            def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
-                return inner is func
-
-            def visit_ClassDef(self, _: cst.ClassDef) -> bool:
-                return False
-
-            def visit_Lambda(self, _: cst.Lambda) -> bool:
-                return False
-
-            def visit_Yield(self, _: cst.Yield) -> None:
-                found.append(True)
-
-        func.visit(Yields())
-        if found:
-            return True
-        block = self.parents.get(func)
-        cls = self.parents.get(block) if block is not None else None
-        return func.name.value == "forward" and isinstance(cls, cst.ClassDef) and bool(cls.decorators)
-
-    def names_in_scope(self, node: cst.CSTNode) -> set[str]:
-        """Every name used in the function (or module) around `node`."""
-        scope: cst.CSTNode = node
-        while scope in self.parents and not isinstance(scope, cst.FunctionDef):
-            scope = self.parents[scope]
-        names: set[str] = set()
-
-        class Collect(cst.CSTVisitor):
-            def visit_Name(self, name: cst.Name) -> None:
-                names.add(name.value)
-
-        scope.visit(Collect())
-        return names
-
-
-def _rewrite(module: cst.Module, diagnostic: Diagnostic, target: str) -> cst.Module:
-    """The module with the node of one finding rewritten; _NotFixable when there is no rewrite."""
-    located = _Located(module)
-    nodes = located.at(diagnostic.line, diagnostic.col)
-    old: Optional[cst.CSTNode] = None
-    new: Optional[cst.CSTNode] = None
-    if diagnostic.code == "SKP106":
-        for node in nodes:
-            parent = located.parents.get(node)
-            if isinstance(parent, cst.Arg) and parent.value is node and isinstance(node, cst.BaseExpression):
-                value = node
-                if isinstance(value, cst.SimpleString) and len(value.lpar) == 1:
-                    value = value.with_changes(lpar=[], rpar=[])
-                old, new = node, cst.List(elements=[cst.Element(value=value)])
-                break
-        else:
-            raise _NotFixable("the declaration is not a call argument")
-    elif diagnostic.code == "SKP107":
-        for node in nodes:
-            if not isinstance(node, cst.Call):
-                continue
-            parent = located.parents.get(node)
-            if not located.yield_allowed(node):
-                raise _NotFixable("a yield here would change what the enclosing function is")
-            if isinstance(parent, cst.Expr) and parent.value is node:
-                if diagnostic.message.split(" ", 2)[1].startswith("stash("):
-                    old, new = parent, parent.with_changes(value=cst.Yield(value=node))
-                else:
-                    wanted = _skip_name(node)
-                    name = _free_name(wanted, located.names_in_scope(node))
-                    old = parent
-                    new = cst.Assign(targets=[cst.AssignTarget(target=cst.Name(name))],
-                                     value=cst.Yield(value=node), semicolon=parent.semicolon)
-                break
-            if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
-                old, new = node, cst.Yield(value=node)
-                break
-        else:
-            raise _NotFixable("the command is part of a larger expression")
-    elif diagnostic.code == "SKP401":
-        for node in nodes:
-            if isinstance(node, (cst.Import, cst.ImportFrom)):
-                old, new = node, _fix_import(node, target)
-                break
-        else:
-            raise _NotFixable("no import statement at the reported position")
-    else:
-        raise _NotFixable(f"{diagnostic.code} has no automatic fix")
-    assert old is not None and new is not None
-    replaced: Any = new
-    result = located.module.deep_replace(old, replaced)
-    assert isinstance(result, cst.Module)
-    return result
-
-
-def _skip_name(call: cst.Call) -> str:
-    for arg in call.args:
-        if arg.keyword is None or arg.keyword.value == "name":
-            if isinstance(arg.value, cst.SimpleString):
-                value = arg.value.evaluated_value
-                if isinstance(value, str):
-                    return value
-            break
+def _skip_name(call: ast.Call) -> str:
+    name: Optional[ast.expr] = call.args[0] if call.args else next(
+        (kw.value for kw in call.keywords if kw.arg == "name"), None)
+    if isinstance(name, ast.Constant) and isinstance(name.value, str):
+        return name.value
     return "skip"
+
+
+_NOWHERE = "Python's parser puts no such node at the reported position"
+
+
+def plan(text: str, diagnostic: Diagnostic, target: str = "torchgpipe") -> list[Edit]:
+    """The edits that fix one finding in `text`; _NotFixable when there is no mechanical rewrite."""
+    source = _Source(text)
+    line, col = diagnostic.line, diagnostic.col
+    if diagnostic.code == "SKP106":
+        nodes = source.at(line, col, (ast.expr,))
+        if not nodes:
+            raise _NotFixable(_NOWHERE)
+        for node in nodes:
+            parent = source.parents.get(node)
+            if isinstance(parent, ast.keyword) or (isinstance(parent, ast.Call) and node in parent.args):
+                start, end = source.span(node)
+                return [Edit(start, start, "["), Edit(end, end, "]")]
+        raise _NotFixable("the declaration is not a call argument")
+    if diagnostic.code == "SKP107":
+        kind = _COMMAND.match(diagnostic.message)
+        calls = source.at(line, col, (ast.Call,))
+        if not calls:
+            raise _NotFixable(_NOWHERE)
+        for node in calls:
+            assert isinstance(node, ast.Call)
+            parent = source.parents.get(node)
+            if isinstance(parent, ast.Expr):
+                if not source.yield_allowed(node):
+                    raise _NotFixable("a yield here would change what the enclosing function is")
+                stmt_start = source.span(parent)[0]
+                if kind is not None and kind.group(1) == "stash":
+                    return [Edit(stmt_start, stmt_start, "yield ")]
+                name = _free_name(_skip_name(node), source.names_in_scope(node))
+                return [Edit(stmt_start, stmt_start, f"{name} = yield ")]
+            if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node:
+                if not source.yield_allowed(node):
+                    raise _NotFixable("a yield here would change what the enclosing function is")
+                start = source.span(node)[0]
+                return [Edit(start, start, "yield ")]
+        raise _NotFixable("the command is part of a larger expression")
+    if diagnostic.code == "SKP401":
+        statements = source.at(line, col, (ast.Import, ast.ImportFrom))
+        if not statements:
+            raise _NotFixable(_NOWHERE)
+        return _import_edits(source, statements[0], target)
+    raise _NotFixable(f"{diagnostic.code} has no automatic fix")
 
 
 # -- one file --------------------------------------------------------------------------------------
 
-def _fixable(result_diagnostics: Sequence[Diagnostic], codes: Sequence[str]) -> list[Diagnostic]:
-    return [d for d in result_diagnostics if d.code in codes]
+def _line_of(text: str, offset: int) -> int:
+    return len(_LINE_BREAK.findall(text, 0, offset)) + 1
+
+
+def _key(diagnostic: Diagnostic, line: int) -> tuple[str, int, str]:
+    return diagnostic.code, line, diagnostic.message
+
+
+def _introduced(before: Sequence[Diagnostic], after: Sequence[Diagnostic], text: str,
+                edits: Sequence[Edit]) -> list[Diagnostic]:
+    """Findings of `after` (the edited text) that `before` did not have: same code, same message,
+    same line once the lines the edits add or remove are taken into account."""
+    mapping = []  # (first and last line of the edit in the edited text, its first line before, shift after it)
+    total = 0
+    for edit in sorted(edits, key=lambda e: e.start):
+        first, last = _line_of(text, edit.start), _line_of(text, edit.end)
+        delta = len(_LINE_BREAK.findall(edit.text)) - len(_LINE_BREAK.findall(text, edit.start, edit.end))
+        mapping.append((first + total, last + total + delta, first, total + delta))
+        total += delta
+
+    def original_line(line: int) -> int:
+        for new_first, new_last, first, shift in reversed(mapping):
+            if line > new_last:
+                return line - shift
+            if line >= new_first:
+                return first
+        return line
+
+    had = collections.Counter(_key(d, d.line) for d in before)
+    new = []
+    for diagnostic in after:
+        key = _key(diagnostic, original_line(diagnostic.line))
+        if had[key] > 0:
+            had[key] -= 1
+        else:
+            new.append(diagnostic)
+    return new
+
+
+def _gone(diagnostic: Diagnostic, before: Sequence[Diagnostic], after: Sequence[Diagnostic]) -> bool:
+    """Whether the edit removed the finding: one fewer finding of its code and message."""
+    def same(d: Diagnostic) -> bool:
+        return d.code == diagnostic.code and d.message == diagnostic.message
+    return sum(map(same, after)) < sum(map(same, before))
+
+
+def _described(diagnostic: Diagnostic) -> str:
+    message = diagnostic.message
+    if message.startswith(diagnostic.code + " "):
+        message = message[len(diagnostic.code) + 1:]
+    return f"{diagnostic.code} at line {diagnostic.line}: {message}"
+
+
+@dataclass(frozen=True)
+class _Linted:
+    """A text and its findings: those reported (the configured selection, after noqa) and every
+    finding of every code, noqa ignored (what a fix must not add to)."""
+
+    text: str
+    reported: tuple[Diagnostic, ...]
+    every: tuple[Diagnostic, ...]
+    error: Optional[str]
+
+
+def _lint(text: str, path: str, settings: config.Config) -> _Linted:
+    reported = parallel.check_source(text, path, settings)
+    if reported.error is not None:
+        return _Linted(text, reported.diagnostics, (), reported.error)
+    with imports.using_aliases(settings.api_aliases):
+        every = engine.check_text(text, path, engine.EVERYTHING, apply_noqa=False, max_unroll=settings.max_unroll)
+    return _Linted(text, reported.diagnostics, every.diagnostics, every.error)
 
 
 def fix_source(text: str, path: str, settings: config.Config = config.Config(), target: str = "torchgpipe",
                codes: Sequence[str] = FIXABLE) -> FileFix:
-    """Apply every fix that works, one at a time, re-linting after each."""
-    result = parallel.check_source(text, path, settings)
-    if result.error is not None:
-        return FileFix(path, text, text, (), (), result.error)
-    current = text
-    diagnostics = list(result.diagnostics)
-    compiles = any(d.code in codes for d in diagnostics) and _compiles(text, path)
+    """Apply every fix that makes the file strictly better, one at a time, re-linting after each."""
+    state = _lint(text, path, settings)
+    if state.error is not None:
+        return FileFix(path, text, text, (), (), state.error, remaining=state.reported)
+    compiles = any(d.code in codes for d in state.reported) and _compiles(text, path)
     applied: list[Diagnostic] = []
+    edits: list[tuple[Edit, ...]] = []
     left: list[tuple[Diagnostic, str]] = []
     tried: set[tuple[str, int, int, str]] = set()
-    for _ in range(4 * len(diagnostics) + 8):
-        pending = [d for d in _fixable(diagnostics, codes) if (d.code, d.line, d.col, d.message) not in tried]
+    for _ in range(4 * len(state.reported) + 8):
+        pending = [d for d in state.reported
+                   if d.code in codes and (d.code, d.line, d.col, d.message) not in tried]
         if not pending:
             break
         diagnostic = pending[0]
         tried.add((diagnostic.code, diagnostic.line, diagnostic.col, diagnostic.message))
         try:
-            candidate = _rewrite(parsing.parse_module(current), diagnostic, target).code
+            change = plan(state.text, diagnostic, target)
         except _NotFixable as why:
             left.append((diagnostic, str(why)))
             continue
-        except parsing.ParseFailure as error:
-            left.append((diagnostic, f"could not rewrite: {error}"))
-            continue
-        if compiles and not _compiles(candidate, path):
-            left.append((diagnostic, "the rewritten file would not compile"))
-            continue
-        after = parallel.check_source(candidate, path, settings)
-        before_count = sum(1 for d in diagnostics if d.code == diagnostic.code)
-        after_count = sum(1 for d in after.diagnostics if d.code == diagnostic.code)
-        if after.error is not None or after_count >= before_count:
-            left.append((diagnostic, "the rewritten file still has this finding"))
+        outcome = _judged(diagnostic, state, change, path, settings, compiles)
+        if isinstance(outcome, str):
+            left.append((diagnostic, outcome))
             continue
         applied.append(diagnostic)
-        current = candidate
-        diagnostics = list(after.diagnostics)
-    return FileFix(path, text, current, tuple(applied), tuple(left))
+        edits.append(tuple(change))
+        state = outcome
+    return FileFix(path, text, state.text, tuple(applied), tuple(left), edits=tuple(edits),
+                   remaining=state.reported)
+
+
+def _judged(diagnostic: Diagnostic, before: _Linted, change: Sequence[Edit], path: str,
+            settings: config.Config, compiles: bool) -> "str | _Linted":
+    """The edited text when it is strictly better than `before`, else why it is not."""
+    candidate = splice(before.text, change)
+    if compiles and not _compiles(candidate, path):
+        return "the rewritten file would not compile"
+    try:
+        parsing.parse_module(candidate)
+    except parsing.ParseFailure as error:
+        return f"the rewritten file would not parse: {error}"
+    after = _lint(candidate, path, settings)
+    if after.error is not None:
+        return f"the rewritten file could not be checked: {after.error}"
+    introduced = _introduced(before.every, after.every, before.text, change)
+    if introduced:
+        return f"would introduce {_described(introduced[0])}"
+    if not _gone(diagnostic, before.reported, after.reported):
+        return "the rewritten file still has this finding"
+    return after
 
 
 def _compiles(text: str, path: str) -> bool:
@@ -318,20 +497,46 @@ def _encoding(data: bytes) -> str:
     return tokenize.detect_encoding(io.BytesIO(data).readline)[0]
 
 
+def _encoded(outcome: FileFix, data: bytes) -> bytes:
+    """The fixed text in the file's own encoding; SourceError when that would change other bytes."""
+    encoding = _encoding(data)
+    try:
+        if outcome.original.encode(encoding) != data:
+            raise sources.SourceError(f"{encoding} does not reproduce the file byte for byte; not rewritten")
+        return outcome.fixed.encode(encoding)
+    except UnicodeEncodeError:
+        raise sources.SourceError(f"the fix cannot be written in {encoding}") from None
+
+
+def fix_bytes(data: bytes, path: str, settings: config.Config, target: str,
+              codes: Sequence[str]) -> tuple[FileFix, bytes]:
+    """The outcome of fixing a file's contents, and the fixed contents (`data` itself when unchanged)."""
+    try:
+        if not imports.mentions_api(data) and not settings.api_aliases:
+            text = sources.decode(data)
+            return FileFix(path, text, text, (), ()), data
+        text = sources.decode(data)
+    except sources.SourceError as error:
+        return FileFix(path, "", "", (), (), str(error)), data
+    outcome = fix_source(text, path, settings, target, codes)
+    if not outcome.changed:
+        return outcome, data
+    try:
+        return outcome, _encoded(outcome, data)
+    except sources.SourceError as error:
+        return FileFix(path, text, text, (), (), str(error)), data
+
+
 def fix_file(path: str, settings: config.Config, target: str, codes: Sequence[str],
              write: bool) -> FileFix:
     try:
         data = sources.read_bytes(path)
-        if not imports.mentions_api(data) and not settings.api_aliases:
-            sources.decode(data)
-            return FileFix(path, "", "", (), ())
-        text = sources.decode(data)
     except sources.SourceError as error:
         return FileFix(path, "", "", (), (), str(error))
-    outcome = fix_source(text, path, settings, target, codes)
+    outcome, fixed = fix_bytes(data, path, settings, target, codes)
     if write and outcome.changed:
         with open(path, "wb") as handle:
-            handle.write(outcome.fixed.encode(_encoding(data)))
+            handle.write(fixed)
     return outcome
 
 
@@ -343,13 +548,17 @@ def parser() -> argparse.ArgumentParser:
         description="Rewrite the mechanical mistakes in place: SKP106 (a bare string declaration "
                     "becomes a one-element list), SKP107 (the missing yield, and the assignment "
                     "for a pop), SKP401 (imports of the removed torch.distributed.pipeline.sync "
-                    "skip API move to --target). Everything else in the file is kept byte for "
-                    "byte; a fix is kept only when the file then lints without that finding.",
+                    "skip API move to --target). A fix only makes a file strictly better: it is "
+                    "kept when the file then lints with no finding, of any code, that it did not "
+                    "have, and every character outside the edit is kept; otherwise the file is "
+                    "left as it is and the reason is printed.",
         epilog="Exit status: 0 done (or nothing to fix), 1 with --diff when there are changes, "
-               "2 a file could not be read or parsed.",
+               "2 a file could not be read or parsed. With '-' (standard input): 0 nothing is "
+               "left to report in the fixed source, 1 findings are left, 2 it could not be checked.",
     )
     p.add_argument("paths", nargs="*", default=["."], metavar="PATH",
-                   help="files or directories to fix, recursively (default: .)")
+                   help="files or directories to fix, recursively (default: .); '-' reads the "
+                        "source from standard input and writes the fixed source to standard output")
     p.add_argument("--diff", action="store_true",
                    help="print the changes as a unified diff instead of writing them")
     p.add_argument("--target", choices=tuple(TARGETS), default="torchgpipe",
@@ -358,14 +567,51 @@ def parser() -> argparse.ArgumentParser:
                    help="comma-separated codes to fix (default: " + ",".join(FIXABLE) + ")")
     p.add_argument("--config", metavar="FILE", help="read the configuration from FILE only")
     p.add_argument("--isolated", action="store_true", help="ignore every configuration file")
-    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but the diff")
+    p.add_argument("--stdin-display-name", metavar="NAME", default=None,
+                   help="with '-': the name of the source in messages, and the path whose "
+                        "configuration applies (default: stdin, configured from the current directory)")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but the diff or the source")
     return p
 
 
-def _diff(outcome: FileFix) -> str:
+def diff(outcome: FileFix) -> str:
+    """The unified diff of a fix, with lines as Python counts them."""
     return "".join(difflib.unified_diff(
-        outcome.original.splitlines(keepends=True), outcome.fixed.splitlines(keepends=True),
+        split_lines(outcome.original), split_lines(outcome.fixed),
         fromfile=f"a/{outcome.path}", tofile=f"b/{outcome.path}"))
+
+
+def _report(outcome: FileFix, name: str, wrote: bool, say: Callable[[str], None]) -> None:
+    if outcome.changed:
+        fixed = ", ".join(f"{d.code} (line {d.line})" for d in outcome.applied)
+        say(f"{name}: {'fixed' if wrote else 'would fix'} {fixed}")
+    for diagnostic, why in outcome.left:
+        say(f"{name}:{diagnostic.line}:{diagnostic.col + 1}: {diagnostic.code} not fixed: {why}")
+
+
+def _fix_stdin(args: argparse.Namespace, finder: config.Finder, codes: Sequence[str],
+               say: Callable[[str], None]) -> int:
+    name = args.stdin_display_name or "stdin"
+    settings = finder.for_file(args.stdin_display_name or os.path.join(os.getcwd(), "stdin"))
+    data = sys.stdin.buffer.read()
+    for problem in finder.problems:
+        print(problem, file=sys.stderr)
+    if args.stdin_display_name is not None and settings.excludes_named(args.stdin_display_name):
+        outcome, fixed = FileFix(name, "", "", (), ()), data
+    else:
+        outcome, fixed = fix_bytes(data, name, settings, args.target, codes)
+    if args.diff:
+        sys.stdout.write(diff(outcome))
+        sys.stdout.flush()
+    else:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(fixed)
+        sys.stdout.buffer.flush()
+    if outcome.error is not None:
+        say(f"{name}: could not fix this source: {outcome.error}")
+        return EXIT_UNCHECKED
+    _report(outcome, name, not args.diff, say)
+    return EXIT_FINDINGS if outcome.remaining else EXIT_CLEAN
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -375,10 +621,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         wanted = tuple(c.strip().upper() for c in args.select.replace(" ", ",").split(",") if c.strip())
         codes = tuple(code for code in FIXABLE if code.startswith(wanted))
     finder = config.Finder(explicit=args.config, isolated=args.isolated)
+    say: Callable[[str], None] = (lambda _line: None) if args.quiet else (lambda line: print(line, file=sys.stderr))
+    if "-" in args.paths:
+        if args.paths != ["-"]:
+            print("skiplint fix: '-' (standard input) cannot be combined with other paths", file=sys.stderr)
+            return EXIT_UNCHECKED
+        return _fix_stdin(args, finder, codes, say)
     tasks = list(finder.discover(args.paths))
     for problem in finder.problems:
         print(problem, file=sys.stderr)
-    say: Callable[[str], None] = (lambda _line: None) if args.quiet else (lambda line: print(line, file=sys.stderr))
     status = EXIT_OK
     for path, settings in tasks:
         outcome = fix_file(path, settings, args.target, codes, write=not args.diff)
@@ -386,12 +637,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             say(f"{path}: could not fix this file: {outcome.error}")
             status = EXIT_UNCHECKED
             continue
-        if outcome.changed:
-            if args.diff:
-                sys.stdout.write(_diff(outcome))
-                status = max(status, EXIT_CHANGES)
-            fixed = ", ".join(f"{d.code} (line {d.line})" for d in outcome.applied)
-            say(f"{path}: {'would fix' if args.diff else 'fixed'} {fixed}")
-        for diagnostic, why in outcome.left:
-            say(f"{path}:{diagnostic.line}:{diagnostic.col + 1}: {diagnostic.code} not fixed: {why}")
+        if outcome.changed and args.diff:
+            sys.stdout.write(diff(outcome))
+            status = max(status, EXIT_CHANGES)
+        _report(outcome, path, not args.diff, say)
     return status

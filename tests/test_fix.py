@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from skiplint import cli, config, fix, parallel
+from skiplint import cli, config, fix, parallel, parsing
+from skiplint.diagnostics import Diagnostic
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p for code in ("skp106", "skp107", "skp401") for p in (REPO / "fixtures").glob(f"{code}_*.py"))
@@ -125,8 +129,7 @@ def test_select_and_configuration_limit_the_fixes(tmp_path: Path) -> None:
 def test_a_fix_that_does_not_remove_the_finding_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
     source = FIXED.replace("stash = ['skip']", "stash = 'skip'")
     # A broken rewrite that changes the file but leaves the finding: it must not be kept.
-    monkeypatch.setattr(fix, "_rewrite", lambda module, diagnostic, target: module.with_changes(
-        header=list(module.header)[:-1]))
+    monkeypatch.setattr(fix, "plan", lambda text, diagnostic, target: [fix.Edit(0, 0, "# \n")])
     outcome = fix.fix_source(source, "m.py")
     assert outcome.fixed == source and not outcome.applied
     assert [(d.code, why) for d, why in outcome.left] == [("SKP106", "the rewritten file still has this finding")]
@@ -175,3 +178,244 @@ def test_pre_commit_hooks() -> None:
     text = (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
     assert "- id: skiplint\n" in text and "entry: skiplint\n" in text
     assert "- id: skiplint-fix\n" in text and "entry: skiplint fix\n" in text
+
+
+# -- a fix never makes a file worse ----------------------------------------------------------------
+
+HEAD = '''from torchgpipe.skip import skippable, stash, pop
+from torch import nn
+
+
+'''
+
+
+@pytest.mark.parametrize("body, kind, verb", [
+    ('        pop("p")\n        p = yield pop("p")\n        return x + p\n', "pop", "popped"),
+    ('        stash("p", x)\n        yield stash("p", x)\n        return x\n', "stash", "stashed"),
+])
+def test_a_fix_that_would_repeat_a_command_is_left_with_the_reason(
+        tmp_path: Path, body: str, kind: str, verb: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # Yielding the loose command would perform it twice on the path (SKP110: the second pop raises
+    # KeyError, the second stash loses the first tensor); the file is left as it is.
+    source = HEAD + f'@skippable({kind}=["p"])\nclass Layer(nn.Module):\n    def forward(self, x):\n' + body
+    path = tmp_path / "model.py"
+    path.write_text(source, encoding="utf-8")
+    assert lint(path) == {(8, "SKP107")}
+    assert cli.main(["fix", "--isolated", str(path)]) == 0
+    assert path.read_text(encoding="utf-8") == source
+    assert capsys.readouterr().err == (
+        f"{path}:8:9: SKP107 not fixed: would introduce SKP110 at line 9: "
+        f"'p' is {verb} twice on one path through forward\n")
+
+
+def test_a_fix_is_kept_when_its_only_effect_is_the_finding_going(tmp_path: Path) -> None:
+    # The same command on another path is not a repeat: the fix goes in.
+    source = HEAD + '''@skippable(pop=["p"])
+class Layer(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            pop("p")
+            return x
+        p = yield pop("p")
+        return x + p
+'''
+    outcome = fix.fix_source(source, "m.py")
+    assert [(d.line, d.code) for d in outcome.applied] == [(9, "SKP107")]
+    assert outcome.fixed == source.replace('            pop("p")', '            p_2 = yield pop("p")')
+
+
+def _inserted_only(before: str, after: str) -> list[tuple[int, str]]:
+    """(offset in `before`, text) of each insertion; fails if anything else differs."""
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    out = []
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        assert op in ("equal", "insert"), (op, before[i1:i2], after[j1:j2])
+        if op == "insert":
+            out.append((i1, after[j1:j2]))
+    return out
+
+
+HOSTILE = HEAD + '''\x0c
+@skippable(stash=(  # why
+    "skip"  # keep
+))
+class Stem(nn.Module):
+    def forward(self, x):
+        x = x \\
+\\
+            + 1
+\x0c
+        stash("skip", x)  # the tensor \x0c with a form feed
+        return x
+\\
+
+@skippable(pop=["skip"])
+class Head(nn.Module):
+    def forward(self, x):
+        y = pop( # which
+            "skip")
+        return x + y
+'''
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_every_byte_outside_the_edits_is_kept(tmp_path: Path, newline: str) -> None:
+    source = HOSTILE.replace("\n", newline)
+    path = tmp_path / "model.py"
+    path.write_bytes(source.encode("utf-8"))
+    assert lint(path) == {(7, "SKP106"), (15, "SKP107"), (22, "SKP107")}
+    outcome = fix.fix_file(str(path), config.Config(), "torchgpipe", fix.FIXABLE, write=True)
+    assert outcome.error is None and not outcome.left
+    after = path.read_bytes().decode("utf-8")
+    # Only characters inserted at the reported nodes: the comments inside the parentheses of the
+    # declaration, the form feeds and the lone continuation lines are all still there.
+    stem = source.index('"skip"  # keep')
+    stash_at = source.index('stash("skip", x)')
+    pop_at = source.index('pop( # which')
+    assert after == fix.splice(source, [fix.Edit(stem, stem, "["), fix.Edit(stem + 6, stem + 6, "]"),
+                                        fix.Edit(stash_at, stash_at, "yield "), fix.Edit(pop_at, pop_at, "yield ")])
+    assert len(_inserted_only(source, after)) == 4
+    assert lint(path) == set()
+    assert fix.fix_file(str(path), config.Config(), "torchgpipe", fix.FIXABLE, write=True).changed is False
+
+
+def test_diff_and_fix_make_the_same_change(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "model.py"
+    path.write_bytes(HOSTILE.replace("\n", "\r\n").encode("utf-8"))
+    original = path.read_bytes().decode("utf-8")
+    assert cli.main(["fix", "--isolated", "--diff", "-q", str(path)]) == 1
+    shown = capsys.readouterr().out
+    assert path.read_bytes().decode("utf-8") == original
+    assert cli.main(["fix", "--isolated", "-q", str(path)]) == 0
+    written = path.read_bytes().decode("utf-8")
+    assert written != original
+    expected = "".join(difflib.unified_diff(
+        fix.split_lines(original), fix.split_lines(written), fromfile=f"a/{path}", tofile=f"b/{path}"))
+    assert shown == expected
+    # The diff's lines are Python's lines: the form feed inside a comment does not split one.
+    assert "+        yield stash(\"skip\", x)  # the tensor \x0c with a form feed\r\n" in shown
+
+
+def test_fixed_file_reparses_and_a_second_fix_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "model.py"
+    path.write_text(SOURCE, encoding="latin-1")
+    first = fix.fix_file(str(path), config.Config(), "torchgpipe", fix.FIXABLE, write=True)
+    assert first.changed and first.applied
+    parsing.parse_module(first.fixed)
+    compile(first.fixed, "m.py", "exec")
+    again = fix.fix_file(str(path), config.Config(), "torchgpipe", fix.FIXABLE, write=True)
+    assert not again.changed and not again.applied
+    assert path.read_text(encoding="latin-1") == FIXED
+
+
+def test_import_rewrite_keeps_comments_and_continuations() -> None:
+    source = ('from torch.distributed.pipeline.sync import (  # old\n    _skip,  # the package\n)\n'
+              'import torch.distributed.pipeline.sync.skip.layout as lay, os  # both\n')
+    outcome = fix.fix_source(source, "m.py", target="fairscale")
+    assert [(d.line, d.code) for d in outcome.applied] == [(1, "SKP401"), (4, "SKP401")]
+    assert outcome.fixed == ('from fairscale.nn.pipe import (  # old\n    skip as _skip,  # the package\n)\n'
+                             'import fairscale.nn.pipe.skip.layout as lay, os  # both\n')
+
+
+def test_an_edit_that_adds_lines_is_compared_line_for_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A rewrite that adds two lines above the finding: the findings after it keep their identity.
+    source = FIXED.replace("stash = ['skip']", "stash = 'skip'")
+    real = fix.plan
+
+    def padded(text: str, diagnostic: Diagnostic, target: str) -> list[fix.Edit]:
+        return [fix.Edit(0, 0, "#\n#\n"), *real(text, diagnostic, target)]
+
+    monkeypatch.setattr(fix, "plan", padded)
+    outcome = fix.fix_source(source, "m.py")
+    assert [(d.line, d.code) for d in outcome.applied] == [(10, "SKP106")]
+    assert outcome.fixed == "#\n#\n" + FIXED
+
+
+# -- standard input --------------------------------------------------------------------------------
+
+def fix_stdin(data: bytes, *args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "skiplint", "fix", "-", *args], input=data,
+                          capture_output=True, cwd=cwd, timeout=120)
+
+
+LOOSE = HEAD + '''@skippable(pop=["p"])
+class Head(nn.Module):
+    def forward(self, x):
+        pop("p")
+        return x
+'''
+
+
+def test_stdin_source_is_fixed_to_stdout(tmp_path: Path) -> None:
+    done = fix_stdin(LOOSE.encode("utf-8"), "--stdin-display-name", "pkg/m.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == LOOSE.replace('        pop("p")', '        p = yield pop("p")').encode("utf-8")
+    assert done.stderr == b"pkg/m.py: fixed SKP107 (line 8)\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stdin_keeps_the_encoding_and_line_endings(tmp_path: Path) -> None:
+    data = SOURCE.replace("\n", "\r\n").encode("latin-1")
+    done = fix_stdin(data, "-q", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert done.stdout == FIXED.replace("\n", "\r\n").encode("latin-1")
+
+
+def test_stdin_with_findings_left_exits_1_with_the_source_unchanged(tmp_path: Path) -> None:
+    source = HEAD + '@skippable(pop=["p"])\nclass Layer(nn.Module):\n    def forward(self, x):\n' \
+        '        pop("p")\n        p = yield pop("p")\n        return x + p\n'
+    done = fix_stdin(source.encode("utf-8"), cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout == source.encode("utf-8")
+    assert done.stderr.decode() == ("stdin:8:9: SKP107 not fixed: would introduce SKP110 at line 9: "
+                                    "'p' is popped twice on one path through forward\n")
+
+
+def test_stdin_that_cannot_be_checked_exits_2_and_passes_it_through(tmp_path: Path) -> None:
+    data = b"import torchgpipe\ndef (:\n"
+    done = fix_stdin(data, "--stdin-display-name", "bad.py", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, data)
+    assert done.stderr.decode().startswith("bad.py: could not fix this source: syntax error at 2:")
+
+
+def test_stdin_without_the_api_is_passed_through(tmp_path: Path) -> None:
+    data = b"import os\r\nprint(os.sep)\n"
+    done = fix_stdin(data, cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, data, b"")
+
+
+def test_stdin_display_name_chooses_the_configuration(tmp_path: Path) -> None:
+    (tmp_path / "quiet").mkdir()
+    (tmp_path / "quiet" / "setup.cfg").write_text("[skiplint]\nignore = SKP107\n", encoding="utf-8")
+    data = LOOSE.encode("utf-8")
+    ignored = fix_stdin(data, "--stdin-display-name", "quiet/m.py", cwd=tmp_path)
+    assert (ignored.returncode, ignored.stdout, ignored.stderr) == (0, data, b"")
+    other = fix_stdin(data, "--stdin-display-name", "loud/m.py", cwd=tmp_path)
+    assert other.returncode == 0 and other.stdout != data
+    isolated = fix_stdin(data, "--stdin-display-name", "quiet/m.py", "--isolated", cwd=tmp_path)
+    assert isolated.stdout == other.stdout
+
+
+def test_stdin_diff(tmp_path: Path) -> None:
+    done = fix_stdin(LOOSE.encode("utf-8"), "--diff", "-q", "--stdin-display-name", "m.py", cwd=tmp_path)
+    assert done.returncode == 0
+    assert done.stdout.decode() == "".join(difflib.unified_diff(
+        fix.split_lines(LOOSE), fix.split_lines(LOOSE.replace('pop("p")\n', 'p = yield pop("p")\n')),
+        fromfile="a/m.py", tofile="b/m.py"))
+
+
+def test_stdin_is_not_mixed_with_paths(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert fix.main(["-", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == "skiplint fix: '-' (standard input) cannot be combined with other paths\n"
+
+
+@pytest.mark.parametrize("settings", [config.Config().replace(ignore=("SKP110",)), config.Config()])
+@pytest.mark.parametrize("noqa", ["", "  # noqa: SKP110"])
+def test_a_new_finding_counts_even_when_it_would_not_be_reported(settings: config.Config, noqa: str) -> None:
+    # Ignored by the configuration or silenced by noqa, a second pop still raises at run time.
+    source = HEAD + '@skippable(pop=["p"])\nclass Layer(nn.Module):\n    def forward(self, x):\n' \
+        f'        pop("p")\n        p = yield pop("p"){noqa}\n        return x + p\n'
+    outcome = fix.fix_source(source, "m.py", settings)
+    assert outcome.fixed == source
+    assert [(d.line, why) for d, why in outcome.left] == [
+        (8, "would introduce SKP110 at line 9: 'p' is popped twice on one path through forward")]
