@@ -40,3 +40,9 @@ class Selection:
 
     def __call__(self, code: str) -> bool:
         return rules.selected(code, self.select, self.ignore, self.extend_select)
+
+
+def error_text(error: BaseException) -> str:
+    """`Type: first line of the message`, as SKP902 shows an analyzer bug (one line, always)."""
+    lines = str(error).splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Optional
 import libcst as cst
 
 from skiplint import checks, interpret, noqa, parsing, pipes, prefilter, rules, skippables, sources
-from skiplint.diagnostics import Diagnostic, FileResult as FileResult, Selection as Selection
+from skiplint.diagnostics import Diagnostic, FileResult as FileResult, Selection as Selection, error_text
 from skiplint.parsing import ParseFailure as ParseFailure
 from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts
 from skiplint.project import INDEX, ProjectIndex
@@ -87,9 +87,7 @@ def analyze_models(text: str, path: str, *, project: Optional[ProjectIndex] = No
 
 def internal_error(what: str, error: BaseException) -> Finding:
     """SKP902 at 1:1 for a bug of the analyzer met while analysing `what`."""
-    lines = str(error).splitlines()
-    text = f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
-    return Finding("SKP902", (("what", what), ("error", text)), None)
+    return Finding("SKP902", (("what", what), ("error", error_text(error))), None)
 
 
 def _internal_error(facts: ModuleFacts) -> Optional[str]:

@@ -621,6 +621,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         wanted = tuple(c.strip().upper() for c in args.select.replace(" ", ",").split(",") if c.strip())
         codes = tuple(code for code in FIXABLE if code.startswith(wanted))
     finder = config.Finder(explicit=args.config, isolated=args.isolated)
+    if finder.unusable:  # a --config that cannot be read: never fix with settings nobody asked for
+        for problem in finder.problems:
+            print(problem, file=sys.stderr)
+        return EXIT_UNCHECKED
     say: Callable[[str], None] = (lambda _line: None) if args.quiet else (lambda line: print(line, file=sys.stderr))
     if "-" in args.paths:
         if args.paths != ["-"]:

@@ -13,8 +13,8 @@ import os
 import sys
 from typing import Any, Iterator, Optional, Sequence
 
-from skiplint import __version__, config, prefilter, rules, sources
-from skiplint.diagnostics import Selection
+from skiplint import __version__, config, filenoqa, prefilter, rules, sources
+from skiplint.diagnostics import Selection, error_text
 
 
 class SkiplintChecker:
@@ -84,6 +84,8 @@ class SkiplintChecker:
         text = "".join(self.lines)
         if len(text) > sources.MAX_BYTES:
             return  # the CLI reports SKP900 for it; flake8 has no such code to show, so: silence
+        if filenoqa.skips_file(text, flake8=False):
+            return  # `# skiplint: noqa` (flake8 reads its own `# flake8: noqa`)
         settings = self.settings_for(self.filename)
         with prefilter.using_aliases(settings.api_aliases):
             try:
@@ -96,7 +98,7 @@ class SkiplintChecker:
             except Exception as error:  # an analyzer bug: shown, never silent
                 if os.environ.get("SKIPLINT_DEBUG"):
                     raise
-                message = rules.RULES["SKP902"].format(what="this file", error=f"{type(error).__name__}: {error}")
+                message = rules.RULES["SKP902"].format(what="this file", error=error_text(error))
                 yield 1, 0, message, type(self)
                 return
         for diagnostic in result.diagnostics:

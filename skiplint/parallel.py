@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from skiplint import prefilter, rules
 from skiplint.config import Config
-from skiplint.diagnostics import Diagnostic, FileResult, Selection
+from skiplint.diagnostics import Diagnostic, FileResult, Selection, error_text
 
 #: A unit of work: one file and the configuration it is checked with (sent to workers as is).
 Task = tuple[str, Config]
@@ -54,7 +54,7 @@ def _selection(config: Config) -> Selection:
 
 def internal_error(path: str, what: str, error: BaseException, selection: Selection) -> FileResult:
     """SKP902 for an analyzer bug: the file counts as not checked (exit 2), the error is shown."""
-    message = rules.RULES["SKP902"].format(what=what, error=f"{type(error).__name__}: {error}")
+    message = rules.RULES["SKP902"].format(what=what, error=error_text(error))
     diags = (Diagnostic(path, 1, 0, "SKP902", message),) if selection("SKP902") else ()
     return FileResult(path, diags, message[len("SKP902 "):])
 

@@ -272,6 +272,24 @@ def test_skiplint_noqa_skips_the_file(inproc, tmp_path: Path, comment: str, skip
     assert inproc("--isolated", "-j", "1", "model.py")[0] == (0 if skipped else 1)
 
 
+def test_flake8_honours_skiplint_noqa(tmp_path: Path) -> None:
+    """`# skiplint: noqa` on its own line silences the plugin too; in a code line it does not."""
+    write(tmp_path, {"quiet.py": UNDECLARED + "# skiplint: noqa\n",
+                     "loud.py": UNDECLARED + "x = 1  # skiplint: noqa\n"})
+    done = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "SKP", "-j", "1", "."],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.stdout.splitlines() == ["./loud.py:" + FINDING]
+
+
+def test_fix_with_a_missing_config_is_exit_2_and_fixes_nothing(tmp_path: Path) -> None:
+    source = "from torchgpipe.skip import skippable\n\n\n@skippable(stash='skip')\nclass S:\n    pass\n"
+    write(tmp_path, {"model.py": source})
+    done = skiplint(tmp_path, "fix", "--config", "missing.toml", "model.py")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert len(done.stderr.splitlines()) == 1 and "missing.toml" in done.stderr
+    assert (tmp_path / "model.py").read_text(encoding="utf-8") == source
+
+
 def test_file_level_noqa_also_covers_a_file_that_does_not_parse(inproc, tmp_path: Path) -> None:
     write(tmp_path, {"broken.py": "# flake8: noqa\nimport torchgpipe\ndef f(:\n"})
     assert inproc("--isolated", "-j", "1", "broken.py") == (0, "", "")  # flake8 skips it too (no E999)
