@@ -41,7 +41,7 @@ from typing import Any, Iterable, Optional
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from oracle_programs import MISTAKES, Program, generate_many  # noqa: E402
+from oracle_programs import MISTAKES, Program, generate, generate_many  # noqa: E402
 
 OUTCOMES = ("agree-clean", "agree-bug", "false-positive", "false-negative", "abstained", "analyzer-error")
 #: Seconds one program may run in a worker (the first also pays for importing torch).
@@ -57,6 +57,8 @@ class KnownGap:
     outcome: str
     issue: str
     why: str
+    #: generate() arguments of programs that exercise the gap (the probes every check run adds).
+    probe: tuple[tuple[str, str], ...] = ()
 
     def matches(self, program: Program) -> bool:
         return all(fnmatch.fnmatchcase(str(getattr(program, key)), value) for key, value in self.pattern)
@@ -68,11 +70,14 @@ class KnownGap:
 
 KNOWN_GAPS: tuple[KnownGap, ...] = (
     KnownGap((("planted", "discarded-pop-cross"),), "false-negative", "issue 14 item 2 (SKP305)",
-             "a discarded pop in another partition than its stash fails in backward()"),
+             "a discarded pop in another partition than its stash fails in backward()",
+             (("mistake", "discarded-pop"), ("class_style", "decorator"))),
     KnownGap((("planted", "mixed-namespaces-same-route"),), "false-negative", "issue 14 item 3 (SKP306)",
-             "default and isolated skips on the same partition route crash the pipe constructor"),
+             "default and isolated skips on the same partition route crash the pipe constructor",
+             (("mistake", "mixed-namespaces"), ("class_style", "decorator"))),
     KnownGap((("composition", "stages"),), "false-positive", "issue 14 item 7",
-             "a Sequential used only as a part of the model is checked on its own (SKP201/SKP202)"),
+             "a Sequential used only as a part of the model is checked on its own (SKP201/SKP202)",
+             (("mistake", "clean"), ("class_style", "decorator"), ("composition", "stages"))),
 )
 
 
@@ -280,6 +285,17 @@ def stale_gaps(results: list[Result]) -> list[str]:
     return problems
 
 
+def probes(per_gap: int = 4) -> list[Program]:
+    """Programs that exercise each known gap, so that a fixed budget always tests every entry."""
+    programs = []
+    for number, gap in enumerate(KNOWN_GAPS):
+        arguments = dict(gap.probe)
+        for i in range(per_gap):
+            program = generate(900_000 + 1000 * number + i, **arguments)
+            programs.append(Program(**{**program.__dict__, "ident": f"probe{number}.{i}"}))
+    return programs
+
+
 # -- the table -----------------------------------------------------------------------------------
 
 _SHORT = {"agree-clean": "clean", "agree-bug": "bug", "false-positive": "FP", "false-negative": "FN",
@@ -345,13 +361,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="worker subprocesses run side by side")
     parser.add_argument("--show", action="append", default=[], choices=OUTCOMES,
                         help="print every program with this outcome")
+    parser.add_argument("--probes", action="store_true", help="add the programs that exercise each known gap")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         worker(args.worker)
         return 0
     start = time.perf_counter()
-    programs = generate_many(args.n, args.seed)
+    programs = generate_many(args.n, args.seed) + (probes() if args.probes else [])
     results = evaluate(programs, args.jobs)
     for result in results:
         if result.outcome in args.show:

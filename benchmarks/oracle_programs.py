@@ -489,21 +489,20 @@ def _routes(layers: Topology, balance: list[int]) -> dict[tuple[Optional[int], s
 
 
 def _refine_label(planted: str, layers: Topology, balance: list[int]) -> str:
+    """The label from the final layout. A default and an isolated skip on one partition route
+    crash the pipe constructor before anything else runs, so that label wins over the planted one."""
     routes = _routes(layers, balance)
+    default = {route for (ns, _), route in routes.items() if ns is None}
+    isolated = {route for (ns, _), route in routes.items() if ns is not None}
+    if default & isolated:
+        return "mixed-namespaces-same-route"
     if planted == "discarded-pop":
         crossing = [routes.get((layer.ns, layer.cls.pop[0]), (0, 0)) for layer in layers
                     if layer.cls is not None and layer.cls.pop
                     and not any("skip_0" in line for line in layer.cls.body)]
         return "discarded-pop-cross" if any(src != dst for src, dst in crossing) else "discarded-pop-same"
     if planted in ("clean", "mixed-namespaces"):
-        default = {route for (ns, _), route in routes.items() if ns is None}
-        isolated = {route for (ns, _), route in routes.items() if ns is not None}
-        if default and isolated:
-            return "mixed-namespaces-same-route" if default & isolated else "clean-mixed-namespaces"
-    if planted == "mixed-namespaces":
-        return "clean"
-    if planted == "nested-skippable":
-        return "nested-skippable"
+        return "clean-mixed-namespaces" if default and isolated else "clean"
     return planted
 
 
@@ -639,19 +638,23 @@ def render_composition(exprs: list[str], style: str, rng: random.Random) -> list
 
 # -- the program ---------------------------------------------------------------------------------
 
-def generate(seed: int, *, clean_share: float = 0.4) -> Program:
+def generate(seed: int, mistake: Optional[str] = None, *, class_style: Optional[str] = None,
+             composition: Optional[str] = None, clean_share: float = 0.4) -> Program:
+    """One program. `mistake` forces what is planted ("clean" or a key of MISTAKES), the styles
+    force how it is written; None draws them."""
     rng = random.Random(seed)
     library = rng.choice(LIBRARIES)
     imports = rng.choice(IMPORT_STYLES)
-    class_style = rng.choices(CLASS_STYLES, CLASS_WEIGHTS)[0]
-    composition = rng.choice(COMPOSITION_STYLES)
+    drawn_class, drawn_composition = rng.choices(CLASS_STYLES, CLASS_WEIGHTS)[0], rng.choice(COMPOSITION_STYLES)
+    class_style = class_style or ("class_loop" if mistake == "late-binding" else drawn_class)
+    composition = composition or drawn_composition
     classes = _Classes()
     planted = "clean"
-    while True:
+    for _attempt in range(200):
         layers, namespaces = clean_topology(rng, classes)
-        if rng.random() < clean_share:
+        if mistake == "clean" or (mistake is None and rng.random() < clean_share):
             break
-        candidate = rng.choice(sorted(MISTAKES))
+        candidate = mistake or rng.choice(sorted(MISTAKES))
         if candidate == "late-binding" and class_style != "class_loop":
             continue
         mutated = MISTAKES[candidate][0](rng, layers, classes)
@@ -659,8 +662,11 @@ def generate(seed: int, *, clean_share: float = 0.4) -> Program:
             layers, planted = mutated, candidate
             break
         classes = _Classes()
+    else:
+        layers, namespaces = clean_topology(rng, classes)
     layers = _fill(rng, layers)
-    partitions = rng.choice((1, 2, 2, 3, 3))
+    # A discarded pop fails only across partitions: draw two or three so that both labels occur.
+    partitions = rng.choice((2, 3) if planted == "discarded-pop" else (1, 2, 2, 3, 3))
     balance = _balance(rng, len(layers), partitions)
     planted = _refine_label(planted, layers, balance)
     if planted == "balance-mismatch":
@@ -696,7 +702,14 @@ def generate(seed: int, *, clean_share: float = 0.4) -> Program:
 
 
 def generate_many(count: int, seed: int = 0) -> list[Program]:
-    return [generate(seed * 100_000 + i) for i in range(count)]
+    """`count` programs: two in five clean, the others cycling through every planted mistake."""
+    kinds = sorted(MISTAKES)
+    programs = []
+    for i in range(count):
+        slot, round_ = i % 5, i // 5
+        mistake = "clean" if slot < 2 else kinds[(round_ * 3 + slot - 2) % len(kinds)]
+        programs.append(generate(seed * 100_000 + i, mistake))
+    return programs
 
 
 def main() -> None:
