@@ -18,7 +18,7 @@ from skiplint.facts import (
     Command, Declaration, Declared, Finding, Forward, Key, Kind, Locator, ModuleFacts,
     NonCommandYield, Site, SkippableClass,
 )
-from skiplint.imports import OTHER, Scope, import_bindings, removed_module
+from skiplint.imports import OTHER, Scope, dotted_name, import_bindings, removed_module
 
 #: Beyond this many distinct paths, forward's path facts are given up (abstain).
 MAX_STATES = 256
@@ -1017,11 +1017,66 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
             continue
         module_name = removed_module(stmt)
         if module_name is not None:
-            findings.append(Finding("SKP401", (("module", module_name),), Site(stmt, locator)))
+            findings.append(Finding("SKP401", (("module", module_name), ("advice", removed_import_advice(stmt))),
+                                    Site(stmt, locator)))
 
     if source is None or "only" in source:
         findings.extend(_isolate_findings(index, skippables, locator))
     return ModuleFacts(path, tuple(skippables), tuple(findings), tuple(loose))
+
+
+_SKIP_API_NAMES = frozenset({"skippable", "stash", "pop", "Namespace", "verify_skippables", "inspect_skip_layout",
+                             "Skippable", "skip", "_skip"})
+#: What replaces each kind of import from the removed torch.distributed.pipeline (SKP401).
+_ADVICE = {
+    "skip": "import skippable, stash, pop and Namespace from torchgpipe.skip or fairscale.nn.pipe.skip",
+    "Pipe": "use torchgpipe.GPipe or fairscale.nn.Pipe (partitions by balance=), or torch.distributed.pipelining",
+    "PipeSequential": "give a plain nn.Sequential to torchgpipe.GPipe or fairscale.nn.Pipe, or split the stages "
+                      "with torch.distributed.pipelining",
+    "placement": "place layers with balance= and devices= of torchgpipe.GPipe or fairscale.nn.Pipe, or split the "
+                 "stages with torch.distributed.pipelining",
+    "package": "the skip API lives on in torchgpipe.skip and fairscale.nn.pipe.skip, the pipe in torchgpipe.GPipe "
+               "and fairscale.nn.Pipe; or move to torch.distributed.pipelining",
+}
+
+
+def removed_import_advice(stmt: cst.Import | cst.ImportFrom) -> str:
+    """The replacement for what an import of the removed torch.distributed.pipeline brings in."""
+    kinds: list[str] = []
+
+    def add(kind: str) -> None:
+        if kind not in kinds:
+            kinds.append(kind)
+
+    def module_kind(module: str) -> str:
+        parts = module.split(".")
+        return "skip" if "skip" in parts or "_skip" in parts else "package"
+
+    if isinstance(stmt, cst.Import):
+        for alias in stmt.names:
+            dotted = dotted_name(alias.name)
+            if dotted is not None and removed_module(cst.Import(names=[alias.with_changes(
+                    comma=cst.MaybeSentinel.DEFAULT)])) is not None:
+                add(module_kind(dotted))
+    else:
+        base = dotted_name(stmt.module) if stmt.module is not None else None
+        base_kind = module_kind(base or "")
+        if base_kind == "skip" or isinstance(stmt.names, cst.ImportStar):
+            add(base_kind)
+        else:
+            for alias in stmt.names:
+                name = alias.name.value if isinstance(alias.name, cst.Name) else ""
+                if name in _SKIP_API_NAMES:
+                    add("skip")
+                elif name in ("Pipe", "PipeSequential"):
+                    add(name)
+                elif name in ("partition_model", "WithDevice"):
+                    add("placement")
+                else:
+                    add("package")
+    if len(kinds) > 1 and "package" in kinds:
+        kinds.remove("package")  # the named replacements say it; the general advice would repeat them
+    return "; ".join(_ADVICE[kind] for kind in kinds) if kinds else _ADVICE["package"]
 
 
 def _first_command_yield(index: ModuleIndex, info: ClassInfo,
