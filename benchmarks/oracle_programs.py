@@ -421,7 +421,7 @@ def m_mixed_namespaces(rng: random.Random, layers: Topology, _c: _Classes) -> Op
 
 
 def m_late_binding(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
-    stashers = [c for c in _skippables(layers, "stash") if not c.pop and len(c.stash) == 1]
+    stashers = [c for c in _skippables(layers, "stash") if _loop_made(c)]
     if len(stashers) < 2:
         return None
     for cls in stashers:
@@ -546,13 +546,18 @@ def _literal(name: str) -> str:
     return repr(name)
 
 
+def _loop_made(cls: ClassSpec) -> bool:
+    """Whether the class_loop style makes this class in its loop: a plain one-name stasher."""
+    return (cls.decorator == "call" and not cls.pop and len(cls.stash) == 1 and cls.raw_stash is None
+            and cls.raw_pop is None and not cls.linear and cls.body == standard_body(cls)
+            and cls.forward_params == "self, x")
+
+
 def render_classes(classes: list[ClassSpec], api: Api, style: str) -> tuple[list[str], dict[int, str]]:
     """Class definitions, and the expression that names each class (by id) in the composition."""
     out: list[str] = []
     names: dict[int, str] = {}
-    loop_classes = [c for c in classes if style == "class_loop" and c.decorator == "call" and not c.pop
-                    and len(c.stash) == 1 and c.raw_stash is None and c.raw_pop is None and not c.linear
-                    and c.body == standard_body(c) and c.forward_params == "self, x"]
+    loop_classes = [c for c in classes if style == "class_loop" and _loop_made(c)]
     for cls in classes:
         if cls in loop_classes:
             continue
