@@ -58,7 +58,7 @@ class KnownGap:
     issue: str
     why: str
     #: generate() arguments of programs that exercise the gap (the probes every check run adds).
-    probe: tuple[tuple[str, str], ...] = ()
+    probe: tuple[tuple[str, Any], ...] = ()
 
     def matches(self, program: Program) -> bool:
         return all(fnmatch.fnmatchcase(str(getattr(program, key)), value) for key, value in self.pattern)
@@ -75,6 +75,15 @@ KNOWN_GAPS: tuple[KnownGap, ...] = (
     KnownGap((("planted", "mixed-namespaces-same-route"),), "false-negative", "issue 14 item 3 (SKP306)",
              "default and isolated skips on the same partition route crash the pipe constructor",
              (("mistake", "mixed-namespaces"), ("class_style", "decorator"))),
+    KnownGap((("planted", "profiled-skippable"), ("library", "fairscale")), "false-negative",
+             "issue 14, found by this oracle (SKP303)",
+             "fairscale.nn.pipe.balance.balance_by_time is not recognised as a profiler",
+             (("mistake", "profiled-skippable"), ("class_style", "decorator"), ("library", "fairscale"))),
+    KnownGap((("planted", "profiled-skippable"),), "false-positive", "issue 14, found by this oracle (SKP303)",
+             "profiling fails only when a stashed tensor shares autograd history with its layer's output "
+             "('Trying to backward through the graph a second time'); a stash of the layer's input profiles fine",
+             (("mistake", "profiled-skippable"), ("class_style", "decorator"), ("library", "torchgpipe"),
+              ("shape", "chain"), ("linear", False), ("composition", "literal"))),
     KnownGap((("composition", "stages"),), "false-positive", "issue 14 item 7",
              "a Sequential used only as a part of the model is checked on its own (SKP201/SKP202)",
              (("mistake", "clean"), ("class_style", "decorator"), ("composition", "stages"))),

@@ -95,6 +95,9 @@ _PIPES = {"torchgpipe": ("torchgpipe", "GPipe", "torchgpipe.gpipe"),
           "fairscale": ("fairscale.nn", "Pipe", "fairscale.nn.pipe")}
 
 
+_BALANCERS = {"torchgpipe": "torchgpipe.balance", "fairscale": "fairscale.nn.pipe.balance"}
+
+
 def api_for(library: str, style: str) -> Api:
     root = _ROOTS[library]
     pipe_pkg, pipe_name, pipe_module = _PIPES[library]
@@ -118,13 +121,15 @@ def api_for(library: str, style: str) -> Api:
 class _Classes:
     """Makes uniquely named classes."""
 
-    def __init__(self) -> None:
+    def __init__(self, linear: bool = True) -> None:
         self.count = 0
+        self.linear = linear
 
     def make(self, stash: list[str], pop: list[str], rng: random.Random) -> ClassSpec:
         self.count += 1
         role = "Both" if stash and pop else "Stash" if stash else "Pop"
-        spec = ClassSpec(f"{role}{self.count}", list(stash), list(pop), linear=rng.random() < 0.4)
+        linear = rng.random() < 0.4
+        spec = ClassSpec(f"{role}{self.count}", list(stash), list(pop), linear=linear and self.linear)
         spec.body = standard_body(spec)
         return spec
 
@@ -159,10 +164,12 @@ def _fill(rng: random.Random, layers: list[LayerSpec]) -> list[LayerSpec]:
     return out
 
 
-def clean_topology(rng: random.Random, classes: _Classes) -> tuple[list[LayerSpec], int]:
+def clean_topology(rng: random.Random, classes: _Classes,
+                   shape: Optional[str] = None) -> tuple[list[LayerSpec], int]:
     """Skippable layers (no plain ones yet) of a clean model, and how many namespaces it uses."""
     names = rng.sample(NAMES, 3)
-    shape = rng.choice(("chain", "nested", "sequential", "both", "isolated", "mixed"))
+    drawn = rng.choice(("chain", "nested", "sequential", "both", "isolated", "mixed"))
+    shape = shape or drawn
     a, b, c = names
     S = lambda *n: classes.make(list(n), [], rng)  # noqa: E731
     P = lambda *n: classes.make([], list(n), rng)  # noqa: E731
@@ -456,6 +463,7 @@ MISTAKES: dict[str, tuple[Mutator, str]] = {
     "mixed-namespaces": (m_mixed_namespaces, "SKP306"),
     "late-binding": (m_late_binding, ""),
     "removed-torch-import": (lambda rng, layers, c: layers, "SKP401"),
+    "profiled-skippable": (lambda rng, layers, c: layers, "SKP303"),
 }
 
 
@@ -644,19 +652,22 @@ def render_composition(exprs: list[str], style: str, rng: random.Random) -> list
 # -- the program ---------------------------------------------------------------------------------
 
 def generate(seed: int, mistake: Optional[str] = None, *, class_style: Optional[str] = None,
-             composition: Optional[str] = None, clean_share: float = 0.4) -> Program:
+             composition: Optional[str] = None, library: Optional[str] = None,
+             shape: Optional[str] = None, linear: bool = True, clean_share: float = 0.4) -> Program:
     """One program. `mistake` forces what is planted ("clean" or a key of MISTAKES), the styles
-    force how it is written; None draws them."""
+    force how it is written, `shape` the clean topology it starts from; `linear=False` keeps
+    nn.Linear out of the skippable classes (each stashes what it received); None draws them."""
     rng = random.Random(seed)
-    library = rng.choice(LIBRARIES)
+    drawn_library = rng.choice(LIBRARIES)
+    library = library or drawn_library
     imports = rng.choice(IMPORT_STYLES)
     drawn_class, drawn_composition = rng.choices(CLASS_STYLES, CLASS_WEIGHTS)[0], rng.choice(COMPOSITION_STYLES)
     class_style = class_style or ("class_loop" if mistake == "late-binding" else drawn_class)
     composition = composition or drawn_composition
-    classes = _Classes()
+    classes = _Classes(linear)
     planted = "clean"
     for _attempt in range(200):
-        layers, namespaces = clean_topology(rng, classes)
+        layers, namespaces = clean_topology(rng, classes, shape)
         if mistake == "clean" or (mistake is None and rng.random() < clean_share):
             break
         candidate = mistake or rng.choice(sorted(MISTAKES))
@@ -666,12 +677,12 @@ def generate(seed: int, mistake: Optional[str] = None, *, class_style: Optional[
         if mutated is not None:
             layers, planted = mutated, candidate
             break
-        classes = _Classes()
+        classes = _Classes(linear)
     else:
-        layers, namespaces = clean_topology(rng, classes)
+        layers, namespaces = clean_topology(rng, classes, shape)
     layers = _fill(rng, layers)
     # A discarded pop fails only across partitions: draw two or three so that both labels occur.
-    partitions = rng.choice((2, 3) if planted == "discarded-pop" else (1, 2, 2, 3, 3))
+    partitions = rng.choice((2, 3) if planted in ("discarded-pop", "profiled-skippable") else (1, 2, 2, 3, 3))
     balance = _balance(rng, len(layers), partitions)
     planted = _refine_label(planted, layers, balance)
     if planted == "balance-mismatch":
@@ -685,6 +696,8 @@ def generate(seed: int, mistake: Optional[str] = None, *, class_style: Optional[
         api = api_for(library, "from")
     else:
         header += list(api.header)
+    if planted == "profiled-skippable":
+        header.append(f"from {_BALANCERS[library]} import balance_by_time")
     all_classes = _skippables(layers, "any") + [c.cls for layer in layers for c in layer.children
                                                 if c.cls is not None]
     unique: list[ClassSpec] = []
@@ -700,7 +713,12 @@ def generate(seed: int, mistake: Optional[str] = None, *, class_style: Optional[
     exprs = [_layer_expr(layer, names, api) for layer in layers]
     lines += render_composition(exprs, composition, rng)
     devices = ", ".join(['"cpu"'] * len(balance))
-    lines.append(f"pipe = {api.pipe}(model, balance={balance}, devices=[{devices}], chunks=2)")
+    balance_text = str(balance)
+    if planted == "profiled-skippable":
+        lines.append(f"balance = balance_by_time({len(balance)}, model, torch.randn(4, {WIDTH}), timeout=0.02, "
+                     "device=torch.device('cpu'))")
+        balance_text = "balance"
+    lines.append(f"pipe = {api.pipe}(model, balance={balance_text}, devices=[{devices}], chunks=2)")
     source = "\n".join(lines) + "\n"
     return Program(f"p{seed:05d}", seed, library, imports, class_style, composition, len(balance), planted,
                    source, len(lines))

@@ -1,4 +1,4 @@
-"""The run-time conditions behind SKP305 and SKP306, measured against the real torchgpipe 0.0.7 and
+"""The run-time conditions behind SKP305, SKP306 and SKP303, measured against the real torchgpipe 0.0.7 and
 fairscale 0.4.13 on CPU (issue 14 items 2 and 3).
 
 SKP305: a `yield pop(name)` whose tensor is discarded runs forward (and eval) fine, but backward()
@@ -14,6 +14,10 @@ raises AttributeError. The exact condition: two routes with equal (source partit
 partition), one in the default namespace and one isolated; source == destination counts (also a
 one-partition pipe). Routes that share only the source or only the destination are fine, and so
 are routes of two different Namespaces. verify_skippables and a plain run pass in every case.
+
+SKP303: balance_by_time over skippable layers fails only when a stashed tensor shares autograd
+history with its layer's output ('Trying to backward through the graph a second time'), not with
+"has not been stashed"; a stash of the layer's input profiles fine.
 """
 
 from __future__ import annotations
@@ -205,3 +209,50 @@ def test_isolate_only_some_names_mixes_namespaces_in_one_layer(lib: str) -> None
 
     model = nn.Sequential(Both().isolate(ns, only=["b"]), popper(skip, "a"), popper(skip, "b").isolate(ns))
     assert run_steps(pipe_cls, model, [1, 2]) == NONE_ID
+
+
+# -- SKP303 ------------------------------------------------------------------------------------------
+# What the balancers do with skippable layers on CPU: balance_by_time profiles each layer alone but
+# on one thread, whose skip tracker carries the stashed tensor from layer to layer, so it does not
+# fail with "has not been stashed". It fails when the stashed tensor shares autograd history with the
+# stash layer's output (typically: the layer stashes what it returns, computed inside it): the stash
+# layer's own backward frees that graph, then the pop layer's backward reaches it again.
+
+BALANCERS = {"torchgpipe": "torchgpipe.balance", "fairscale": "fairscale.nn.pipe.balance"}
+
+
+def profile(lib: str, model: nn.Sequential) -> Any:
+    balance_by_time = importlib.import_module(BALANCERS[lib]).balance_by_time
+    return balance_by_time(2, model, torch.randn(4, 3), timeout=0.02, device=torch.device("cpu"))
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+def test_profiling_a_stash_of_the_layer_input_runs(lib: str) -> None:
+    skip, _pipe = library(lib)
+    model = nn.Sequential(nn.Linear(3, 3), stasher(skip, "a", lambda x: x), nn.Linear(3, 3), popper(skip, "a"))
+    assert sorted(profile(lib, model)) in ([1, 3], [2, 2])
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+def test_profiling_a_stash_computed_apart_from_the_output_runs(lib: str) -> None:
+    skip, _pipe = library(lib)
+    model = nn.Sequential(nn.Linear(3, 3), stasher(skip, "a", lambda x: x * 2), nn.Linear(3, 3), popper(skip, "a"))
+    assert sorted(profile(lib, model)) in ([1, 3], [2, 2])
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+def test_profiling_a_stash_of_the_computed_output_fails_in_backward(lib: str) -> None:
+    skip, _pipe = library(lib)
+
+    @skip.skippable(stash=["a"])
+    class StashOutput(nn.Module):
+        def forward(self, x: Any) -> Any:
+            y = x * 2
+            yield skip.stash("a", y)
+            return y
+
+    model = nn.Sequential(nn.Linear(3, 3), StashOutput(), nn.Linear(3, 3), popper(skip, "a"))
+    with pytest.raises(RuntimeError, match="^Trying to backward through the graph a second time"):
+        profile(lib, model)
+    pipe_cls = library(lib)[1]
+    assert run_steps(pipe_cls, model, [2, 2]) == "ok"  # the same model runs in a pipe
