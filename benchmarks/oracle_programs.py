@@ -354,7 +354,7 @@ def m_forward_arity(rng: random.Random, layers: Topology, _c: _Classes) -> Optio
     return layers
 
 
-def _position(layers: Topology, cls: ClassSpec, ns: Optional[int] = None) -> int:
+def _position(layers: Topology, cls: ClassSpec) -> int:
     return next(i for i, layer in enumerate(layers) if layer.cls is cls)
 
 
@@ -667,7 +667,7 @@ def generate(seed: int, mistake: Optional[str] = None, *, class_style: Optional[
     classes = _Classes(linear)
     planted = "clean"
     for _attempt in range(200):
-        layers, namespaces = clean_topology(rng, classes, shape)
+        layers, _namespaces = clean_topology(rng, classes, shape)
         if mistake == "clean" or (mistake is None and rng.random() < clean_share):
             break
         candidate = mistake or rng.choice(sorted(MISTAKES))
@@ -679,7 +679,7 @@ def generate(seed: int, mistake: Optional[str] = None, *, class_style: Optional[
             break
         classes = _Classes(linear)
     else:
-        layers, namespaces = clean_topology(rng, classes, shape)
+        layers, _namespaces = clean_topology(rng, classes, shape)
     layers = _fill(rng, layers)
     # A discarded pop fails only across partitions: draw two or three so that both labels occur.
     partitions = rng.choice((2, 3) if planted in ("discarded-pop", "profiled-skippable") else (1, 2, 2, 3, 3))

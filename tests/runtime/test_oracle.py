@@ -60,7 +60,8 @@ def test_a_crashing_program_costs_only_itself() -> None:
     assert out["crash"] == {"ok": False, "stage": "crash", "error": "worker exited with status 3"}
     assert out["hang"] == {"ok": False, "stage": "timeout", "error": "no result in 5 s"}
     assert out[fine.ident] == {"ident": fine.ident, "ok": True, "stage": "", "error": ""}
-    assert out[broken.ident] == {"ident": broken.ident, "ok": False, "stage": "forward", "error": "KeyError: 'residual'"}
+    assert out[broken.ident] == {"ident": broken.ident, "ok": False, "stage": "forward",
+                                 "error": "KeyError: 'residual'"}
 
 
 def test_outcomes_are_the_product_of_the_two_verdicts() -> None:

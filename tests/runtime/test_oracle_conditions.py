@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import pytest
 
