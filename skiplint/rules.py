@@ -140,8 +140,7 @@ _RULES = (
          "(inspect_skip_layout sorts the routes); verify_skippables and a plain run pass"),
     # SKP4xx: portability
     Rule("SKP401", "removed-torch-pipeline",
-         "'{module}' was removed in PyTorch 2.4; import the skip API from torchgpipe or "
-         "fairscale.nn.pipe, or move to torch.distributed.pipelining",
+         "'{module}' was removed in PyTorch 2.4; {advice}",
          "import of torch.distributed.pipeline.sync, removed in PyTorch 2.4",
          "ModuleNotFoundError on torch >= 2.4"),
     # SKP9xx: the analyzer itself

@@ -18,7 +18,7 @@ from skiplint.facts import (
     Command, Declaration, Declared, Finding, Forward, Key, Kind, Locator, ModuleFacts,
     NonCommandYield, Site, SkippableClass,
 )
-from skiplint.imports import OTHER, Scope, import_bindings, removed_module
+from skiplint.imports import OTHER, Scope, dotted_name, import_bindings, removed_module
 
 #: Beyond this many distinct paths, forward's path facts are given up (abstain).
 MAX_STATES = 256
@@ -341,6 +341,8 @@ class ForwardAnalysis:
         self._active: list[cst.FunctionDef] = [forward]
         self.is_generator = False
         self._command_vars: set[str] = set()
+        self._forward = forward
+        self._bindings_cache: dict[int, dict[str, Optional[list[cst.CSTNode]]]] = {}
         self.exits: Optional[frozenset[frozenset[Key]]] = None
         try:
             out = self._block(syntax.statements(forward.body), {frozenset()}, self._scope(forward))
@@ -573,11 +575,142 @@ class ForwardAnalysis:
         if value is not None:
             self._collect(value, scope, events, parent_stmt)
         what = _non_command(value, self.index.module)
+        if what is None and value is not None and self._known_value(value, scope, self._active[-1], frozenset()):
+            what = _describe(value, self.index.module)
         if what is None:
             # A call to something else, a variable, an attribute: it may build a command.
             self.unknown.update(("stash", "pop"))
         elif self.skippable:
             self.non_commands.setdefault(id(node), NonCommandYield(what, Site(node, self.locator)))
+
+    # -- values known not to be commands (SKP108) ------------------------------------------
+    def _known_value(self, node: cst.CSTNode, scope: Scope, func: cst.FunctionDef,
+                     visiting: frozenset[str], depth: int = 0) -> bool:
+        """Whether `node` is known not to be a stash/pop command: a literal or arithmetic, the
+        forward's input (never rebound to anything else), a local bound only to such values, an
+        attribute, item or method call of one, a torch function, or a call of a torch.nn layer
+        that __init__ stores on self. Anything else may be a command."""
+        if depth > MAX_DELEGATION:
+            return False
+        if isinstance(node, cst.AugAssign) or (
+                isinstance(node, cst.BaseExpression) and _non_command(node, self.index.module) is not None):
+            return True
+        if isinstance(node, cst.Name):
+            name = node.value
+            if name in visiting:
+                return True  # `x = x.relu()`: the other bindings of x decide
+            bindings = self._bindings(func).get(name, [])
+            if bindings is None or name in self._command_vars:
+                return False
+            params = _positional_names(func)
+            if name in params or name in _other_params(func):
+                if func is not self._forward or params[1:2] != [name]:
+                    return False  # only the forward's input is known: Skippable passes a tensor
+            elif not bindings:
+                return False  # a global, a closure variable, a builtin
+            return all(self._known_value(value, scope, func, visiting | {name}, depth + 1) for value in bindings)
+        if isinstance(node, (cst.Attribute, cst.Subscript)):
+            return self._known_value(node.value, scope, func, visiting, depth + 1)
+        if isinstance(node, cst.Call):
+            callee = node.func
+            if scope.api(callee) is not None:
+                return False
+            if isinstance(callee, cst.Attribute):
+                if isinstance(callee.value, cst.Name) and callee.value.value == "self":
+                    return self._torch_layer(callee.attr.value) and all(
+                        self._known_value(arg.value, scope, func, visiting, depth + 1) for arg in node.args)
+                if self._known_value(callee.value, scope, func, visiting, depth + 1):
+                    return True  # a method of a tensor
+            qualified = scope.qualified(callee)
+            return qualified is not None and qualified.startswith("torch.")
+        return False
+
+    def _bindings(self, func: cst.FunctionDef) -> dict[str, Optional[list[cst.CSTNode]]]:
+        """Local name -> the values assigned to it in `func`; None when some binding is not a
+        plain assignment (a loop target, `with ... as`, a walrus, global, import, ...)."""
+        cached = self._bindings_cache.get(id(func))
+        if cached is not None:
+            return cached
+        out: dict[str, Optional[list[cst.CSTNode]]] = {}
+
+        def add(name: str, value: Optional[cst.CSTNode]) -> None:
+            if name in out and out[name] is None:
+                return
+            if value is None:
+                out[name] = None
+            else:
+                found = out.setdefault(name, [])
+                assert found is not None
+                found.append(value)
+
+        for node in syntax.walk(func.body):
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name):
+                        add(target.target.value, node.value)
+                    else:
+                        for name in _target_names(target.target):
+                            add(name, None)
+            elif isinstance(node, cst.AnnAssign):
+                if node.value is not None:
+                    for name in _target_names(node.target):
+                        add(name, node.value if isinstance(node.target, cst.Name) else None)
+            elif isinstance(node, cst.AugAssign):
+                for name in _target_names(node.target):
+                    add(name, node)
+            elif isinstance(node, (cst.For, cst.CompFor)):
+                for name in _target_names(node.target):
+                    add(name, None)
+            elif isinstance(node, cst.WithItem) and node.asname is not None:
+                for name in _target_names(node.asname.name):
+                    add(name, None)
+            elif isinstance(node, cst.NamedExpr):
+                for name in _target_names(node.target):
+                    add(name, None)
+            elif isinstance(node, (cst.Global, cst.Nonlocal)):
+                for item in node.names:
+                    add(item.name.value, None)
+            elif isinstance(node, (cst.Import, cst.ImportFrom)):
+                for local, _qualified in import_bindings(node):
+                    add(local, None)
+            elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                add(node.name.value, None)
+            elif isinstance(node, cst.ExceptHandler) and node.name is not None:
+                for name in _target_names(node.name.name):
+                    add(name, None)
+            elif isinstance(node, cst.Del):
+                for name in _target_names(node.target):
+                    add(name, None)
+            elif isinstance(node, (cst.MatchAs, cst.MatchStar)) and node.name is not None:
+                add(node.name.value, None)
+        self._bindings_cache[id(func)] = out
+        return out
+
+    def _torch_layer(self, attr: str) -> bool:
+        """Whether `self.<attr>` is a torch.nn layer (not a container) that only __init__ assigns."""
+        values: list[tuple[cst.BaseExpression, cst.FunctionDef]] = []
+        for method in self.info.methods.values():
+            for node in syntax.walk(method.body):
+                targets: list[cst.BaseExpression] = []
+                if isinstance(node, cst.Assign):
+                    targets = [t.target for t in node.targets]
+                elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+                    targets = [node.target]
+                for target in targets:
+                    if any(isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == "self"
+                           and n.attr.value == attr for n in syntax.walk(target)):
+                        if method.name.value != "__init__" or not isinstance(node, cst.Assign) or target is not \
+                                node.targets[0].target or len(node.targets) != 1 or node.value is None:
+                            return False
+                        values.append((node.value, method))
+        if len(values) != 1:
+            return False
+        value, init = values[0]
+        if not isinstance(value, cst.Call):
+            return False
+        qualified = self._scope(init).qualified(value.func)
+        return (qualified is not None and qualified.startswith("torch.nn.")
+                and qualified.rsplit(".", 1)[-1] not in _TORCH_CONTAINERS)
 
     def _loose_command(self, call: cst.Call, kind: Kind, scope: Scope, events: list[_Event],
                        parent_stmt: cst.CSTNode) -> None:
@@ -741,17 +874,50 @@ _EXPRESSIONS = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.Boo
 
 
 def _non_command(value: Optional[cst.BaseExpression], module: cst.Module) -> Optional[str]:
-    """How to describe a yielded value that cannot be a command; None when it might be one."""
+    """How to describe a yielded value that cannot be a command by its form; None when it might be one."""
     if value is None:
         return "nothing (a bare yield)"
     if isinstance(value, cst.Name) and value.value in ("None", "True", "False"):
         return value.value
     if isinstance(value, _LITERALS + _EXPRESSIONS):
-        code = module.code_for_node(value)
-        if len(code) > 40 or "\n" in code:
-            code = code.splitlines()[0][:37] + "..."
-        return f"'{code}'"
+        return _describe(value, module)
     return None
+
+
+def _describe(value: cst.BaseExpression, module: cst.Module) -> str:
+    code = module.code_for_node(value)
+    if len(code) > 40 or "\n" in code:
+        code = code.splitlines()[0][:37] + "..."
+    return f"'{code}'"
+
+
+#: torch.nn classes whose call may return whatever their children return.
+_TORCH_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "Module", "Identity", "ParameterList",
+                               "ParameterDict"})
+
+
+def _positional_names(func: cst.FunctionDef) -> list[str]:
+    return [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
+
+
+def _other_params(func: cst.FunctionDef) -> list[str]:
+    params = func.params
+    names = [p.name.value for p in params.kwonly_params]
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.append(star.name.value)
+    return names
+
+
+def _target_names(target: cst.CSTNode) -> list[str]:
+    """Names an assignment target binds (not the attributes or items it stores into)."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _target_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
 
 
 # -- the module ----------------------------------------------------------------------------------
@@ -851,11 +1017,66 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
             continue
         module_name = removed_module(stmt)
         if module_name is not None:
-            findings.append(Finding("SKP401", (("module", module_name),), Site(stmt, locator)))
+            findings.append(Finding("SKP401", (("module", module_name), ("advice", removed_import_advice(stmt))),
+                                    Site(stmt, locator)))
 
     if source is None or "only" in source:
         findings.extend(_isolate_findings(index, skippables, locator))
     return ModuleFacts(path, tuple(skippables), tuple(findings), tuple(loose))
+
+
+_SKIP_API_NAMES = frozenset({"skippable", "stash", "pop", "Namespace", "verify_skippables", "inspect_skip_layout",
+                             "Skippable", "skip", "_skip"})
+#: What replaces each kind of import from the removed torch.distributed.pipeline (SKP401).
+_ADVICE = {
+    "skip": "import skippable, stash, pop and Namespace from torchgpipe.skip or fairscale.nn.pipe.skip",
+    "Pipe": "use torchgpipe.GPipe or fairscale.nn.Pipe (partitions by balance=), or torch.distributed.pipelining",
+    "PipeSequential": "give a plain nn.Sequential to torchgpipe.GPipe or fairscale.nn.Pipe, or split the stages "
+                      "with torch.distributed.pipelining",
+    "placement": "place layers with balance= and devices= of torchgpipe.GPipe or fairscale.nn.Pipe, or split the "
+                 "stages with torch.distributed.pipelining",
+    "package": "the skip API lives on in torchgpipe.skip and fairscale.nn.pipe.skip, the pipe in torchgpipe.GPipe "
+               "and fairscale.nn.Pipe; or move to torch.distributed.pipelining",
+}
+
+
+def removed_import_advice(stmt: cst.Import | cst.ImportFrom) -> str:
+    """The replacement for what an import of the removed torch.distributed.pipeline brings in."""
+    kinds: list[str] = []
+
+    def add(kind: str) -> None:
+        if kind not in kinds:
+            kinds.append(kind)
+
+    def module_kind(module: str) -> str:
+        parts = module.split(".")
+        return "skip" if "skip" in parts or "_skip" in parts else "package"
+
+    if isinstance(stmt, cst.Import):
+        for alias in stmt.names:
+            dotted = dotted_name(alias.name)
+            if dotted is not None and removed_module(cst.Import(names=[alias.with_changes(
+                    comma=cst.MaybeSentinel.DEFAULT)])) is not None:
+                add(module_kind(dotted))
+    else:
+        base = dotted_name(stmt.module) if stmt.module is not None else None
+        base_kind = module_kind(base or "")
+        if base_kind == "skip" or isinstance(stmt.names, cst.ImportStar):
+            add(base_kind)
+        else:
+            for alias in stmt.names:
+                name = alias.name.value if isinstance(alias.name, cst.Name) else ""
+                if name in _SKIP_API_NAMES:
+                    add("skip")
+                elif name in ("Pipe", "PipeSequential"):
+                    add(name)
+                elif name in ("partition_model", "WithDevice"):
+                    add("placement")
+                else:
+                    add("package")
+    if len(kinds) > 1 and "package" in kinds:
+        kinds.remove("package")  # the named replacements say it; the general advice would repeat them
+    return "; ".join(_ADVICE[kind] for kind in kinds) if kinds else _ADVICE["package"]
 
 
 def _first_command_yield(index: ModuleIndex, info: ClassInfo,

@@ -1,0 +1,749 @@
+"""Seeded generator of small, self-contained skippable programs for the differential oracle.
+
+Each program is one Python module that imports torchgpipe or fairscale, defines its @skippable
+classes, composes them in one `nn.Sequential` called `model` and builds a pipe called `pipe` over
+one to three CPU partitions. Most programs are clean; the others carry one planted mistake of a
+kind that shows at run time. Programs vary the way real code varies: how the API is imported,
+how classes are made (decorator, `skippable(...)(Cls)`, factory functions, loops) and how the
+Sequential is filled (literal, list filled in a loop, OrderedDict, add_module, a helper, stages).
+
+The label of a program (`planted`) is what was planted, computed from the final layout: a
+discarded pop is `discarded-pop-cross` only when the balance puts it in another partition than
+its stash. Whether the program fails is decided by running it, never by this module.
+
+    python benchmarks/oracle_programs.py --seed 3   # print one program
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+LIBRARIES = ("torchgpipe", "fairscale")
+IMPORT_STYLES = ("from", "alias", "module", "submodule")
+CLASS_STYLES = ("decorator", "call_form", "factory", "class_loop")
+#: How often each class style is drawn: the plain decorator is what most real code writes.
+CLASS_WEIGHTS = (4, 2, 2, 2)
+COMPOSITION_STYLES = ("literal", "list_loop", "ordered_dict", "add_module", "helper", "stages")
+NAMES = ("skip0", "enc1", "down2", "feat", "residual", "hidden3", "shortcut", "u_skip")
+WIDTH = 8
+
+
+@dataclass(frozen=True)
+class Program:
+    ident: str
+    seed: int
+    library: str
+    imports: str
+    class_style: str
+    composition: str
+    partitions: int
+    planted: str
+    source: str
+    #: 1-based line of the pipe construction (the last statement of the program).
+    pipe_line: int
+
+    @property
+    def style(self) -> str:
+        return f"{self.class_style}+{self.composition}"
+
+
+@dataclass
+class ClassSpec:
+    """One skippable (or plain) module class and the text of its forward."""
+
+    name: str
+    stash: list[str]
+    pop: list[str]
+    #: Forward body lines; skip names are written as @@name@@ and spelt by the class style.
+    body: list[str] = field(default_factory=list)
+    #: "call" (@skippable(...)), "bare" (@skippable), "none" (not skippable at all).
+    decorator: str = "call"
+    #: Declaration argument texts that replace the rendered lists (e.g. a bare string).
+    raw_stash: Optional[str] = None
+    raw_pop: Optional[str] = None
+    forward_params: str = "self, x"
+    linear: bool = False
+    #: The class reads a loop variable at call time (class_loop style only).
+    late_binding: bool = False
+
+
+@dataclass
+class LayerSpec:
+    cls: Optional[ClassSpec]  # None: a plain torch layer
+    plain: str = ""
+    ns: Optional[int] = None  # namespace index; None is the default namespace
+    #: For the nested mistake: layers wrapped in a child nn.Sequential.
+    children: list["LayerSpec"] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Api:
+    skippable: str
+    stash: str
+    pop: str
+    namespace: str
+    pipe: str
+    header: tuple[str, ...]
+
+
+_ROOTS = {"torchgpipe": "torchgpipe.skip", "fairscale": "fairscale.nn.pipe.skip"}
+_PIPES = {"torchgpipe": ("torchgpipe", "GPipe", "torchgpipe.gpipe"),
+          "fairscale": ("fairscale.nn", "Pipe", "fairscale.nn.pipe")}
+
+
+_BALANCERS = {"torchgpipe": "torchgpipe.balance", "fairscale": "fairscale.nn.pipe.balance"}
+
+
+def api_for(library: str, style: str) -> Api:
+    root = _ROOTS[library]
+    pipe_pkg, pipe_name, pipe_module = _PIPES[library]
+    if style == "from":
+        return Api("skippable", "stash", "pop", "Namespace", pipe_name,
+                   (f"from {root} import Namespace, pop, skippable, stash", f"from {pipe_pkg} import {pipe_name}"))
+    if style == "alias":
+        return Api("skip_layer", "keep", "take", "Ns", "Pipeline",
+                   (f"from {root} import Namespace as Ns, pop as take, skippable as skip_layer, stash as keep",
+                    f"from {pipe_pkg} import {pipe_name} as Pipeline"))
+    if style == "module":
+        return Api("sk.skippable", "sk.stash", "sk.pop", "sk.Namespace", f"{pipe_pkg}.{pipe_name}",
+                   (f"import {root} as sk", f"import {pipe_pkg}"))
+    return Api("skippable", "stash", "pop", "Namespace", pipe_name,
+               (f"from {root}.skippable import pop, skippable, stash", f"from {root}.namespace import Namespace",
+                f"from {pipe_module} import {pipe_name}"))
+
+
+# -- topologies ----------------------------------------------------------------------------------
+
+class _Classes:
+    """Makes uniquely named classes."""
+
+    def __init__(self, linear: bool = True) -> None:
+        self.count = 0
+        self.linear = linear
+
+    def make(self, stash: list[str], pop: list[str], rng: random.Random) -> ClassSpec:
+        self.count += 1
+        role = "Both" if stash and pop else "Stash" if stash else "Pop"
+        linear = rng.random() < 0.4
+        spec = ClassSpec(f"{role}{self.count}", list(stash), list(pop), linear=linear and self.linear)
+        spec.body = standard_body(spec)
+        return spec
+
+
+def standard_body(spec: ClassSpec) -> list[str]:
+    lines = []
+    for i, name in enumerate(spec.pop):
+        lines.append(f"skip_{i} = yield POP(@@{name}@@)")
+        lines.append(f"x = x + skip_{i}")
+    if spec.linear:
+        lines.append("x = self.lin(x)")
+    for name in spec.stash:
+        lines.append(f"yield STASH(@@{name}@@, x)")
+    lines.append("return x")
+    return lines
+
+
+_PLAIN = ("nn.ReLU()", f"nn.Linear({WIDTH}, {WIDTH})", "nn.Tanh()", "nn.Identity()")
+
+
+def _plain(rng: random.Random) -> LayerSpec:
+    return LayerSpec(None, rng.choice(_PLAIN))
+
+
+def _fill(rng: random.Random, layers: list[LayerSpec]) -> list[LayerSpec]:
+    """Plain layers between the skippable ones, zero to two per gap."""
+    out: list[LayerSpec] = []
+    for layer in layers:
+        out.extend(_plain(rng) for _ in range(rng.choice((0, 0, 1, 2))))
+        out.append(layer)
+    out.extend(_plain(rng) for _ in range(rng.choice((0, 1))))
+    return out
+
+
+def clean_topology(rng: random.Random, classes: _Classes,
+                   shape: Optional[str] = None) -> tuple[list[LayerSpec], int]:
+    """Skippable layers (no plain ones yet) of a clean model, and how many namespaces it uses."""
+    names = rng.sample(NAMES, 3)
+    drawn = rng.choice(("chain", "nested", "sequential", "both", "isolated", "mixed"))
+    shape = shape or drawn
+    a, b, c = names
+    S = lambda *n: classes.make(list(n), [], rng)  # noqa: E731
+    P = lambda *n: classes.make([], list(n), rng)  # noqa: E731
+    if shape == "chain":
+        return [LayerSpec(S(a)), LayerSpec(P(a))], 0
+    if shape == "nested":
+        return [LayerSpec(S(a)), LayerSpec(S(b)), LayerSpec(P(b)), LayerSpec(P(a))], 0
+    if shape == "sequential":
+        return [LayerSpec(S(a)), LayerSpec(P(a)), LayerSpec(S(b)), LayerSpec(P(b))], 0
+    if shape == "both":
+        return [LayerSpec(S(a)), LayerSpec(classes.make([b], [a], rng)), LayerSpec(P(b))], 0
+    if shape == "isolated":
+        stasher, popper = S(a), P(a)
+        return [LayerSpec(stasher, ns=0), LayerSpec(popper, ns=0),
+                LayerSpec(stasher, ns=1), LayerSpec(popper, ns=1)], 2
+    # mixed: one default-namespace skip and one isolated skip (routes checked later)
+    return [LayerSpec(S(a)), LayerSpec(S(b), ns=0), LayerSpec(P(b), ns=0), LayerSpec(P(a))], 1
+
+
+# -- planted mistakes ----------------------------------------------------------------------------
+
+Topology = list[LayerSpec]
+Mutator = Callable[[random.Random, Topology, _Classes], Optional[Topology]]
+
+
+def _skippables(layers: Topology, role: str) -> list[ClassSpec]:
+    seen: list[ClassSpec] = []
+    for layer in layers:
+        cls = layer.cls
+        if cls is None or cls in seen:
+            continue
+        if (role == "stash" and cls.stash) or (role == "pop" and cls.pop) or role == "any":
+            seen.append(cls)
+    return seen
+
+
+def _pick(rng: random.Random, layers: Topology, role: str) -> Optional[ClassSpec]:
+    found = _skippables(layers, role)
+    return rng.choice(found) if found else None
+
+
+def _replace_line(cls: ClassSpec, pattern: str, new: Callable[[str], list[str]]) -> bool:
+    for i, line in enumerate(cls.body):
+        if re.search(pattern, line):
+            cls.body[i:i + 1] = new(line)
+            return True
+    return False
+
+
+def m_undeclared_stash(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    cls = _pick(rng, layers, "stash")
+    if cls is None:
+        return None
+    name = cls.stash[0]
+    _replace_line(cls, rf"STASH\(@@{name}@@", lambda line: [line.replace(f"@@{name}@@", f"@@{name}_out@@")])
+    return layers
+
+
+def m_undeclared_pop(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    cls = _pick(rng, layers, "pop")
+    if cls is None:
+        return None
+    name = cls.pop[0]
+    _replace_line(cls, rf"POP\(@@{name}@@", lambda line: [line.replace(f"@@{name}@@", f"@@{name}_in@@")])
+    return layers
+
+
+def m_unused_stash_decl(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    cls = _pick(rng, layers, "stash")
+    if cls is None:
+        return None
+    name = cls.stash[0]
+    _replace_line(cls, rf"STASH\(@@{name}@@", lambda line: [])
+    return layers
+
+
+def m_unused_pop_decl(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    cls = _pick(rng, layers, "pop")
+    if cls is None:
+        return None
+    name = cls.pop[0]
+    index = cls.pop.index(name)
+    cls.body = [line for line in cls.body if f"@@{name}@@" not in line and f"skip_{index}" not in line]
+    return layers
+
+
+def m_stash_and_pop_decl(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    cls = _pick(rng, layers, "stash")
+    if cls is None or cls.pop:
+        return None
+    cls.raw_pop = repr([cls.stash[0]])
+    return layers
+
+
+def m_bare_string(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    cls = _pick(rng, layers, "any")
+    if cls is None:
+        return None
+    if cls.stash and len(cls.stash) == 1 and (not cls.pop or rng.random() < 0.5):
+        cls.raw_stash = repr(cls.stash[0])
+    elif len(cls.pop) == 1:
+        cls.raw_pop = repr(cls.pop[0])
+    else:
+        return None
+    return layers
+
+
+def m_not_yielded(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    cls = _pick(rng, layers, "stash")
+    if cls is None:
+        return None
+    name = cls.stash[0]
+    _replace_line(cls, rf"STASH\(@@{name}@@", lambda line: [line.replace("yield ", "")])
+    return layers
+
+
+def m_non_command_yield(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    cls = _pick(rng, layers, "any")
+    if cls is None:
+        return None
+    cls.body.insert(len(cls.body) - 1, rng.choice(("yield x * 2", "yield x.relu()", "yield 0")))
+    return layers
+
+
+def m_yield_input(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    cls = _pick(rng, layers, "stash")
+    if cls is None:
+        return None
+    name = cls.stash[0]
+    _replace_line(cls, rf"STASH\(@@{name}@@", lambda line: [line, "yield x"])
+    return layers
+
+
+def m_not_skippable(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    cls = _pick(rng, layers, "any")
+    if cls is None:
+        return None
+    cls.decorator = "none"
+    return layers
+
+
+def m_pop_twice(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    cls = _pick(rng, layers, "pop")
+    if cls is None:
+        return None
+    name = cls.pop[0]
+    _replace_line(cls, rf"POP\(@@{name}@@", lambda line: [line, f"again = yield POP(@@{name}@@)", "x = x + again"])
+    return layers
+
+
+def m_conditional(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    cls = _pick(rng, layers, "stash")
+    if cls is None:
+        return None
+    name = cls.stash[0]
+    _replace_line(cls, rf"STASH\(@@{name}@@", lambda line: ["if self.training:", "    " + line])
+    return layers
+
+
+def m_stash_arity(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    cls = _pick(rng, layers, "stash")
+    if cls is None:
+        return None
+    name = cls.stash[0]
+    _replace_line(cls, rf"STASH\(@@{name}@@", lambda line: [line.replace(", x)", ")")])
+    return layers
+
+
+def m_bare_decorator(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    cls = _pick(rng, layers, "any")
+    if cls is None:
+        return None
+    cls.decorator = "bare"
+    return layers
+
+
+def m_forward_arity(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    cls = _pick(rng, layers, "any")
+    if cls is None:
+        return None
+    cls.forward_params = "self, x, scale"
+    return layers
+
+
+def _position(layers: Topology, cls: ClassSpec) -> int:
+    return next(i for i, layer in enumerate(layers) if layer.cls is cls)
+
+
+def m_pop_before_stash(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    if any(layer.ns is not None for layer in layers):
+        return None
+    stasher = _pick(rng, layers, "stash")
+    if stasher is None or stasher.pop:
+        return None
+    poppers = [layer.cls for layer in layers if layer.cls is not None and stasher.stash[0] in layer.cls.pop]
+    if not poppers or poppers[0] is None or poppers[0].stash:
+        return None
+    i, j = _position(layers, stasher), _position(layers, poppers[0])
+    layers[i], layers[j] = layers[j], layers[i]
+    return layers
+
+
+def m_stash_never_popped(rng: random.Random, layers: Topology, classes: _Classes) -> Optional[Topology]:
+    extra = classes.make([rng.choice(("orphan", "unused_skip"))], [], rng)
+    layers.insert(rng.randrange(len(layers) + 1), LayerSpec(extra))
+    return layers
+
+
+def m_restash(rng: random.Random, layers: Topology, classes: _Classes) -> Optional[Topology]:
+    if any(layer.ns is not None for layer in layers):
+        return None
+    stasher = _pick(rng, layers, "stash")
+    if stasher is None:
+        return None
+    i = _position(layers, stasher)
+    layers.insert(i + 1, LayerSpec(classes.make([stasher.stash[0]], [], rng)))
+    return layers
+
+
+def m_repop(rng: random.Random, layers: Topology, classes: _Classes) -> Optional[Topology]:
+    if any(layer.ns is not None for layer in layers):
+        return None
+    popper = _pick(rng, layers, "pop")
+    if popper is None:
+        return None
+    i = _position(layers, popper)
+    layers.insert(i + 1, LayerSpec(classes.make([], [popper.pop[0]], rng)))
+    return layers
+
+
+def m_nested(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    """Wraps the first skippable layer in a child nn.Sequential (invisible to the pipe)."""
+    for i, layer in enumerate(layers):
+        if layer.cls is not None and layer.ns is None:
+            layers[i] = LayerSpec(None, children=[layer, _plain(rng)])
+            return layers
+    return None
+
+
+def m_discarded_pop(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    cls = _pick(rng, layers, "pop")
+    if cls is None or cls.stash:
+        return None
+    name = cls.pop[0]
+    cls.body = [line for line in cls.body if "x = x + skip_0" not in line]
+    _replace_line(cls, rf"POP\(@@{name}@@", lambda line: [line.replace("skip_0 = ", "")])
+    return layers
+
+
+def m_mixed_namespaces(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    """A clean 'mixed' shape already has both kinds of namespace; the balance decides the label."""
+    if not any(layer.ns is not None for layer in layers) or not any(
+            layer.ns is None and layer.cls is not None for layer in layers):
+        return None
+    return layers
+
+
+def m_late_binding(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    stashers = [c for c in _skippables(layers, "stash") if _loop_made(c)]
+    if len(stashers) < 2:
+        return None
+    for cls in stashers:
+        cls.late_binding = True
+    return layers
+
+
+#: Planted mistake -> (mutator, the rule that predicts it).
+MISTAKES: dict[str, tuple[Mutator, str]] = {
+    "undeclared-stash": (m_undeclared_stash, "SKP101"),
+    "undeclared-pop": (m_undeclared_pop, "SKP102"),
+    "unused-stash-declaration": (m_unused_stash_decl, "SKP103"),
+    "unused-pop-declaration": (m_unused_pop_decl, "SKP104"),
+    "stash-and-pop-declaration": (m_stash_and_pop_decl, "SKP105"),
+    "bare-string-declaration": (m_bare_string, "SKP106"),
+    "command-not-yielded": (m_not_yielded, "SKP107"),
+    "non-command-yield": (m_non_command_yield, "SKP108"),
+    "yield-input": (m_yield_input, "SKP108"),
+    "not-skippable": (m_not_skippable, "SKP109"),
+    "pop-twice": (m_pop_twice, "SKP110"),
+    "conditional-stash": (m_conditional, "SKP111"),
+    "stash-arity": (m_stash_arity, "SKP112"),
+    "bare-decorator": (m_bare_decorator, "SKP113"),
+    "forward-arity": (m_forward_arity, "SKP114"),
+    "pop-before-stash": (m_pop_before_stash, "SKP201"),
+    "stash-never-popped": (m_stash_never_popped, "SKP202"),
+    "restash-without-namespace": (m_restash, "SKP203"),
+    "repop-without-namespace": (m_repop, "SKP204"),
+    "nested-skippable": (m_nested, "SKP205"),
+    "balance-mismatch": (lambda rng, layers, c: layers, "SKP301"),
+    "discarded-pop": (m_discarded_pop, "SKP305"),
+    "mixed-namespaces": (m_mixed_namespaces, "SKP306"),
+    "late-binding": (m_late_binding, ""),
+    "removed-torch-import": (lambda rng, layers, c: layers, "SKP401"),
+    "profiled-skippable": (lambda rng, layers, c: layers, "SKP303"),
+}
+
+
+# -- partitions and labels -----------------------------------------------------------------------
+
+def _balance(rng: random.Random, count: int, partitions: int) -> list[int]:
+    partitions = max(1, min(partitions, count))
+    cuts = sorted(rng.sample(range(1, count), partitions - 1))
+    bounds = [0, *cuts, count]
+    return [bounds[i + 1] - bounds[i] for i in range(partitions)]
+
+
+def _partition_of(balance: list[int]) -> list[int]:
+    return [j for j, size in enumerate(balance) for _ in range(size)]
+
+
+def _routes(layers: Topology, balance: list[int]) -> dict[tuple[Optional[int], str], tuple[int, int]]:
+    """(namespace, name) -> (stash partition, pop partition), as inspect_skip_layout computes it."""
+    where = _partition_of(balance)
+    stashed: dict[tuple[Optional[int], str], int] = {}
+    routes: dict[tuple[Optional[int], str], tuple[int, int]] = {}
+    for i, layer in enumerate(layers):
+        if layer.cls is None or i >= len(where):
+            continue
+        for name in layer.cls.stash:
+            stashed[(layer.ns, name)] = where[i]
+        for name in layer.cls.pop:
+            if (layer.ns, name) in stashed:
+                routes[(layer.ns, name)] = (stashed[(layer.ns, name)], where[i])
+    return routes
+
+
+def _refine_label(planted: str, layers: Topology, balance: list[int]) -> str:
+    """The label from the final layout. A default and an isolated skip on one partition route
+    crash the pipe constructor before anything else runs, so that label wins over the planted one."""
+    routes = _routes(layers, balance)
+    default = {route for (ns, _), route in routes.items() if ns is None}
+    isolated = {route for (ns, _), route in routes.items() if ns is not None}
+    if default & isolated:
+        return "mixed-namespaces-same-route"
+    if planted == "discarded-pop":
+        crossing = [routes.get((layer.ns, layer.cls.pop[0]), (0, 0)) for layer in layers
+                    if layer.cls is not None and layer.cls.pop
+                    and not any("skip_0" in line for line in layer.cls.body)]
+        return "discarded-pop-cross" if any(src != dst for src, dst in crossing) else "discarded-pop-same"
+    if planted in ("clean", "mixed-namespaces"):
+        return "clean-mixed-namespaces" if default and isolated else "clean"
+    return planted
+
+
+# -- rendering -----------------------------------------------------------------------------------
+
+def _spell(line: str, api: Api, ref: Callable[[str], str]) -> str:
+    line = line.replace("STASH(", f"{api.stash}(").replace("POP(", f"{api.pop}(")
+    return re.sub(r"@@(\w+)@@", lambda m: ref(m.group(1)), line)
+
+
+def _declarations(cls: ClassSpec, ref: Callable[[str], str]) -> str:
+    parts = []
+    stash = cls.raw_stash if cls.raw_stash is not None else (
+        "[" + ", ".join(ref(n) for n in cls.stash) + "]" if cls.stash else None)
+    pop = cls.raw_pop if cls.raw_pop is not None else (
+        "[" + ", ".join(ref(n) for n in cls.pop) + "]" if cls.pop else None)
+    if stash is not None:
+        parts.append(f"stash={stash}")
+    if pop is not None:
+        parts.append(f"pop={pop}")
+    return ", ".join(parts)
+
+
+def _class_lines(cls: ClassSpec, api: Api, ref: Callable[[str], str], name: str,
+                 decorate: bool, indent: str = "") -> list[str]:
+    lines = []
+    if decorate and cls.decorator == "call":
+        lines.append(f"@{api.skippable}({_declarations(cls, ref)})")
+    elif decorate and cls.decorator == "bare":
+        lines.append(f"@{api.skippable}")
+    lines.append(f"class {name}(nn.Module):")
+    if cls.linear:
+        lines += ["    def __init__(self):", "        super().__init__()",
+                  f"        self.lin = nn.Linear({WIDTH}, {WIDTH})", ""]
+    lines.append(f"    def forward({cls.forward_params}):")
+    lines += ["        " + _spell(line, api, ref) for line in cls.body]
+    return [indent + line if line else line for line in lines]
+
+
+def _literal(name: str) -> str:
+    return repr(name)
+
+
+def _loop_made(cls: ClassSpec) -> bool:
+    """Whether the class_loop style makes this class in its loop: a plain one-name stasher."""
+    return (cls.decorator == "call" and not cls.pop and len(cls.stash) == 1 and cls.raw_stash is None
+            and cls.raw_pop is None and not cls.linear and cls.body == standard_body(cls)
+            and cls.forward_params == "self, x")
+
+
+def render_classes(classes: list[ClassSpec], api: Api, style: str) -> tuple[list[str], dict[int, str]]:
+    """Class definitions, and the expression that names each class (by id) in the composition."""
+    out: list[str] = []
+    names: dict[int, str] = {}
+    loop_classes = [c for c in classes if style == "class_loop" and _loop_made(c)]
+    for cls in classes:
+        if cls in loop_classes:
+            continue
+        if style == "call_form" and cls.decorator == "call":
+            out += _class_lines(cls, api, _literal, f"{cls.name}Impl", decorate=False)
+            out += ["", "", f"{cls.name} = {api.skippable}({_declarations(cls, _literal)})({cls.name}Impl)", "", ""]
+        elif style == "factory" and cls.decorator == "call" and cls.raw_stash is None and cls.raw_pop is None:
+            params = sorted(set(cls.stash) | set(cls.pop) | set(re.findall(r"@@(\w+)@@", " ".join(cls.body))))
+            variables = {n: f"name{i}" for i, n in enumerate(params)}
+            ref = lambda n, v=variables: v[n]  # noqa: E731
+            out.append(f"def make_{cls.name.lower()}({', '.join(variables.values())}):")
+            out += _class_lines(cls, api, ref, cls.name, decorate=True, indent="    ")
+            out += ["", f"    return {cls.name}", "", ""]
+            out += [f"{cls.name} = make_{cls.name.lower()}({', '.join(repr(n) for n in params)})", "", ""]
+        else:
+            out += _class_lines(cls, api, _literal, cls.name, decorate=True)
+            out += ["", ""]
+        names[id(cls)] = cls.name
+    if loop_classes:
+        out.append("STASHERS = {}")
+        late = any(c.late_binding for c in loop_classes)
+        out.append(f"for name in ({', '.join(repr(c.stash[0]) for c in loop_classes)},):")
+        template = loop_classes[0]
+        body_cls = ClassSpec("Stasher", template.stash, [], list(standard_body(
+            ClassSpec("Stasher", ["NAME"], [], linear=False))), linear=False)
+        ref_decl = lambda n: "name"  # noqa: E731
+        ref_body = (lambda n: "name") if late else (lambda n: "self.skip_name")
+        out.append(f"    @{api.skippable}({_declarations(body_cls, ref_decl)})")
+        out.append("    class Stasher(nn.Module):")
+        if not late:
+            out.append("        skip_name = name")
+            out.append("")
+        out.append("        def forward(self, x):")
+        out += ["            " + _spell(line, api, ref_body) for line in body_cls.body]
+        out += ["", "    STASHERS[name] = Stasher", "", ""]
+        for cls in loop_classes:
+            names[id(cls)] = f"STASHERS[{cls.stash[0]!r}]"
+    return out, names
+
+
+def _layer_expr(layer: LayerSpec, names: dict[int, str], api: Api) -> str:
+    if layer.children:
+        return "nn.Sequential(" + ", ".join(_layer_expr(c, names, api) for c in layer.children) + ")"
+    if layer.cls is None:
+        return layer.plain
+    expr = f"{names[id(layer.cls)]}()"
+    if layer.ns is not None:
+        expr += f".isolate(ns{layer.ns})"
+    return expr
+
+
+def render_composition(exprs: list[str], style: str, rng: random.Random) -> list[str]:
+    if style == "literal":
+        return ["model = nn.Sequential(", *[f"    {e}," for e in exprs], ")"]
+    if style == "list_loop":
+        lines = ["layers = []"]
+        i = 0
+        while i < len(exprs):
+            j = i
+            while j < len(exprs) and exprs[j] == exprs[i] and exprs[i].startswith("nn."):
+                j += 1
+            if j - i >= 2:
+                lines += [f"for _ in range({j - i}):", f"    layers.append({exprs[i]})"]
+                i = j
+            else:
+                lines.append(f"layers.append({exprs[i]})")
+                i += 1
+        return lines + ["model = nn.Sequential(*layers)"]
+    if style == "ordered_dict":
+        return ["model = nn.Sequential(OrderedDict([", *[f"    ('layer{i}', {e})," for i, e in enumerate(exprs)],
+                "]))"]
+    if style == "add_module":
+        return ["model = nn.Sequential()", *[f"model.add_module('layer{i}', {e})" for i, e in enumerate(exprs)]]
+    if style == "helper":
+        return ["def build_layers():", "    return [", *[f"        {e}," for e in exprs], "    ]", "",
+                "", "model = nn.Sequential(*build_layers())"]
+    # stages: two parts joined into one model
+    cut = rng.randrange(1, len(exprs)) if len(exprs) > 1 else 1
+    return ["stage0 = nn.Sequential(", *[f"    {e}," for e in exprs[:cut]], ")",
+            "stage1 = nn.Sequential(", *[f"    {e}," for e in exprs[cut:]], ")",
+            "model = nn.Sequential(*stage0, *stage1)"]
+
+
+# -- the program ---------------------------------------------------------------------------------
+
+def generate(seed: int, mistake: Optional[str] = None, *, class_style: Optional[str] = None,
+             composition: Optional[str] = None, library: Optional[str] = None,
+             shape: Optional[str] = None, linear: bool = True, clean_share: float = 0.4) -> Program:
+    """One program. `mistake` forces what is planted ("clean" or a key of MISTAKES), the styles
+    force how it is written, `shape` the clean topology it starts from; `linear=False` keeps
+    nn.Linear out of the skippable classes (each stashes what it received); None draws them."""
+    rng = random.Random(seed)
+    drawn_library = rng.choice(LIBRARIES)
+    library = library or drawn_library
+    imports = rng.choice(IMPORT_STYLES)
+    drawn_class, drawn_composition = rng.choices(CLASS_STYLES, CLASS_WEIGHTS)[0], rng.choice(COMPOSITION_STYLES)
+    class_style = class_style or ("class_loop" if mistake == "late-binding" else drawn_class)
+    composition = composition or drawn_composition
+    classes = _Classes(linear)
+    planted = "clean"
+    for _attempt in range(200):
+        layers, _namespaces = clean_topology(rng, classes, shape)
+        if mistake == "clean" or (mistake is None and rng.random() < clean_share):
+            break
+        candidate = mistake or rng.choice(sorted(MISTAKES))
+        if candidate == "late-binding" and class_style != "class_loop":
+            continue
+        mutated = MISTAKES[candidate][0](rng, layers, classes)
+        if mutated is not None:
+            layers, planted = mutated, candidate
+            break
+        classes = _Classes(linear)
+    else:
+        layers, _namespaces = clean_topology(rng, classes, shape)
+    layers = _fill(rng, layers)
+    # A discarded pop fails only across partitions: draw two or three so that both labels occur.
+    partitions = rng.choice((2, 3) if planted in ("discarded-pop", "profiled-skippable") else (1, 2, 2, 3, 3))
+    balance = _balance(rng, len(layers), partitions)
+    planted = _refine_label(planted, layers, balance)
+    if planted == "balance-mismatch":
+        balance[-1] += rng.choice((-1, 1)) if balance[-1] > 1 else 1
+    api = api_for(library, imports)
+    header = ['"""A generated skippable program."""', "", "from collections import OrderedDict", "",
+              "import torch", "from torch import nn", ""]
+    if planted == "removed-torch-import":
+        header += ["from torch.distributed.pipeline.sync.skip import Namespace, pop, skippable, stash",
+                   f"from {_PIPES[library][0]} import {_PIPES[library][1]}"]
+        api = api_for(library, "from")
+    else:
+        header += list(api.header)
+    if planted == "profiled-skippable":
+        header.append(f"from {_BALANCERS[library]} import balance_by_time")
+    all_classes = _skippables(layers, "any") + [c.cls for layer in layers for c in layer.children
+                                                if c.cls is not None]
+    unique: list[ClassSpec] = []
+    for cls in all_classes:
+        if cls not in unique:
+            unique.append(cls)
+    class_lines, names = render_classes(unique, api, class_style)
+    lines = header + ["", ""] + class_lines
+    ns_count = max((layer.ns for layer in layers if layer.ns is not None), default=-1) + 1
+    lines += [f"ns{i} = {api.namespace}()" for i in range(ns_count)]
+    if ns_count:
+        lines.append("")
+    exprs = [_layer_expr(layer, names, api) for layer in layers]
+    lines += render_composition(exprs, composition, rng)
+    devices = ", ".join(['"cpu"'] * len(balance))
+    balance_text = str(balance)
+    if planted == "profiled-skippable":
+        lines.append(f"balance = balance_by_time({len(balance)}, model, torch.randn(4, {WIDTH}), timeout=0.02, "
+                     "device=torch.device('cpu'))")
+        balance_text = "balance"
+    lines.append(f"pipe = {api.pipe}(model, balance={balance_text}, devices=[{devices}], chunks=2)")
+    source = "\n".join(lines) + "\n"
+    return Program(f"p{seed:05d}", seed, library, imports, class_style, composition, len(balance), planted,
+                   source, len(lines))
+
+
+def generate_many(count: int, seed: int = 0) -> list[Program]:
+    """`count` programs: two in five clean, the others cycling through every planted mistake."""
+    kinds = sorted(MISTAKES)
+    programs = []
+    for i in range(count):
+        slot, round_ = i % 5, i // 5
+        mistake = "clean" if slot < 2 else kinds[(round_ * 3 + slot - 2) % len(kinds)]
+        programs.append(generate(seed * 100_000 + i, mistake))
+    return programs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    program = generate(args.seed)
+    print(f"# {program.ident} {program.library} {program.imports} {program.style} "
+          f"partitions={program.partitions} planted={program.planted}")
+    print(program.source, end="")
+
+
+if __name__ == "__main__":
+    main()

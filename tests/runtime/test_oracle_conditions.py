@@ -1,0 +1,258 @@
+"""The run-time conditions behind SKP305, SKP306 and SKP303, measured against the real torchgpipe 0.0.7 and
+fairscale 0.4.13 on CPU (issue 14 items 2 and 3).
+
+SKP305: a `yield pop(name)` whose tensor is discarded runs forward (and eval) fine, but backward()
+raises a bare AssertionError in skip/portal.py (PortalCopy.backward: `assert portal.grad is not
+None`) whenever the pop is in another partition than its stash, in every checkpoint mode; in the
+same partition it is fine, and so is a discarded pop of a stashed None (no portal is copied).
+
+SKP306: SkipLayout sorts each destination partition's routes as (source partition, namespace,
+name) tuples. Two routes with the same source and the same destination partition compare their
+namespaces; when one is the default namespace (None) and the other a Namespace, Namespace.__eq__/
+__lt__ read `None.id` (None is registered as a virtual Namespace subclass), so the pipe constructor
+raises AttributeError. The exact condition: two routes with equal (source partition, destination
+partition), one in the default namespace and one isolated; source == destination counts (also a
+one-partition pipe). Routes that share only the source or only the destination are fine, and so
+are routes of two different Namespaces. verify_skippables and a plain run pass in every case.
+
+SKP303: balance_by_time over skippable layers fails only when a stashed tensor shares autograd
+history with its layer's output ('Trying to backward through the graph a second time'), not with
+"has not been stashed"; a stash of the layer's input profiles fine.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any, Callable
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchgpipe")
+pytest.importorskip("fairscale")
+from torch import nn  # noqa: E402
+
+LIBRARIES = {"torchgpipe": ("torchgpipe.skip", "torchgpipe", "GPipe"),
+             "fairscale": ("fairscale.nn.pipe.skip", "fairscale.nn", "Pipe")}
+CHECKPOINTS = ("never", "except_last", "always")
+
+
+def library(name: str) -> tuple[Any, Any]:
+    root, package, pipe = LIBRARIES[name]
+    return importlib.import_module(root), getattr(importlib.import_module(package), pipe)
+
+
+def stasher(skip: Any, name: str, value: Callable[[Any], Any] = lambda x: x * 2) -> nn.Module:
+    @skip.skippable(stash=[name])
+    class Stash(nn.Module):
+        def forward(self, x: Any) -> Any:
+            yield skip.stash(name, value(x))
+            return x
+
+    return Stash()
+
+
+def popper(skip: Any, name: str, discard: bool = False) -> nn.Module:
+    @skip.skippable(pop=[name])
+    class Pop(nn.Module):
+        def forward(self, x: Any) -> Any:
+            if discard:
+                yield skip.pop(name)
+                return x + 1
+            skip_value = yield skip.pop(name)
+            return x + skip_value
+
+    return Pop()
+
+
+def run_steps(pipe_cls: Any, model: nn.Sequential, balance: list[int], checkpoint: str = "except_last") -> str:
+    """'ok', or the step that failed and the exception: 'construct: ...', 'forward: ...', ..."""
+    step = "construct"
+    try:
+        pipe = pipe_cls(model, balance=balance, devices=["cpu"] * len(balance), chunks=2, checkpoint=checkpoint)
+        x = torch.randn(4, 3, requires_grad=True)
+        step = "forward"
+        output = pipe(x)
+        step = "backward"
+        output.sum().backward()
+        step = "eval"
+        pipe.eval()
+        with torch.no_grad():
+            pipe(x)
+    except Exception as error:
+        return f"{step}: {type(error).__name__}: {error}"
+    return "ok"
+
+
+def failing_file(error: BaseException) -> str:
+    frame = error.__traceback__
+    last = None
+    while frame is not None:
+        last = frame
+        frame = frame.tb_next
+    assert last is not None
+    path = last.tb_frame.f_code.co_filename
+    return os.path.join(*path.split(os.sep)[-2:])
+
+
+# -- SKP305 ------------------------------------------------------------------------------------------
+
+def discarded_model(skip: Any, value: Callable[[Any], Any] = lambda x: x * 2) -> nn.Sequential:
+    return nn.Sequential(stasher(skip, "a", value), nn.Linear(3, 3), popper(skip, "a", discard=True))
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("checkpoint", CHECKPOINTS)
+@pytest.mark.parametrize("balance", [[1, 2], [2, 1], [1, 1, 1]])
+def test_discarded_pop_across_partitions_fails_in_backward(lib: str, checkpoint: str, balance: list[int]) -> None:
+    skip, pipe_cls = library(lib)
+    torch.manual_seed(0)
+    pipe = pipe_cls(discarded_model(skip), balance=balance, devices=["cpu"] * len(balance), chunks=2,
+                    checkpoint=checkpoint)
+    output = pipe(torch.randn(4, 3, requires_grad=True))  # forward runs
+    with pytest.raises(AssertionError) as raised:
+        output.sum().backward()
+    assert str(raised.value) == ""  # a bare assert
+    assert failing_file(raised.value) == "skip/portal.py"
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("checkpoint", CHECKPOINTS)
+def test_discarded_pop_in_the_stash_partition_runs(lib: str, checkpoint: str) -> None:
+    skip, pipe_cls = library(lib)
+    torch.manual_seed(0)
+    assert run_steps(pipe_cls, discarded_model(skip), [3], checkpoint) == "ok"
+    model = nn.Sequential(nn.Linear(3, 3), stasher(skip, "a"), popper(skip, "a", discard=True), nn.Linear(3, 3))
+    assert run_steps(pipe_cls, model, [1, 2, 1], checkpoint) == "ok"
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+def test_discarded_pop_across_partitions_fails_only_in_backward(lib: str) -> None:
+    skip, pipe_cls = library(lib)
+    torch.manual_seed(0)
+    pipe = pipe_cls(discarded_model(skip), balance=[1, 2], devices=["cpu", "cpu"], chunks=2)
+    pipe.eval()
+    with torch.no_grad():
+        assert pipe(torch.randn(4, 3)).shape == (4, 3)
+    assert run_steps(pipe_cls, discarded_model(skip), [2, 1]) == "backward: AssertionError: "
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("value", [lambda x: x, lambda x: x.detach()], ids=["input", "detached"])
+def test_discarded_pop_fails_whatever_tensor_was_stashed(lib: str, value: Callable[[Any], Any]) -> None:
+    skip, pipe_cls = library(lib)
+    assert run_steps(pipe_cls, discarded_model(skip, value), [1, 2]) == "backward: AssertionError: "
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+def test_discarded_pop_of_a_stashed_none_runs(lib: str) -> None:
+    skip, pipe_cls = library(lib)
+    assert run_steps(pipe_cls, discarded_model(skip, lambda x: None), [1, 2]) == "ok"
+
+
+# -- SKP306 ------------------------------------------------------------------------------------------
+
+NONE_ID = "construct: AttributeError: 'NoneType' object has no attribute 'id'"
+
+
+def routes_model(skip: Any, ns: Any, layout: str) -> nn.Sequential:
+    """Layers from a layout string: 'a'/'A' stash/pop the default skip 'a'; 'b'/'B' stash/pop
+    skip 'b' isolated in `ns`; 'c'/'C' stash/pop 'c' in a second namespace; '.' a plain layer."""
+    other = skip.Namespace()
+    makers: dict[str, Callable[[], nn.Module]] = {
+        "a": lambda: stasher(skip, "a"), "A": lambda: popper(skip, "a"),
+        "b": lambda: stasher(skip, "b").isolate(ns), "B": lambda: popper(skip, "b").isolate(ns),
+        "c": lambda: stasher(skip, "c").isolate(other), "C": lambda: popper(skip, "c").isolate(other),
+        ".": lambda: nn.Linear(3, 3),
+    }
+    return nn.Sequential(*(makers[ch]() for ch in layout))
+
+
+#: (layout, balance, expected): the routes are (stash partition, pop partition).
+CASES = [
+    ("abAB", [4], NONE_ID),              # both 0->0 in a one-partition pipe
+    ("abAB", [2, 2], NONE_ID),           # both 0->1
+    ("abAB.", [4, 1], NONE_ID),          # both 0->0, then a second partition
+    ("a.b.AB", [3, 3], NONE_ID),         # both 0->1, a plain layer between
+    ("a.bAB.", [1, 4, 1], "ok"),         # a 0->1, b 1->1: different sources
+    ("abA.B", [2, 1, 2], "ok"),          # same source: 0->1 and 0->2
+    ("a.bAB", [2, 1, 2], "ok"),          # same destination: 0->2 and 1->2
+    ("acAC", [2, 2], NONE_ID),           # any isolated namespace, not only the first
+    ("bcBC", [2, 2], "ok"),              # two different Namespaces on one route
+    ("aA.bB", [2, 3], "ok"),             # default 0->0, isolated 1->1
+]
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("layout, balance, expected", CASES)
+def test_mixed_namespaces_on_one_route(lib: str, layout: str, balance: list[int], expected: str) -> None:
+    skip, pipe_cls = library(lib)
+    ns = skip.Namespace()
+    skip.verify_skippables(routes_model(skip, ns, layout))  # passes in every case
+    plain = routes_model(skip, ns, layout)
+    assert plain(torch.randn(4, 3)).shape == (4, 3)  # and so does a plain run
+    assert run_steps(pipe_cls, routes_model(skip, ns, layout), balance) == expected
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+def test_isolate_only_some_names_mixes_namespaces_in_one_layer(lib: str) -> None:
+    skip, pipe_cls = library(lib)
+    ns = skip.Namespace()
+
+    @skip.skippable(stash=["a", "b"])
+    class Both(nn.Module):
+        def forward(self, x: Any) -> Any:
+            yield skip.stash("a", x)
+            yield skip.stash("b", x)
+            return x
+
+    model = nn.Sequential(Both().isolate(ns, only=["b"]), popper(skip, "a"), popper(skip, "b").isolate(ns))
+    assert run_steps(pipe_cls, model, [1, 2]) == NONE_ID
+
+
+# -- SKP303 ------------------------------------------------------------------------------------------
+# What the balancers do with skippable layers on CPU: balance_by_time profiles each layer alone but
+# on one thread, whose skip tracker carries the stashed tensor from layer to layer, so it does not
+# fail with "has not been stashed". It fails when the stashed tensor shares autograd history with the
+# stash layer's output (typically: the layer stashes what it returns, computed inside it): the stash
+# layer's own backward frees that graph, then the pop layer's backward reaches it again.
+
+BALANCERS = {"torchgpipe": "torchgpipe.balance", "fairscale": "fairscale.nn.pipe.balance"}
+
+
+def profile(lib: str, model: nn.Sequential) -> Any:
+    balance_by_time = importlib.import_module(BALANCERS[lib]).balance_by_time
+    return balance_by_time(2, model, torch.randn(4, 3), timeout=0.02, device=torch.device("cpu"))
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+def test_profiling_a_stash_of_the_layer_input_runs(lib: str) -> None:
+    skip, _pipe = library(lib)
+    model = nn.Sequential(nn.Linear(3, 3), stasher(skip, "a", lambda x: x), nn.Linear(3, 3), popper(skip, "a"))
+    assert sorted(profile(lib, model)) in ([1, 3], [2, 2])
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+def test_profiling_a_stash_computed_apart_from_the_output_runs(lib: str) -> None:
+    skip, _pipe = library(lib)
+    model = nn.Sequential(nn.Linear(3, 3), stasher(skip, "a", lambda x: x * 2), nn.Linear(3, 3), popper(skip, "a"))
+    assert sorted(profile(lib, model)) in ([1, 3], [2, 2])
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+def test_profiling_a_stash_of_the_computed_output_fails_in_backward(lib: str) -> None:
+    skip, _pipe = library(lib)
+
+    @skip.skippable(stash=["a"])
+    class StashOutput(nn.Module):
+        def forward(self, x: Any) -> Any:
+            y = x * 2
+            yield skip.stash("a", y)
+            return y
+
+    model = nn.Sequential(nn.Linear(3, 3), StashOutput(), nn.Linear(3, 3), popper(skip, "a"))
+    with pytest.raises(RuntimeError, match="^Trying to backward through the graph a second time"):
+        profile(lib, model)
+    pipe_cls = library(lib)[1]
+    assert run_steps(pipe_cls, model, [2, 2]) == "ok"  # the same model runs in a pipe
