@@ -71,7 +71,7 @@ class Fault:
         if self.kind == "oom":
             return f"{who} ran out of memory during {self.step}: {self.error}"
         if self.kind == "lost":
-            return f"{who} lost its peers during {self.step}: {self.error}"
+            return f"{who} stopped answering during {self.step}: {self.error}"
         kind, _, message = self.error.partition(": ")
         return f"{who} raised {kind} during {self.step}" + (f": {message}" if message else "")
 
@@ -197,11 +197,12 @@ def main(args: argparse.Namespace) -> int:
             print(f"skiplint verify: torch is not installed ({error}); install it with: "
                   "pip install 'skiplint[runtime]'", file=sys.stderr)
         return EXIT_NOT_RUN
+    # The target sees its own file name as argv, not verify's options.
+    sys.argv = [args.target.rpartition(":")[0]]
     # The report owns stdout: whatever the model or the libraries print goes to stderr.
     sys.stdout.flush()
     stream = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
     local_rank = int(os.environ["LOCAL_RANK"])
     cuda = torch.cuda.is_available()
     device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
@@ -313,7 +314,8 @@ def _follow(ctx: Context) -> int:
     board = ctx.board
     worker = _Worker(lambda: _follower_work(ctx))
     worker.start()
-    watch = _Watch(board, ctx.world, ctx.args.timeout)
+    # Rank 0 names a rank that stops answering; this rank gives up alone only when rank 0 itself is stuck.
+    watch = _Watch(board, ctx.world, ctx.args.timeout + GRACE)
     while True:
         try:
             status = board.get("status")
@@ -323,7 +325,7 @@ def _follow(ctx: Context) -> int:
             board.store.add(_PREFIX + "acks", 1)
             return int(status)
         fault = watch.look(only=0)
-        if fault is not None and fault.kind == "hang" and fault.seconds > ctx.args.timeout + GRACE:
+        if fault is not None and fault.kind == "hang":
             print(f"skiplint verify: rank {ctx.rank}: {fault.line()}; giving up", file=sys.stderr, flush=True)
             return EXIT_NOT_RUN
         time.sleep(POLL)
@@ -349,7 +351,7 @@ class _Watch:
                 fault = Fault(rank, self.board.host(rank), error["step"], error["kind"], error["error"])
                 if fault.kind != "lost":
                     return fault
-                lost = lost or fault
+                lost = lost or _silent(self.board, self.world, f"rank {rank} lost its connection to it") or fault
         hang = self._hang(ranks, now)
         return hang or lost
 
@@ -430,13 +432,21 @@ def _on_sigterm() -> threading.Event:
     return stop
 
 
+def _silent(board: Board, world: int, why: str) -> Optional[Fault]:
+    """The rank that went silent: the first one the board still shows busy with its own work and
+    without an error of its own (a process that died leaves its last state behind)."""
+    for rank in range(world):
+        state = board.state(rank)
+        if state is not None and state[1] and board.error(rank) is None:
+            return Fault(rank, board.host(rank), state[2], "lost", why)
+    return None
+
+
 def _stopped(ctx: Context) -> Fault:
-    """The launcher stopped the run: the rank that ended is the one still busy on the board, if any."""
-    for rank in range(1, ctx.world):
-        state = ctx.board.state(rank)
-        if state is not None and state[1]:
-            return Fault(rank, ctx.board.host(rank), state[2], "lost", "the process ended without a result")
-    return Fault(0, ctx.board.host(0), "the run", "lost", "torchrun stopped every rank")
+    """The launcher stopped the run because a process ended: the one still busy on the board."""
+    why = "the process ended without a result and torchrun stopped every rank"
+    return (_silent(ctx.board, ctx.world, why)
+            or Fault(0, ctx.board.host(0), "the run", "lost", "torchrun stopped every rank"))
 
 
 def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, Any]) -> Any:
