@@ -192,6 +192,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         import torch
         import torch.distributed as dist
+        from torch.distributed.rendezvous import rendezvous
     except ImportError as error:
         if rank == 0:
             print(f"skiplint verify: torch is not installed ({error}); install it with: "
@@ -211,7 +212,7 @@ def main(args: argparse.Namespace) -> int:
     # peers' collectives time out.
     pg_timeout = datetime.timedelta(seconds=args.timeout * 2 + 30)
     try:
-        store, rank, world = next(dist.rendezvous("env://", timeout=timeout))
+        store, rank, world = next(rendezvous("env://", timeout=timeout))
         if cuda:
             torch.cuda.set_device(device)
         dist.init_process_group("nccl" if cuda else "gloo", store=store, rank=rank, world_size=world,
@@ -408,12 +409,15 @@ def _lead(ctx: Context) -> int:
     with ctx.lock:
         ctx.closed = True
     status = _emit(ctx, report)
-    ctx.board.set("status", str(status))
     deadline = time.monotonic() + ACK_WAIT
-    while ctx.world > 1 and time.monotonic() < deadline:
-        if ctx.board.store.add(_PREFIX + "acks", 0) >= ctx.world - 1:
-            break
-        time.sleep(POLL)
+    try:
+        ctx.board.set("status", str(status))
+        while ctx.world > 1 and time.monotonic() < deadline:
+            if ctx.board.store.add(_PREFIX + "acks", 0) >= ctx.world - 1:
+                break
+            time.sleep(POLL)
+    except Exception:  # the store is gone with the launcher: the others are ending anyway
+        pass
     return status
 
 
@@ -457,8 +461,8 @@ def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, 
 
     args = ctx.args
     board = ctx.board
-    options = Options(args.target, args.sample, args.input_shape, "pipelining", args.balance, args.chunks,
-                      ("n/a",), None, args.timeout)
+    options = Options(target=args.target, sample=args.sample, input_shape=args.input_shape, backend="pipelining",
+                      balance=args.balance, chunks=args.chunks, devices=None, timeout=args.timeout)
     runner = Runner(options, progress)
     add = runner.steps.add
 
@@ -468,7 +472,7 @@ def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, 
                 return
         add(*step)
 
-    runner.steps.add = add_unless_closed
+    runner.steps.add = add_unless_closed  # type: ignore[method-assign, assignment]
     shared["runner"] = runner
     report = runner.report
     name = f"pipelining ScheduleGPipe ({ctx.world} ranks)"

@@ -112,7 +112,7 @@ def split(runner: Any) -> None:
 
         try:
             with lib.use_skip_tracker(Recorder()):
-                traced = _LabellingTracer().trace(model)
+                graph = _LabellingTracer().trace(model)
         except (torch.cuda.OutOfMemoryError, CannotRun):
             raise
         except Exception as error:
@@ -120,11 +120,11 @@ def split(runner: Any) -> None:
             runner.raw.extend(found)
             # The fx split is this backend's partitioning: no stage can be built without it.
             runner.balanced = False
-            layer = found[0].layer
-            where = f"layer '{layer}' ({found[0].cls}): " if layer is not None else ""
-            out["status"], out["detail"] = "failed", f"{where}{found[0].message}"
+            first = found[0]
+            where = f"layer '{first.layer}' ({first.cls}): " if first.layer is not None else ""
+            out["status"], out["detail"] = "failed", f"{where}{first.message}"
             return
-        traced = fx.GraphModule(model, traced)
+        traced = fx.GraphModule(model, graph)
         partition: dict[str, int] = {}
         last = 0
         for node in traced.graph.nodes:
@@ -137,7 +137,7 @@ def split(runner: Any) -> None:
         crossings = []
         for sub_name, sub in split_gm.named_children():
             dst = int(sub_name.rsplit("_", 1)[-1])
-            for node in sub.graph.nodes:
+            for node in sub.graph.nodes:  # type: ignore[union-attr]
                 if node.op != "placeholder":
                     continue
                 src = partition.get(node.name, 0)

@@ -131,7 +131,7 @@ def test_two_launchers_on_localhost_are_two_nodes_of_one_run():
 
 
 FAULTY = textwrap.dedent('''\
-    """Four layers; the third calls an op whose kernel fails (or never returns) on rank 1 only."""
+    """Four layers; the third calls an op whose kernel fails, never returns or is killed on rank 1 only."""
     import os
     import time
 
@@ -142,6 +142,8 @@ FAULTY = textwrap.dedent('''\
     @torch.library.custom_op("skiplint_test::on_rank_one", mutates_args=())
     def on_rank_one(x: torch.Tensor) -> torch.Tensor:
         if os.environ.get("RANK") == "1":
+            if os.environ.get("FAULT") == "killed":  # as the kernel's out-of-memory killer does
+                os.kill(os.getpid(), 9)
             if os.environ.get("FAULT") == "hang":
                 time.sleep(3600)
             raise RuntimeError("only rank 1 fails here")
@@ -186,13 +188,32 @@ def test_a_rank_that_raises_is_named_in_the_report(faulty):
 
 
 def test_a_rank_that_hangs_ends_every_rank_within_the_timeout(faulty):
-    code, stdout, stderr = standalone(2, faulty, "--format", "json", "--timeout", "5", env=_env(FAULT="hang"))
+    # Every step (the import and the stage's export included) must fit in --timeout on a loaded CI machine.
+    code, stdout, stderr = standalone(2, faulty, "--format", "json", "--timeout", "30", env=_env(FAULT="hang"))
     payload = json.loads(stdout)
     host = socket.gethostname()
-    assert payload["reason"] == f"rank 1 ({host}) did not answer within 5s during stage forward"
+    assert payload["reason"] == f"rank 1 ({host}) did not answer within 30s during stage forward"
     assert payload["exit_code"] == 2 and code != 0
-    assert f"skiplint verify: rank 1 ({host}) did not answer within 5s during stage forward\n" in stderr
+    assert f"skiplint verify: rank 1 ({host}) did not answer within 30s during stage forward\n" in stderr
     assert worker_exit_codes(stderr) == {0: 2, 1: 2}
+
+
+def test_a_rank_that_is_killed_is_named_by_its_last_step(faulty):
+    code, stdout, stderr = standalone(2, faulty, "--format", "json", "--timeout", "60", env=_env(FAULT="killed"))
+    payload = json.loads(stdout)
+    host = socket.gethostname()
+    assert payload["reason"].startswith(f"rank 1 ({host}) stopped answering during stage forward: ")
+    assert payload["exit_code"] == 2
+    assert worker_exit_codes(stderr) == {0: 2, 1: -9}
+
+
+def test_launcher_environment():
+    from skiplint.runtime.distributed import launched_by_torchrun
+
+    env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1"}
+    assert launched_by_torchrun(env)
+    assert not launched_by_torchrun({k: v for k, v in env.items() if k != "MASTER_ADDR"})
+    assert not launched_by_torchrun({})
 
 
 def test_more_ranks_than_layers_is_a_usage_error(tmp_path):
@@ -213,3 +234,16 @@ def test_a_balance_that_does_not_match_the_ranks_is_a_usage_error():
     assert stderr.count("skiplint verify: --balance has 3 entries but torchrun started 2 ranks: give one entry "
                         "per rank\n") == 1
     assert worker_exit_codes(stderr) == {0: 2, 1: 2}
+
+
+@pytest.mark.gpu
+def test_unet_over_nccl_one_gpu_per_rank():
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("nccl needs one GPU per rank")
+    code, stdout, stderr = standalone(2, os.path.join(FIXTURES, "unet.py") + ":build", "--format", "json")
+    payload = json.loads(stdout)
+    assert code == 0, stderr
+    assert payload["devices"] == ["cuda:0", "cuda:1"]
+    assert [(c["mode"], c["ok"]) for c in payload["comparisons"]] == [("pipelining", True)]
