@@ -185,10 +185,6 @@ def main(args: argparse.Namespace) -> int:
     """One rank of `torchrun ... -m skiplint verify`; every rank returns (and exits with) rank 0's status."""
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     problem = _usage(args, world)
-    if problem is not None:
-        if rank == 0:
-            print(f"skiplint verify: {problem}", file=sys.stderr, flush=True)
-        return EXIT_NOT_RUN
     try:
         import torch
         import torch.distributed as dist
@@ -207,12 +203,14 @@ def main(args: argparse.Namespace) -> int:
     local_rank = int(os.environ["LOCAL_RANK"])
     cuda = torch.cuda.is_available()
     device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
-    timeout = datetime.timedelta(seconds=args.timeout)
+    timeout = datetime.timedelta(seconds=max(args.timeout, 60.0))
     # Waits on peers outlast the board's deadline, so that a rank that stalls is named before its
     # peers' collectives time out.
     pg_timeout = datetime.timedelta(seconds=args.timeout * 2 + 30)
     try:
         store, rank, world = next(rendezvous("env://", timeout=timeout))
+        if problem is not None:
+            os._exit(_usage_error(Board(store, rank, world), problem, max(args.timeout, ACK_WAIT)))
         if cuda:
             torch.cuda.set_device(device)
         dist.init_process_group("nccl" if cuda else "gloo", store=store, rank=rank, world_size=world,
@@ -235,6 +233,19 @@ def main(args: argparse.Namespace) -> int:
     sys.stderr.flush()
     # A worker may still be blocked in a collective or in the model: nothing of it is worth waiting for.
     os._exit(status)
+
+
+def _usage_error(board: Board, problem: str, wait: float) -> int:
+    """Options no run can have: rank 0 says so once; the others end when it has (torchrun stops
+    every rank as soon as one exits, which could cut rank 0 short)."""
+    if board.rank == 0:
+        print(f"skiplint verify: {problem}", file=sys.stderr, flush=True)
+        board.set("status", str(EXIT_NOT_RUN))
+        return EXIT_NOT_RUN
+    deadline = time.monotonic() + wait
+    while board.get("status") is None and time.monotonic() < deadline:
+        time.sleep(POLL)
+    return EXIT_NOT_RUN
 
 
 # -- the work -------------------------------------------------------------------------------------

@@ -130,6 +130,19 @@ def test_two_launchers_on_localhost_are_two_nodes_of_one_run():
     assert [(c["mode"], c["ok"]) for c in payload["comparisons"]] == [("pipelining", True)]
 
 
+def test_parameters_and_sample_come_from_rank_0(tmp_path):
+    path = tmp_path / "seeded_by_rank.py"
+    path.write_text("import os\n\nimport torch\nfrom torch import nn\n\n\ndef build():\n"
+                    "    torch.manual_seed(100 + int(os.environ['RANK']))\n"
+                    "    layers = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 4), nn.Linear(4, 4))\n"
+                    "    return layers, torch.randn(4, 4)\n")
+    code, stdout, stderr = standalone(2, f"{path}:build", "--format", "json")
+    payload = json.loads(stdout)
+    assert code == 0, stderr
+    assert [(c["mode"], c["ok"]) for c in payload["comparisons"]] == [("pipelining", True)]
+    assert payload["comparisons"][0]["output_max_abs"] < 1e-6
+
+
 FAULTY = textwrap.dedent('''\
     """Four layers; the third calls an op whose kernel fails, never returns or is killed on rank 1 only."""
     import os
