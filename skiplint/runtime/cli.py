@@ -56,6 +56,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    # -- torchrun: this process is one rank of a distributed verify (skiplint/runtime/distributed.py) --
+    from skiplint.runtime import distributed
+    if distributed.launched_by_torchrun():
+        return distributed.main(args)
+    # -- end torchrun --
     try:
         return _run(args)
     except BrokenPipeError:  # `skiplint verify ... | head`

@@ -14,10 +14,27 @@ import time
 from typing import Any
 
 import torch
+import torch.fx as fx
 
-from skiplint.runtime.report import Crossing, Route
+from skiplint.runtime.errors import CannotRun
+from skiplint.runtime.report import Crossing, Observation, Route
 
 STEP_SPLIT = "fx trace and split_module"
+
+
+class _LabellingTracer(fx.Tracer):
+    """symbolic_trace's tracer that tags an exception with the top-level child it came from."""
+
+    def call_module(self, m: torch.nn.Module, forward: Any, args: Any, kwargs: Any) -> Any:
+        try:
+            return super().call_module(m, forward, args, kwargs)
+        except Exception as error:
+            if not hasattr(error, "_skiplint_layer"):
+                try:
+                    error._skiplint_layer = self.path_of_module(m).split(".")[0]  # type: ignore[attr-defined]
+                except (NameError, AttributeError):
+                    pass
+            raise
 
 
 def _layer_of(node: Any, children: list[str]) -> int | None:
@@ -30,9 +47,40 @@ def _layer_of(node: Any, children: list[str]) -> int | None:
     return None
 
 
+def _error_layer(error: BaseException) -> str | None:
+    layer = getattr(error, "_skiplint_layer", None)
+    return layer if isinstance(layer, str) else None
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    """The error and what it wraps (torch re-raises some tracing failures from the model's own)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _observe_trace(runner: Any, error: BaseException) -> list[Observation]:
+    """The model's skip failures met while tracing, as observations of the trace step; a failure
+    that is not one of them means the model cannot be traced, which ends the run (exit 2)."""
+    for candidate in _causes(error):
+        layer = _error_layer(candidate) or _error_layer(error)
+        found: list[Observation] = runner._observe(STEP_SPLIT, candidate, layer)
+        if found:
+            if layer is not None and layer in runner.reach.layers:
+                runner.reach.failed.add(runner.reach.layers[layer])
+            return found
+    layer = _error_layer(error)
+    where = f"layer '{layer}' raised " if layer is not None else "raised "
+    lines = str(error).strip().splitlines()
+    what = f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+    raise CannotRun(f"torch.fx cannot trace the model: {where}{what}") from error
+
+
 def split(runner: Any) -> None:
     """Trace, split at the balance, list the crossing values and the skip routes they carry."""
-    import torch.fx as fx
     from torch.fx.passes.split_module import split_module
 
     lib = runner.lib
@@ -45,7 +93,6 @@ def split(runner: Any) -> None:
         part_of_layer = [p for p, size in enumerate(runner.balance) for _ in range(size)]
         if len(part_of_layer) != len(children):
             from skiplint.runtime import join as joining
-            from skiplint.runtime.report import Observation
 
             message = (f"module and sum of balance have different length "
                        f"(module: {len(children)}, sum of balance: {sum(runner.balance)})")
@@ -63,8 +110,21 @@ def split(runner: Any) -> None:
                 saved[(ns, name)] = getattr(tensor, "node", None)
                 super().save(batch, ns, name, tensor)
 
-        with lib.use_skip_tracker(Recorder()):
-            traced = fx.symbolic_trace(model)
+        try:
+            with lib.use_skip_tracker(Recorder()):
+                graph = _LabellingTracer().trace(model)
+        except (torch.cuda.OutOfMemoryError, CannotRun):
+            raise
+        except Exception as error:
+            found = _observe_trace(runner, error)
+            runner.raw.extend(found)
+            # The fx split is this backend's partitioning: no stage can be built without it.
+            runner.balanced = False
+            first = found[0]
+            where = f"layer '{first.layer}' ({first.cls}): " if first.layer is not None else ""
+            out["status"], out["detail"] = "failed", f"{where}{first.message}"
+            return
+        traced = fx.GraphModule(model, graph)
         partition: dict[str, int] = {}
         last = 0
         for node in traced.graph.nodes:
@@ -77,7 +137,7 @@ def split(runner: Any) -> None:
         crossings = []
         for sub_name, sub in split_gm.named_children():
             dst = int(sub_name.rsplit("_", 1)[-1])
-            for node in sub.graph.nodes:
+            for node in sub.graph.nodes:  # type: ignore[union-attr]
                 if node.op != "placeholder":
                     continue
                 src = partition.get(node.name, 0)
@@ -174,8 +234,14 @@ def distributed(runner: Any, reference: Any) -> None:
             grads.update(result["grads"])
             if result.get("output") is not None:
                 output = result["output"]
-        runner.reach.completed.update(runner.reach.layers.values())
-        wanted = {k: v for k, v in reference.grads.items() if k != "<input>"}
-        from skiplint.runtime.run import _Result
+        compare(runner, reference, output, grads, out)
 
-        runner._compare("pipelining", output, grads, _Result(reference.output, wanted), out)
+
+def compare(runner: Any, reference: Any, output: Any, grads: dict[str, torch.Tensor], out: dict[str, str]) -> None:
+    """The stages' output and parameter gradients against the plain reference (the schedule
+    exposes no input gradient)."""
+    from skiplint.runtime.run import _Result
+
+    runner.reach.completed.update(runner.reach.layers.values())
+    wanted = {k: v for k, v in reference.grads.items() if k != "<input>"}
+    runner._compare("pipelining", output, grads, _Result(reference.output, wanted), out)

@@ -1,7 +1,10 @@
-"""One stage of the `pipelining` backend's run: `python -m skiplint.runtime.stage DIR RANK`.
+"""One pipeline stage of the `pipelining` backend.
 
-Rebuilds the model from the target, loads the parent's weights, and runs its stage of a
-torch.distributed.pipelining ScheduleGPipe; writes gradients (and the output on the last rank)."""
+`run_stage` builds this rank's stage of a torch.distributed.pipelining ScheduleGPipe and runs one
+forward and backward; the process group is already set up by the caller. `python -m
+skiplint.runtime.stage DIR RANK` is the stage process a single-machine verify starts: it reads the
+job its parent left in DIR, and writes back an error line, its gradients and (last rank) the output.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +13,57 @@ import json
 import os
 import sys
 import warnings
+from typing import Any, Callable, Optional
+
+#: Called with (step, busy) as the stage starts and ends its own work; busy=False is a wait on a peer.
+StepNote = Callable[[str, bool], None]
+
+STAGE_BUILD = "stage build"
+STAGE_FORWARD = "stage forward"
+STAGE_BACKWARD = "stage backward"
 
 
-def main(folder: str, rank: int, torchrun: bool = False) -> int:
+def _noted(method: Callable[..., Any], step: str, note: StepNote) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        note(step, True)
+        result = method(*args, **kwargs)
+        note(step, False)
+        return result
+    return call
+
+
+def run_stage(model: Any, sample: Any, weights: Any, starts: list[str], chunks: int, rank: int, world: int,
+              device: Any, note: Optional[StepNote] = None) -> tuple[dict[str, Any], Any]:
+    """This rank's stage of `model` split before each child in `starts`: (gradients, output or None)."""
+    from torch.distributed.pipelining import ScheduleGPipe, SplitPoint, pipeline
+
+    def noop(step: str, busy: bool) -> None:
+        return None
+
+    note = note or noop
+    note(STAGE_BUILD, True)
+    micro = sample.tensor_split(chunks)[0]
+    pipe = pipeline(model, mb_args=(micro,), split_spec={name: SplitPoint.BEGINNING for name in starts})
+    stage = pipe.build_stage(rank, device)
+    stage.forward_one_chunk = _noted(stage.forward_one_chunk, STAGE_FORWARD, note)  # type: ignore[method-assign]
+    stage.backward_one_chunk = _noted(stage.backward_one_chunk, STAGE_BACKWARD, note)  # type: ignore[method-assign]
+    schedule = ScheduleGPipe(stage, n_microbatches=chunks,
+                             loss_fn=lambda output, w: (output.float() * w.to(output.device)).sum(),
+                             scale_grads=False)
+    note(STAGE_FORWARD, False)
+    output = None
+    if rank == 0 and world > 1:
+        schedule.step(sample.to(device))
+    elif rank == world - 1:
+        args = (sample.to(device),) if world == 1 else ()
+        output = schedule.step(*args, target=weights, losses=[])
+    else:
+        schedule.step()
+    grads = {name: p.grad.detach().cpu() for name, p in stage.submod.named_parameters() if p.grad is not None}
+    return grads, output.detach().cpu() if output is not None else None
+
+
+def main(folder: str, rank: int) -> int:
     import torch
     import torch.distributed as dist
 
@@ -22,8 +73,6 @@ def main(folder: str, rank: int, torchrun: bool = False) -> int:
         job = json.load(handle)
     result_path = os.path.join(folder, f"rank{rank}.json")
     try:
-        from torch.distributed.pipelining import ScheduleGPipe, SplitPoint, pipeline
-
         from skiplint.runtime import target
 
         shape = tuple(job["input_shape"]) if job["input_shape"] else None
@@ -31,39 +80,13 @@ def main(folder: str, rank: int, torchrun: bool = False) -> int:
         data = torch.load(os.path.join(folder, "input.pt"))
         model.load_state_dict(data["state"])
         timeout = datetime.timedelta(seconds=job["timeout"])
-        if torchrun:
-            # torchrun (or any launcher) gives the rank and the rendezvous in the environment.
-            local = int(os.environ.get("LOCAL_RANK", "0"))
-            device = torch.device("cuda", local) if torch.cuda.is_available() else torch.device("cpu")
-            if device.type == "cuda":
-                torch.cuda.set_device(device)
-            job["world"] = int(os.environ["WORLD_SIZE"])
-            dist.init_process_group("nccl" if device.type == "cuda" else "gloo", init_method="env://",
-                                    timeout=timeout)
-        else:
-            device = torch.device(job["devices"][rank])
-            dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank,
-                                    world_size=job["world"], init_method=f"tcp://127.0.0.1:{job['port']}",
-                                    timeout=timeout)
-        sample, weights = data["sample"], data["weights"][0]
-        chunks = job["chunks"]
-        micro = sample.tensor_split(chunks)[0]
-        pipe = pipeline(model, mb_args=(micro,), split_spec={name: SplitPoint.BEGINNING for name in job["split"]})
-        stage = pipe.build_stage(rank, device)
-        schedule = ScheduleGPipe(stage, n_microbatches=chunks,
-                                 loss_fn=lambda output, w: (output.float() * w.to(output.device)).sum(),
-                                 scale_grads=False)
-        output = None
-        if rank == 0 and job["world"] > 1:
-            schedule.step(sample.to(device))
-        elif rank == job["world"] - 1:
-            args = (sample.to(device),) if job["world"] == 1 else ()
-            output = schedule.step(*args, target=weights, losses=[])
-        else:
-            schedule.step()
-        grads = {name: p.grad.detach().cpu() for name, p in stage.submod.named_parameters() if p.grad is not None}
-        torch.save({"grads": grads, "output": output.detach().cpu() if output is not None else None},
-                   os.path.join(folder, f"rank{rank}.pt"))
+        device = torch.device(job["devices"][rank])
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank,
+                                world_size=job["world"], init_method=f"tcp://127.0.0.1:{job['port']}",
+                                timeout=timeout)
+        grads, output = run_stage(model, data["sample"], data["weights"][0], job["split"], job["chunks"], rank,
+                                  job["world"], device)
+        torch.save({"grads": grads, "output": output}, os.path.join(folder, f"rank{rank}.pt"))
         dist.destroy_process_group()
         error = None
     except Exception as exc:  # reported by the parent as the step's one line
@@ -76,6 +99,4 @@ def main(folder: str, rank: int, torchrun: bool = False) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[2] == "--torchrun":
-        sys.exit(main(sys.argv[1], int(os.environ["RANK"]), torchrun=True))
     sys.exit(main(sys.argv[1], int(sys.argv[2])))

@@ -1,0 +1,633 @@
+"""`torchrun ... -m skiplint verify TARGET`: one verify spread over the ranks torchrun started.
+
+Each rank joins the launcher's process group (gloo on CPU, nccl on CUDA with a gloo group beside it
+for objects) and runs one pipeline stage on cuda:LOCAL_RANK, or the CPU without CUDA. Rank 0 builds
+the model and the sample, runs the steps of the single-machine `pipelining` backend (static pass,
+plain reference, join), broadcasts the parameters, the sample and the split, gathers every rank's
+gradients, and alone prints the report.
+
+The rendezvous store is the notice board that keeps the run bounded: each rank posts its host, the
+step it is in (busy with its own work, or waiting on a peer) and any error. In every rank the main
+thread only watches the board while a worker thread does the work, so a rank that raises, runs out
+of memory or never answers ends the run on every rank within `--timeout`, and rank 0's report names
+the rank, its host and the step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+import warnings
+from dataclasses import dataclass
+from typing import IO, Any, Callable, Optional
+
+from skiplint.runtime.errors import CannotRun
+
+#: The variables torchrun (or any launcher using env:// rendezvous) sets for every rank.
+LAUNCHER_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")
+EXIT_CLEAN, EXIT_DISAGREE, EXIT_NOT_RUN = 0, 1, 2
+#: Seconds between two looks at the board.
+POLL = 0.05
+#: Seconds a rank other than 0 waits past the deadline for rank 0's status before it gives up alone.
+GRACE = 15.0
+#: Seconds rank 0 waits for the other ranks to read the status before it exits.
+ACK_WAIT = 5.0
+_PREFIX = "skiplint/verify/"
+
+STEP_BUILD = "import and build"
+STEP_PLAN = "waiting for rank 0"
+
+
+def launched_by_torchrun(environ: Optional[dict[str, str]] = None) -> bool:
+    """Whether the launcher's environment is present: verify is then one rank of a distributed run."""
+    env = os.environ if environ is None else environ
+    return all(env.get(name) for name in LAUNCHER_ENV)
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What ended one rank's part of the run early."""
+
+    rank: int
+    host: str
+    step: str
+    #: raised (an exception in the rank's own work), oom, hang, lost (a wait on a peer that failed).
+    kind: str
+    error: str = ""
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        who = f"rank {self.rank} ({self.host})"
+        if self.kind == "hang":
+            return f"{who} did not answer within {self.seconds:g}s during {self.step}"
+        if self.kind == "oom":
+            return f"{who} ran out of memory during {self.step}: {self.error}"
+        if self.kind == "lost":
+            return f"{who} stopped answering during {self.step}: {self.error}"
+        kind, _, message = self.error.partition(": ")
+        return f"{who} raised {kind} during {self.step}" + (f": {message}" if message else "")
+
+    @property
+    def stops_the_run(self) -> bool:
+        """A run that could not happen (exit 2) rather than a model that fails (exit 1)."""
+        return self.kind != "raised" or self.step in (STEP_BUILD, STEP_PLAN)
+
+
+def _one_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+def _is_oom(error: BaseException) -> bool:
+    import torch
+
+    return isinstance(error, (MemoryError, torch.cuda.OutOfMemoryError))
+
+
+class Board:
+    """The rendezvous store, read and written by every rank under one prefix."""
+
+    def __init__(self, store: Any, rank: int, world: int) -> None:
+        self.store = store
+        self.rank = rank
+        self.world = world
+        self._seq = 0
+        self._lock = threading.Lock()
+
+    def set(self, key: str, value: str) -> None:
+        self.store.set(_PREFIX + key, value)
+
+    def get(self, key: str) -> Optional[str]:
+        if not self.store.check([_PREFIX + key]):
+            return None
+        value = self.store.get(_PREFIX + key)
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+    def note(self, step: str, busy: bool) -> None:
+        """This rank is now in `step`, doing its own work (busy) or waiting on a peer."""
+        with self._lock:
+            self._seq += 1
+            self.set(f"state/{self.rank}", json.dumps([self._seq, busy, step]))
+
+    def state(self, rank: int) -> Optional[tuple[int, bool, str]]:
+        value = self.get(f"state/{rank}")
+        if value is None:
+            return None
+        seq, busy, step = json.loads(value)
+        return int(seq), bool(busy), str(step)
+
+    def post_error(self, error: BaseException) -> None:
+        state = self.state(self.rank) or (0, True, STEP_BUILD)
+        _, busy, step = state
+        while error.__cause__ is not None:  # the schedule wraps the stage's own error
+            error = error.__cause__
+        kind = "oom" if _is_oom(error) else "raised" if busy else "lost"
+        self.set(f"error/{self.rank}", json.dumps({"kind": kind, "step": step, "error": _one_line(error)}))
+
+    def error(self, rank: int) -> Optional[dict[str, str]]:
+        value = self.get(f"error/{rank}")
+        return json.loads(value) if value is not None else None
+
+    def host(self, rank: int) -> str:
+        return self.get(f"host/{rank}") or "unknown host"
+
+
+@dataclass
+class Context:
+    """One rank's view of the run."""
+
+    args: argparse.Namespace
+    rank: int
+    world: int
+    local_rank: int
+    board: Board
+    device: Any
+    #: The gloo group objects travel on (None: the default group is gloo).
+    group: Any
+    stream: IO[str]
+    lock: threading.Lock
+    #: Set once rank 0's report is settled; later step lines from the worker are dropped.
+    closed: bool = False
+
+    @property
+    def text(self) -> bool:
+        return bool(self.args.format == "text")
+
+
+def _usage(args: argparse.Namespace, world: int) -> Optional[str]:
+    """Options that cannot fit a run of `world` ranks, checked on every rank before anything runs."""
+    if args.backend not in ("auto", "pipelining"):
+        return (f"--backend {args.backend} does not run under torchrun: each rank is one stage of the "
+                "pipelining backend (leave --backend out)")
+    if args.devices:
+        return "--devices does not apply under torchrun: each rank uses cuda:LOCAL_RANK, or the CPU without CUDA"
+    if args.balance is not None and len(args.balance) != world:
+        return (f"--balance has {len(args.balance)} entries but torchrun started {world} ranks: give one entry "
+                "per rank")
+    if args.balance is not None and any(size < 1 for size in args.balance):
+        return "--balance entries must be at least 1: every rank holds one stage"
+    if args.chunks < 1:
+        return f"--chunks must be at least 1, not {args.chunks}"
+    if not args.timeout > 0:
+        return f"--timeout must be more than 0 seconds, not {args.timeout:g}"
+    return None
+
+
+def main(args: argparse.Namespace) -> int:
+    """One rank of `torchrun ... -m skiplint verify`; every rank returns (and exits with) rank 0's status."""
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    problem = _usage(args, world)
+    try:
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.rendezvous import rendezvous
+    except ImportError as error:
+        if rank == 0:
+            print(f"skiplint verify: torch is not installed ({error}); install it with: "
+                  "pip install 'skiplint[runtime]'", file=sys.stderr)
+        return EXIT_NOT_RUN
+    # The target sees its own file name as argv, not verify's options.
+    sys.argv = [args.target.rpartition(":")[0]]
+    # The report owns stdout: whatever the model or the libraries print goes to stderr.
+    sys.stdout.flush()
+    stream = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    local_rank = int(os.environ["LOCAL_RANK"])
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
+    timeout = datetime.timedelta(seconds=max(args.timeout, 60.0))
+    # Waits on peers outlast the board's deadline, so that a rank that stalls is named before its
+    # peers' collectives time out.
+    pg_timeout = datetime.timedelta(seconds=args.timeout * 2 + 30)
+    try:
+        store, rank, world = next(rendezvous("env://", timeout=timeout))
+        if problem is not None:
+            os._exit(_usage_error(Board(store, rank, world), problem, max(args.timeout, ACK_WAIT)))
+        if cuda:
+            torch.cuda.set_device(device)
+        dist.init_process_group("nccl" if cuda else "gloo", store=store, rank=rank, world_size=world,
+                                timeout=pg_timeout)
+        group = dist.new_group(backend="gloo", timeout=pg_timeout) if cuda else None
+    except Exception as error:
+        print(f"skiplint verify: rank {rank} could not join the process group: {_one_line(error)}",
+              file=sys.stderr, flush=True)
+        return EXIT_NOT_RUN
+    board = Board(store, rank, world)
+    board.set(f"host/{rank}", socket.gethostname())
+    board.set(f"device/{rank}", str(device))
+    board.note(STEP_BUILD, True)
+    ctx = Context(args, rank, world, local_rank, board, device, group, stream, threading.Lock())
+    if rank == 0:
+        status = _lead(ctx)
+    else:
+        status = _follow(ctx)
+    stream.flush()
+    sys.stderr.flush()
+    # A worker may still be blocked in a collective or in the model: nothing of it is worth waiting for.
+    os._exit(status)
+
+
+def _usage_error(board: Board, problem: str, wait: float) -> int:
+    """Options no run can have: rank 0 says so once; the others end when it has (torchrun stops
+    every rank as soon as one exits, which could cut rank 0 short)."""
+    if board.rank == 0:
+        print(f"skiplint verify: {problem}", file=sys.stderr, flush=True)
+        board.set("status", str(EXIT_NOT_RUN))
+        return EXIT_NOT_RUN
+    deadline = time.monotonic() + wait
+    while board.get("status") is None and time.monotonic() < deadline:
+        time.sleep(POLL)
+    return EXIT_NOT_RUN
+
+
+# -- the work -------------------------------------------------------------------------------------
+
+class _Worker(threading.Thread):
+    """Runs `work` and keeps what it returned or raised."""
+
+    def __init__(self, work: Callable[[], Any]) -> None:
+        super().__init__(daemon=True, name="skiplint-verify")
+        self.work = work
+        self.result: Any = None
+        self.error: Optional[BaseException] = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.work()
+        except BaseException as error:  # the supervising thread reports it
+            self.error = error
+
+
+def _plan_of(ctx: Context) -> Any:
+    """Rank 0's broadcast: parameters, sample, loss weights and split (or None when there is no run)."""
+    import torch.distributed as dist
+
+    box: list[Any] = [None]
+    dist.broadcast_object_list(box, src=0, group=ctx.group)
+    return box[0]
+
+
+def _stage(ctx: Context, model: Any, plan: dict[str, Any]) -> dict[str, Any]:
+    from skiplint.runtime.stage import run_stage
+
+    model.load_state_dict(plan["state"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        grads, output = run_stage(model, plan["sample"], plan["weights"][0], plan["split"], plan["chunks"],
+                                  ctx.rank, ctx.world, ctx.device, ctx.board.note)
+    return {"grads": grads, "output": output}
+
+
+def _gather(ctx: Context, mine: Optional[dict[str, Any]]) -> list[Any]:
+    import torch.distributed as dist
+
+    ctx.board.note("sending results to rank 0", False)
+    out: Optional[list[Any]] = [None] * ctx.world if ctx.rank == 0 else None
+    dist.gather_object(mine, out, dst=0, group=ctx.group)
+    return out or []
+
+
+def _follower_work(ctx: Context) -> None:
+    from skiplint.runtime import target
+
+    args = ctx.args
+    try:
+        # Only the model's structure is needed here: rank 0 sends its parameters and sample.
+        model = target.build(args.target, None, args.input_shape or (1,)).model
+    except BaseException as error:
+        ctx.board.post_error(error)
+        raise
+    ctx.board.set(f"built/{ctx.rank}", "1")
+    ctx.board.note(STEP_PLAN, False)
+    while ctx.board.get("plan") is None:
+        time.sleep(POLL)
+    if ctx.board.get("plan") != "go":
+        return
+    try:
+        plan = _plan_of(ctx)
+        result = _stage(ctx, model, plan)
+        _gather(ctx, result)
+    except BaseException as error:
+        ctx.board.post_error(error)
+        raise
+    ctx.board.note("waiting for the report", False)
+
+
+def _follow(ctx: Context) -> int:
+    """A rank other than 0: its stage, then rank 0's status."""
+    board = ctx.board
+    worker = _Worker(lambda: _follower_work(ctx))
+    worker.start()
+    # Rank 0 names a rank that stops answering; this rank gives up alone only when rank 0 itself is stuck.
+    watch = _Watch(board, ctx.world, ctx.args.timeout + GRACE)
+    while True:
+        try:
+            status = board.get("status")
+        except Exception:  # the store went away with rank 0's node
+            return EXIT_NOT_RUN
+        if status is not None:
+            board.store.add(_PREFIX + "acks", 1)
+            return int(status)
+        fault = watch.look(only=0)
+        if fault is not None and fault.kind == "hang":
+            print(f"skiplint verify: rank {ctx.rank}: {fault.line()}; giving up", file=sys.stderr, flush=True)
+            return EXIT_NOT_RUN
+        time.sleep(POLL)
+
+
+class _Watch:
+    """Reads every rank's state and errors off the board: the first fault, or None."""
+
+    def __init__(self, board: Board, world: int, timeout: float) -> None:
+        self.board = board
+        self.world = world
+        self.timeout = timeout
+        #: rank -> (state, monotonic time it was first seen)
+        self.seen: dict[int, tuple[Any, float]] = {}
+
+    def look(self, only: Optional[int] = None) -> Optional[Fault]:
+        ranks = [only] if only is not None else list(range(self.world))
+        now = time.monotonic()
+        lost: Optional[Fault] = None
+        for rank in ranks:
+            error = self.board.error(rank)
+            if error is not None:
+                fault = Fault(rank, self.board.host(rank), error["step"], error["kind"], error["error"])
+                if fault.kind != "lost":
+                    return fault
+                lost = lost or _silent(self.board, self.world, f"rank {rank} lost its connection to it") or fault
+        hang = self._hang(ranks, now)
+        return hang or lost
+
+    def _hang(self, ranks: list[int], now: float) -> Optional[Fault]:
+        for rank in ranks:
+            state = self.board.state(rank)
+            previous = self.seen.get(rank)
+            if previous is None or previous[0] != state:
+                self.seen[rank] = (state, now)
+                continue
+            if state is not None and state[1] and now - previous[1] > self.timeout:
+                return Fault(rank, self.board.host(rank), state[2], "hang", seconds=self.timeout)
+        return None
+
+
+# -- rank 0 ---------------------------------------------------------------------------------------
+
+def _lead(ctx: Context) -> int:
+    """Rank 0: the steps of the single-machine run with the stage step spread over the ranks."""
+    from skiplint.runtime.report import Report, Step, format_step
+
+    args = ctx.args
+    shared: dict[str, Any] = {}
+
+    def progress(step: Step) -> None:
+        if ctx.text:
+            ctx.stream.write(format_step(step) + "\n")
+            ctx.stream.flush()
+
+    if ctx.text:
+        ctx.stream.write(f"skiplint verify {args.target}\n")
+        ctx.stream.flush()
+    worker = _Worker(lambda: _lead_work(ctx, progress, shared))
+    watch = _Watch(ctx.board, ctx.world, args.timeout)
+    stop = _on_sigterm()
+    worker.start()
+    report: Optional[Report] = None
+    while report is None:
+        if not worker.is_alive() and worker.error is None and worker.result is not None:
+            report = worker.result
+            break
+        if not worker.is_alive() and worker.error is not None and not isinstance(worker.error, _Posted):
+            report = _unexpected(ctx, shared, worker.error)
+            break
+        fault = watch.look()
+        if fault is None and stop.is_set():
+            fault = _stopped(ctx)
+        if fault is not None:
+            with ctx.lock:
+                ctx.closed = True
+            report = _fault_report(ctx, shared, fault, progress)
+            break
+        time.sleep(POLL)
+    with ctx.lock:
+        ctx.closed = True
+    status = _emit(ctx, report)
+    deadline = time.monotonic() + ACK_WAIT
+    try:
+        ctx.board.set("status", str(status))
+        while ctx.world > 1 and time.monotonic() < deadline:
+            if ctx.board.store.add(_PREFIX + "acks", 0) >= ctx.world - 1:
+                break
+            time.sleep(POLL)
+    except Exception:  # the store is gone with the launcher: the others are ending anyway
+        pass
+    return status
+
+
+class _Posted(Exception):
+    """The rank's error is on the board already: the watching thread reports it from there."""
+
+
+def _on_sigterm() -> threading.Event:
+    """torchrun stops every rank with SIGTERM when one of them exits early: rank 0 still reports."""
+    stop = threading.Event()
+
+    def handler(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    return stop
+
+
+def _silent(board: Board, world: int, why: str) -> Optional[Fault]:
+    """The rank that went silent: the first one the board still shows busy with its own work and
+    without an error of its own (a process that died leaves its last state behind)."""
+    for rank in range(world):
+        state = board.state(rank)
+        if state is not None and state[1] and board.error(rank) is None:
+            return Fault(rank, board.host(rank), state[2], "lost", why)
+    return None
+
+
+def _stopped(ctx: Context) -> Fault:
+    """The launcher stopped the run because a process ended: the one still busy on the board."""
+    why = "the process ended without a result and torchrun stopped every rank"
+    return (_silent(ctx.board, ctx.world, why)
+            or Fault(0, ctx.board.host(0), "the run", "lost", "torchrun stopped every rank"))
+
+
+def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, Any]) -> Any:
+    import torch
+
+    from skiplint.runtime import pipelining
+    from skiplint.runtime.run import Options, Runner
+
+    args = ctx.args
+    board = ctx.board
+    options = Options(target=args.target, sample=args.sample, input_shape=args.input_shape, backend="pipelining",
+                      balance=args.balance, chunks=args.chunks, devices=None, timeout=args.timeout)
+    runner = Runner(options, progress)
+    add = runner.steps.add
+
+    def add_unless_closed(*step: Any) -> None:
+        with ctx.lock:
+            if ctx.closed and threading.current_thread() is not threading.main_thread():
+                return
+        add(*step)
+
+    runner.steps.add = add_unless_closed  # type: ignore[method-assign, assignment]
+    shared["runner"] = runner
+    report = runner.report
+    name = f"pipelining ScheduleGPipe ({ctx.world} ranks)"
+    shared["stage step"] = name
+    try:
+        runner.build()
+        layers = len(runner.model)
+        if ctx.world > layers:
+            raise CannotRun(f"torchrun started {ctx.world} ranks but the model has {layers} layers: "
+                            f"one stage per rank needs at most {layers} ranks")
+        if args.balance is None:
+            from skiplint.runtime.run import _even_balance
+
+            runner.balance = _even_balance(layers, ctx.world)
+        runner.devices = [torch.device(board.get(f"device/{r}") or "cpu") for r in range(ctx.world)]
+        runner.devices[0] = ctx.device
+        report.balance = tuple(runner.balance)
+        report.devices = tuple(str(d) for d in runner.devices)
+        report.checkpoints = ("n/a",)
+        board.note("verify_skippables", True)
+        runner.verify()
+        board.note(pipelining.STEP_SPLIT, True)
+        pipelining.split(runner)
+        board.note("plain Sequential", True)
+        reference = runner.plain()
+        go = reference is not None and runner.verified and runner.balanced
+        if not go:
+            board.set("plan", "stop")
+            runner.steps.add(name, "skipped", 0.0, "an earlier step failed")
+        else:
+            board.note("waiting for every rank to build the model", False)
+            while not all(board.get(f"built/{r}") for r in range(1, ctx.world)):
+                time.sleep(POLL)
+            _lead_stage(ctx, runner, reference, name, shared)
+        board.note("static analysis", True)
+        runner.static()
+        runner.finish()
+    except CannotRun as error:
+        _stop_plan(board)
+        report.reason = str(error)
+        report.cause = error.__cause__ or error
+    except _Posted:
+        raise
+    except Exception as error:
+        _stop_plan(board)
+        step = report.steps[-1].name if report.steps else STEP_BUILD
+        report.reason = f"unexpected error after step '{step}': {_one_line(error)}"
+        report.cause = error
+    board.note("report", False)
+    return report
+
+
+def _stop_plan(board: Board) -> None:
+    if board.get("plan") is None:
+        board.set("plan", "stop")
+
+
+def _lead_stage(ctx: Context, runner: Any, reference: Any, name: str, shared: dict[str, Any]) -> None:
+    import copy
+
+    import torch.distributed as dist
+
+    from skiplint.runtime import pipelining
+
+    children = [child for child, _ in runner.model.named_children()]
+    starts, index = [], 0
+    for size in runner.balance[:-1]:
+        index += size
+        starts.append(children[index])
+    plan = {"state": runner.model.state_dict(), "sample": runner.sample, "weights": runner.weights,
+            "split": starts, "chunks": runner.options.chunks}
+    shared["stage started"] = time.perf_counter()
+    with runner.steps.timed(name) as out:
+        try:
+            ctx.board.note("sending the model to every rank", False)
+            ctx.board.set("plan", "go")
+            dist.broadcast_object_list([plan], src=0, group=ctx.group)
+            mine = _stage(ctx, copy.deepcopy(runner.model), plan)
+            results = _gather(ctx, mine)
+        except BaseException as error:
+            ctx.board.post_error(error)
+            raise _Posted() from error
+        grads: dict[str, Any] = {}
+        output = None
+        for result in results:
+            grads.update(result["grads"])
+            if result.get("output") is not None:
+                output = result["output"]
+        pipelining.compare(runner, reference, output, grads, out)
+
+
+def _fault_report(ctx: Context, shared: dict[str, Any], fault: Fault, progress: Callable[[Any], None]) -> Any:
+    """Rank 0's report when a rank failed: the stage step fails with the fault's line; a fault that
+    means the run could not happen ends it (exit 2), one of the model's own goes through the join."""
+    from skiplint.runtime.report import Report, Step
+
+    runner = shared.get("runner")
+    if runner is None:
+        report = Report(ctx.args.target)
+        report.reason = fault.line()
+        return report
+    report = runner.report
+    name = shared.get("stage step", "pipelining")
+    started = shared.get("stage started")
+    seconds = round(time.perf_counter() - started, 4) if started is not None else 0.0
+    step = Step(name, "error" if fault.stops_the_run else "failed", seconds, fault.line())
+    report.steps.append(step)
+    progress(step)
+    if fault.stops_the_run:
+        report.reason = fault.line()
+        return report
+    try:
+        runner.static()
+        runner.finish()
+    except CannotRun as error:
+        report.reason = str(error)
+    return report
+
+
+def _unexpected(ctx: Context, shared: dict[str, Any], error: BaseException) -> Any:
+    from skiplint.runtime.report import Report
+
+    runner = shared.get("runner")
+    report = runner.report if runner is not None else Report(ctx.args.target)
+    step = report.steps[-1].name if report.steps else STEP_BUILD
+    if isinstance(error, (SystemExit, KeyboardInterrupt)):
+        report.reason = f"rank 0 ({ctx.board.host(0)}) stopped with {type(error).__name__} after step '{step}'"
+    else:
+        report.reason = f"unexpected error after step '{step}': {_one_line(error)}"
+    report.cause = error
+    return report
+
+
+def _emit(ctx: Context, report: Any) -> int:
+    """The report on rank 0's stdout (text or one JSON document); the reason line on stderr."""
+    text = ctx.text
+    if report.reason is not None:
+        if ctx.args.verbose and report.cause is not None:
+            traceback.print_exception(report.cause)
+        if not text:
+            ctx.stream.write(report.to_json() + "\n")
+        ctx.stream.flush()
+        print(f"skiplint verify: {report.reason}", file=sys.stderr, flush=True)
+        return int(report.exit_code)
+    ctx.stream.write((report.summary_text() if text else report.to_json()) + "\n")
+    ctx.stream.flush()
+    return int(report.exit_code)
