@@ -69,12 +69,6 @@ class KnownGap:
 
 
 KNOWN_GAPS: tuple[KnownGap, ...] = (
-    KnownGap((("planted", "discarded-pop-cross"),), "false-negative", "issue 14 item 2 (SKP305)",
-             "a discarded pop in another partition than its stash fails in backward()",
-             (("mistake", "discarded-pop"), ("class_style", "decorator"))),
-    KnownGap((("planted", "mixed-namespaces-same-route"),), "false-negative", "issue 14 item 3 (SKP306)",
-             "default and isolated skips on the same partition route crash the pipe constructor",
-             (("mistake", "mixed-namespaces"), ("class_style", "decorator"))),
     KnownGap((("planted", "profiled-skippable"), ("library", "fairscale")), "false-negative",
              "issue 14, found by this oracle (SKP303)",
              "fairscale.nn.pipe.balance.balance_by_time is not recognised as a profiler",
@@ -84,9 +78,6 @@ KNOWN_GAPS: tuple[KnownGap, ...] = (
              "('Trying to backward through the graph a second time'); a stash of the layer's input profiles fine",
              (("mistake", "profiled-skippable"), ("class_style", "decorator"), ("library", "torchgpipe"),
               ("shape", "chain"), ("linear", False), ("composition", "literal"))),
-    KnownGap((("composition", "stages"),), "false-positive", "issue 14 item 7",
-             "a Sequential used only as a part of the model is checked on its own (SKP201/SKP202)",
-             (("mistake", "clean"), ("class_style", "decorator"), ("composition", "stages"))),
 )
 
 
