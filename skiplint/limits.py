@@ -111,3 +111,16 @@ class Budget:
 
 #: The budget every analysis runs under unless it is given another (`max-unroll` changes unroll).
 BUDGET = Budget()
+
+
+# -- the project index's walk over other modules (skiplint.prefilter) ---------------------------
+
+#: Depth of re-exports followed (`__init__` importing from a submodule importing from another).
+MAX_REEXPORT = 6
+#: Lines read for one import statement (a safety net: a candidate that is no import statement
+#: stops at its first token that an import cannot hold).
+MAX_STATEMENT_LINES = 10_000
+#: How many re-exported modules (`from kit import parts` where kit's `__init__` says
+#: `from . import parts`) the prefilter's walk looks through: each one widens the walk to all that
+#: module re-exports, so a module imported whole (`import pkg`) is read for its own names only.
+MODULE_HOPS = 1

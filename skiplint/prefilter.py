@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Union
 
 from skiplint import rules, sources
+from skiplint.limits import MAX_REEXPORT as MAX_REEXPORT, MAX_STATEMENT_LINES, MODULE_HOPS
 from skiplint.diagnostics import Diagnostic, FileResult, Selection
 
 #: The five module roots that carry the skip API (spec/skip-api.md).
@@ -33,15 +34,6 @@ SKIP_ROOTS = (
 #: Modules removed from PyTorch in 2.4 (SKP401): an import of any of these or below them.
 REMOVED_MODULES = ("torch.distributed.pipeline", "torch.distributed._pipeline")
 
-#: Depth of re-exports followed (`__init__` importing from a submodule importing from another).
-MAX_REEXPORT = 6
-#: Lines read for one import statement (a safety net: a candidate that is no import statement
-#: stops at its first token that an import cannot hold).
-MAX_STATEMENT_LINES = 10_000
-#: How many re-exported modules (`from kit import parts` where kit's `__init__` says
-#: `from . import parts`) the prefilter's walk looks through: each one widens the walk to all that
-#: module re-exports, so a module imported whole (`import pkg`) is read for its own names only.
-MODULE_HOPS = 1
 
 
 def _api_table() -> dict[str, str]:

@@ -20,7 +20,8 @@ import libcst as cst
 from skiplint import parsing, prefilter, skippables, sources
 from skiplint.facts import SkippableClass
 from skiplint.imports import OTHER, Scope, dotted_name
-from skiplint.prefilter import MAX_REEXPORT as MAX_REEXPORT, mentions_api
+from skiplint.limits import MAX_REEXPORT
+from skiplint.prefilter import mentions_api
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from skiplint.runtime.report import Crossing, Observation, Route
 STEP_SPLIT = "fx trace and split_module"
 
 
-class _LabellingTracer(fx.Tracer):
+class _LabellingTracer(fx.Tracer):  # type: ignore[misc, unused-ignore]  # Any without torch installed
     """symbolic_trace's tracer that tags an exception with the top-level child it came from."""
 
     def call_module(self, m: torch.nn.Module, forward: Any, args: Any, kwargs: Any) -> Any:
@@ -137,7 +137,7 @@ def split(runner: Any) -> None:
         crossings = []
         for sub_name, sub in split_gm.named_children():
             dst = int(sub_name.rsplit("_", 1)[-1])
-            for node in sub.graph.nodes:  # type: ignore[union-attr]
+            for node in sub.graph.nodes:  # type: ignore[union-attr, unused-ignore]
                 if node.op != "placeholder":
                     continue
                 src = partition.get(node.name, 0)
