@@ -88,7 +88,7 @@ def matches(s: StaticFinding, o: Observation) -> bool:
 
 
 def _conditional(o: Observation, static: list[StaticFinding]) -> Observation:
-    verb = _BY_CONDITION.get(o.code)
+    verb = _BY_CONDITION.get(o.code) if o.code is not None else None
     if verb is None:
         return o
     for s in static:

@@ -33,7 +33,8 @@ class Options:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Options":
         tuples = ("input_shape", "balance", "checkpoints", "devices")
-        return cls(**{k: tuple(v) if k in tuples and v is not None else v for k, v in data.items()})
+        values: dict[str, Any] = {k: tuple(v) if k in tuples and v is not None else v for k, v in data.items()}
+        return cls(**values)
 
 
 def split_target(spec: str) -> tuple[str, str]:

@@ -172,7 +172,7 @@ class Report:
         data["comparisons"] = [Comparison(**c) for c in data.get("comparisons") or ()]
         for key, kind in (("runtime_routes", Route), ("static_routes", Route), ("crossings", Crossing)):
             if data.get(key) is not None:
-                data[key] = [kind(**item) for item in data[key]]  # type: ignore[operator]
+                data[key] = [kind(**item) for item in data[key]]
         return cls(**data)
 
     def to_json(self) -> str:

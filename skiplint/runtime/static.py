@@ -50,11 +50,10 @@ def _quoted(text: Optional[str]) -> Optional[str]:
 
 def _class_of_findings(path: str, settings: config.Config) -> dict[tuple[str, int, int], str]:
     """(code, line, col) of every SKP1xx finding of a file -> the name of the class it is about."""
-    unroll = {"max_unroll": settings.max_unroll} if settings.max_unroll is not None else {}
     try:
         text = sources.decode(sources.read_bytes(path))
         with imports.using_aliases(settings.api_aliases):
-            facts = engine.analyze(text, path, **unroll)
+            facts = engine.analyze(text, path, max_unroll=settings.max_unroll)
     except (sources.SourceError, parsing.ParseFailure):
         return {}
     owners: dict[tuple[str, int, int], str] = {}
