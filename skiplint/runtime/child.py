@@ -47,8 +47,9 @@ def _run(options: Options, events: IO[str]) -> Report:
     try:
         from skiplint.runtime import run
     except ImportError as error:
-        return Report(options.target, reason=f"torch is not installed ({error}); install it with: "
-                                             "pip install 'skiplint[runtime]'")
+        return Report(options.target, reason=f"torch is not installed ({error}); install it pinned, then "
+                                             "the extra: pip install torch==2.13.0 && "
+                                             "pip install -c constraints.txt 'skiplint[runtime]'")
     runner = run.Runner(dataclasses.replace(options, timeout=options.timeout + BACKSTOP),
                         progress=lambda step: _send(events, "step", dataclasses.asdict(step)),
                         begin=lambda name: _send(events, "begin", name))

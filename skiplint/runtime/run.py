@@ -1,6 +1,6 @@
 """The run itself: import, build, static pass, verify_skippables, layout, plain reference, pipe per
 checkpoint mode, join. Imports torch; runs in the supervised child process (skiplint.runtime.child),
-or in the caller's process when asked to."""
+or in the caller's process with skiplint.runtime.verify(..., isolate=False)."""
 
 from __future__ import annotations
 
@@ -10,18 +10,18 @@ import math
 import os
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 from torch import nn
 
 from skiplint.runtime import backends, join as joining, messages, static as static_pass, target
 from skiplint.runtime.errors import CannotRun, Stopped, is_stop, one_line, stop_cause
-from skiplint.runtime.options import CHECKPOINTS, DEFAULT_TIMEOUT, Options, check
+from skiplint.runtime.options import CHECKPOINTS, Options
 from skiplint.runtime.report import Comparison, Observation, Report, Route, Step
 from skiplint.runtime.result import RunResult
 
-__all__ = ["CHECKPOINTS", "Options", "Runner", "RunResult", "TOLERANCES", "verify"]
+__all__ = ["CHECKPOINTS", "Options", "Runner", "RunResult", "TOLERANCES"]
 
 #: Pipe against plain Sequential: outputs, then every gradient (parameters and the input).
 TOLERANCES = {"output rtol": 1e-5, "output atol": 1e-6, "gradient rtol": 1e-4, "gradient atol": 1e-5}
@@ -76,10 +76,6 @@ class _Steps:
             self.add(name, "error", time.perf_counter() - start, reason)
             raise CannotRun(reason) from error
         self.add(name, out["status"], time.perf_counter() - start, out["detail"])
-
-
-def _one_line(error: BaseException) -> str:
-    return one_line(error)
 
 
 def _raised_at(error: BaseException) -> str:
@@ -586,14 +582,3 @@ class _Labels:
 
 def _label_layers(model: nn.Sequential) -> _Labels:
     return _Labels(model)
-
-
-def verify(target_spec: str, *, sample: Optional[str] = None, input_shape: Optional[Sequence[int]] = None,
-           backend: str = "auto", balance: Optional[Sequence[int]] = None, chunks: int = 2,
-           checkpoint: Sequence[str] | str = CHECKPOINTS, devices: Optional[Sequence[str]] = None,
-           timeout: float = DEFAULT_TIMEOUT, progress: Optional[Callable[[Step], None]] = None) -> Report:
-    """The run in this process (no isolation, no time limit but the pipelining step's own);
-    ValueError for a usage error. skiplint.runtime.verify runs it supervised."""
-    options = check(target_spec, sample=sample, input_shape=input_shape, backend=backend, balance=balance,
-                    chunks=chunks, checkpoint=checkpoint, devices=devices, timeout=timeout)
-    return Runner(options, progress).run()
