@@ -148,6 +148,10 @@ def _weights(output: Any) -> list[torch.Tensor]:
     return [torch.randn(o.shape, generator=gen) for o in outputs]
 
 
+def _backward(loss: Any) -> None:
+    loss.backward()
+
+
 def _pairs(a: Any, b: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
     a_t = a if isinstance(a, tuple) else (a,)
     b_t = b if isinstance(b, tuple) else (b,)
@@ -190,7 +194,7 @@ class Runner:
     # -- helpers --------------------------------------------------------------------------
     def _observe(self, step: str, error: BaseException, layer: Optional[str]) -> list[Observation]:
         """Failures of a step read from the library's message; [] when the error is not one of them."""
-        module = dict(self.model.named_children()).get(layer) if layer is not None else None
+        module: Any = dict(self.model.named_children()).get(layer) if layer is not None else None
         poppable: frozenset[str] = frozenset()
         if module is not None and self.lib is not None and isinstance(module, self.lib.Skippable):
             poppable = frozenset(module.poppable_names)
@@ -384,7 +388,7 @@ class Runner:
                         raise Stopped(f"layer '{name}' ({cls}) {stop_cause(error)}") from error
                     self.reach.completed.add(cls)
             self.weights = _weights(h)
-            _loss(h, self.weights).backward()
+            _backward(_loss(h, self.weights))
             grads = {n: p.grad.detach().cpu().clone() for n, p in model.named_parameters() if p.grad is not None}
             if x.grad is not None:
                 grads["<input>"] = x.grad.detach().cpu().clone()
@@ -405,7 +409,7 @@ class Runner:
                 if x.is_floating_point():
                     x.requires_grad_(True)
                 output = pipe(x)
-                _loss(output, self.weights).backward()
+                _backward(_loss(output, self.weights))
             except (torch.cuda.OutOfMemoryError, CannotRun):
                 raise
             except _Escaped as escaped:
