@@ -1,16 +1,20 @@
-"""`skiplint verify TARGET`: the runtime companion's command line."""
+"""`skiplint verify TARGET`: the runtime companion's command line.
+
+Exit status: 0 verified clean, 1 findings confirmed or failures missed, 2 could not verify (a usage
+error, a target that does not import, a crash or a hang of the model's code). With `--format json`
+stdout is exactly one JSON document, whatever happens."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-import traceback
 from typing import Optional, Sequence
 
-from skiplint.runtime.errors import CannotRun
-from skiplint.runtime.report import EXIT_NOT_RUN, Step, format_step
+from skiplint.runtime.options import CHECKPOINTS, DEFAULT_TIMEOUT
+from skiplint.runtime.report import EXIT_NOT_RUN, Report, Step, format_step
 
-CHECKPOINTS = ("never", "except_last", "always")
+#: Ctrl-C: the conventional status of a process ended by SIGINT.
+EXIT_INTERRUPTED = 130
 
 
 def _ints(value: str) -> tuple[int, ...]:
@@ -28,9 +32,10 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="skiplint verify",
         description="Run the real verify_skippables, inspect_skip_layout and Pipe on a model and join "
-                    "what they raise with skiplint's static findings.",
-        epilog="Exit status: 0 the run is clean and agrees with the static pass, 1 otherwise, "
-               "2 the run could not happen. See docs/runtime.md.")
+                    "what they raise with skiplint's static findings. The model runs in a child "
+                    "process: its exits, crashes and hangs are reported, never mistaken for a result.",
+        epilog="Exit status: 0 verified clean; 1 static findings confirmed or runtime failures missed; "
+               "2 could not verify (usage error, import error, crash, timeout). See docs/runtime.md.")
     p.add_argument("target", metavar="TARGET",
                    help="path/to/file.py:NAME or package.module:NAME; NAME is an nn.Sequential, or a callable "
                         "returning one or a (model, sample) pair")
@@ -46,11 +51,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", action="append", choices=CHECKPOINTS, metavar="MODE",
                    help="never, except_last or always; repeat for several (default: all three)")
     p.add_argument("--devices", type=_list, metavar="DEV,DEV,...",
-                   help="devices for the partitions (default: every CUDA device round-robin; CPU when none)")
-    p.add_argument("--timeout", type=float, default=120.0,
-                   help="seconds the multi-process pipelining run may take (default: 120)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument("--verbose", action="store_true", help="show tracebacks of errors that stop the run")
+                   help="devices for the partitions, or one device for all of them (default: every CUDA "
+                        "device round-robin; CPU when none)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"seconds each step may take before the run is stopped (default: {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text: each step as it ends, then the summary (default); json: one JSON document")
+    p.add_argument("--verbose", action="store_true", help="show the traceback behind an error that stops the run")
     return p
 
 
@@ -68,39 +75,37 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
 
 
+def _stop(args: argparse.Namespace, report: Report) -> int:
+    """The report of a run that could not verify: one line on stderr, the JSON document on stdout."""
+    if args.verbose and report.traceback:
+        sys.stderr.write(report.traceback)
+    if args.format == "json":
+        print(report.to_json(), flush=True)
+    print(f"skiplint verify: {report.reason}", file=sys.stderr, flush=True)
+    return EXIT_NOT_RUN
+
+
 def _run(args: argparse.Namespace) -> int:
+    from skiplint.runtime import verify
+
     text = args.format == "text"
 
     def progress(step: Step) -> None:
         if text:
             print(format_step(step), flush=True)
 
-    try:
-        from skiplint.runtime.run import verify
-    except ImportError as error:
-        print(f"skiplint verify: torch is not installed ({error}); install it with: "
-              "pip install 'skiplint[runtime]'", file=sys.stderr)
-        return EXIT_NOT_RUN
     if text:
         print(f"skiplint verify {args.target}", flush=True)
     try:
         report = verify(args.target, sample=args.sample, input_shape=args.input_shape, backend=args.backend,
                         balance=args.balance, chunks=args.chunks, checkpoint=tuple(args.checkpoint or CHECKPOINTS),
-                        devices=args.devices, timeout=args.timeout, progress=progress)
-    except (CannotRun, ValueError) as error:
-        if args.verbose:
-            traceback.print_exc()
-        print(f"skiplint verify: {error}", file=sys.stderr)
-        return EXIT_NOT_RUN
+                        devices=args.devices, timeout=args.timeout, progress=progress, verbose=args.verbose)
+    except ValueError as error:
+        return _stop(args, Report(args.target, reason=str(error)))
+    except KeyboardInterrupt:
+        print("skiplint verify: interrupted", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     if report.reason is not None:
-        if args.verbose and report.cause is not None:
-            traceback.print_exception(report.cause)
-        if not text:
-            print(report.to_json())
-        print(f"skiplint verify: {report.reason}", file=sys.stderr)
-        return report.exit_code
-    if text:
-        print(report.summary_text())
-    else:
-        print(report.to_json())
+        return _stop(args, report)
+    print(report.summary_text() if text else report.to_json(), flush=True)
     return report.exit_code

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from skiplint.rules import RULES
+from skiplint.runtime.messages import DISCARDED_POP
 from skiplint.runtime.report import Observation, StaticFinding
 
 
@@ -28,6 +29,9 @@ VERIFY_CODES = frozenset(map(_c, ("SKP105", "SKP201", "SKP202", "SKP203", "SKP20
 #: Codes about one class whose failure needs no skip name to match.
 UNNAMED = frozenset(map(_c, ("SKP108", "SKP112", "SKP114")))
 BALANCE = _c("SKP301")
+#: Codes whose runtime failure names neither layer nor skip: the same code in the model's files is
+#: the prediction.
+PIPE_LEVEL = frozenset({BALANCE} | ({DISCARDED_POP} if DISCARDED_POP else set()))
 VERIFY_STEP = "verify_skippables"
 UNPOPPED = _c("SKP202")
 CONDITIONAL = _c("SKP111")
@@ -47,6 +51,8 @@ class Reach:
     failed: set[str] = field(default_factory=set)
     verify_ran: bool = False
     layout_ran: bool = False
+    #: A Pipe (or a pipelining schedule) ran forward and backward to its end or to a failure.
+    pipe_ran: bool = False
 
 
 def _strip(text: Optional[str]) -> Optional[str]:
@@ -70,19 +76,19 @@ def _layer_matches(static_layer: Optional[str], obs: Observation) -> bool:
 
 
 def matches(s: StaticFinding, o: Observation) -> bool:
-    if s.code != o.code:
+    if o.code is None or s.code != o.code:
         return False
+    if o.code in PIPE_LEVEL:
+        return True
     if o.code not in UNNAMED and s.name != o.name:
         return False
-    if o.code == BALANCE:
-        return True
     if _is_class_code(o.code):
         return s.cls is not None and s.cls == o.cls
     return _layer_matches(s.layer, o) or (s.layer is None and s.cls is not None and s.cls == o.cls)
 
 
 def _conditional(o: Observation, static: list[StaticFinding]) -> Observation:
-    verb = _BY_CONDITION.get(o.code)
+    verb = _BY_CONDITION.get(o.code) if o.code is not None else None
     if verb is None:
         return o
     for s in static:
@@ -92,6 +98,8 @@ def _conditional(o: Observation, static: list[StaticFinding]) -> Observation:
 
 
 def _unconfirmed(s: StaticFinding, reach: Reach) -> tuple[str, str]:
+    if s.code == DISCARDED_POP:
+        return ("not reproduced", "") if reach.pipe_ran else ("not exercised", "no Pipe ran forward and backward")
     if s.code not in OBSERVABLE or (s.code == _REPEAT and "stashed twice" in s.message):
         return "not exercised", "its failure is silent at run time or happens before a run"
     if s.code == BALANCE:
@@ -133,13 +141,13 @@ def join(observations: list[Observation], static: list[StaticFinding],
 def _dedupe(observations: list[Observation]) -> list[Observation]:
     """One failure, once: the same code, layer and name met by several steps is kept at the first;
     a forward failure of a layer and name that verify_skippables already named is that same root cause."""
-    seen: set[tuple[str, Optional[str], Optional[str], Optional[str]]] = set()
+    seen: set[tuple[Optional[str], ...]] = set()
     verified = {(o.layer, o.name) for o in observations if o.step == VERIFY_STEP}
     out = []
     for o in observations:
         if o.step != VERIFY_STEP and (o.layer, o.name) in verified:
             continue
-        key = (o.code, o.layer, o.cls, o.name)
+        key = (o.code, o.layer, o.cls, o.name) + ((o.message,) if o.code is None else ())
         if key not in seen:
             seen.add(key)
             out.append(o)

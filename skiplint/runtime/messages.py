@@ -1,4 +1,5 @@
-"""Read the libraries' own run-time failures back into skiplint codes (spec R1-R6, V1-V5).
+"""Read the libraries' own run-time failures back into skiplint codes (R1-R6, V1-V5 in
+docs/runtime.md).
 
 Pure string work: no torch. Each parser returns `Failure`s carrying the code the failure maps to,
 the layer (child name in the Sequential) when the message names one, and the skip name.
@@ -15,6 +16,10 @@ from skiplint.rules import RULES
 
 def _code(code: str) -> str:
     return RULES[code].code
+
+
+#: The code for a discarded pop whose skip crosses partitions, when this skiplint has the rule.
+DISCARDED_POP: Optional[str] = RULES["SKP305"].code if "SKP305" in RULES else None
 
 
 @dataclass(frozen=True)
@@ -113,4 +118,23 @@ def parse_forward(error: BaseException, poppable: frozenset[str] = frozenset()) 
                 op = op.splitlines()[0][:40].rstrip(", ") + " ...)"
             text = f"{op} is not a command from @skippable"
         return [Failure(_code(code), groups.get("name"), message=text)]
+    return []
+
+
+def _raised_in(error: BaseException, suffix: str) -> bool:
+    """The innermost frame of the error's traceback is in a file whose path ends with `suffix`."""
+    tb = error.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame.f_code.co_filename.replace("\\", "/").endswith(suffix)
+
+
+def parse_pipe(error: BaseException) -> list[Failure]:
+    """Failures only a Pipe run shows, read from where they are raised: the bare AssertionError of
+    skip/portal.py in backward when a popped tensor that crosses partitions is thrown away."""
+    if (DISCARDED_POP is not None and isinstance(error, AssertionError) and not str(error)
+            and _raised_in(error, "/skip/portal.py")):
+        return [Failure(DISCARDED_POP, None, message="AssertionError in skip/portal.py during backward")]
     return []

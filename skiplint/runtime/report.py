@@ -6,8 +6,8 @@ Plain frozen data and two renderers (text, json); no torch.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
-from typing import Literal, Optional
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal, Optional
 
 from skiplint.rules import RULES
 
@@ -15,6 +15,8 @@ StepStatus = Literal["ok", "failed", "skipped", "error"]
 #: A static finding after the run.
 Verdict = Literal["confirmed", "not reproduced", "not exercised"]
 
+#: 0 verified clean; 1 findings confirmed or failures missed; 2 could not verify (usage, import,
+#: crash, timeout).
 EXIT_CLEAN, EXIT_DISAGREE, EXIT_NOT_RUN = 0, 1, 2
 
 
@@ -32,8 +34,9 @@ class Step:
 class Observation:
     """A failure the run met, mapped to its code; `predicted` says whether a static finding said so."""
 
-    code: str
-    #: The step that met it (plain, verify_skippables, layout, pipe[except_last], ...).
+    #: None for a failure that is no known skip failure (a failed step is never left unexplained).
+    code: Optional[str]
+    #: The step that met it, as the step line names it.
     step: str
     #: Child name of the failing layer in the Sequential, when known.
     layer: Optional[str]
@@ -117,8 +120,10 @@ class Report:
     tolerances: dict[str, float] = field(default_factory=dict)
     #: Set when the run could not happen (exit status 2): the reason in one line.
     reason: Optional[str] = None
-    #: The exception behind `reason`, for --verbose (not serialised).
+    #: The exception behind `reason`, when the run happened in this process (not serialised).
     cause: Optional[BaseException] = field(default=None, repr=False, compare=False)
+    #: The traceback behind `reason`, as text, for --verbose (not serialised).
+    traceback: str = field(default="", repr=False, compare=False)
 
     @property
     def routes_agree(self) -> bool:
@@ -146,17 +151,36 @@ class Report:
         return EXIT_CLEAN if self.clean else EXIT_DISAGREE
 
     # -- rendering ------------------------------------------------------------------------
-    def to_json(self) -> str:
+    def to_dict(self) -> dict[str, Any]:
+        """Every field but `cause` and `traceback`, as plain JSON values; `from_dict` reads it back."""
         cause, self.cause = self.cause, None
         try:
             payload = asdict(self)
         finally:
             self.cause = cause
-        del payload["cause"]
+        del payload["cause"], payload["traceback"]
+        return payload
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> "Report":
+        data = {f.name: payload[f.name] for f in fields(cls) if f.name in payload}
+        for key in ("balance", "checkpoints", "devices"):
+            data[key] = tuple(data.get(key) or ())
+        data["steps"] = [Step(**s) for s in data.get("steps") or ()]
+        data["observations"] = [Observation(**o) for o in data.get("observations") or ()]
+        data["static"] = [StaticFinding(**s) for s in data.get("static") or ()]
+        data["comparisons"] = [Comparison(**c) for c in data.get("comparisons") or ()]
+        for key, kind in (("runtime_routes", Route), ("static_routes", Route), ("crossings", Crossing)):
+            if data.get(key) is not None:
+                data[key] = [kind(**item) for item in data[key]]
+        return cls(**data)
+
+    def to_json(self) -> str:
+        payload = self.to_dict()
         payload["exit_code"] = self.exit_code
         payload["routes_agree"] = self.routes_agree
         for item in payload["observations"]:
-            item["rule"] = RULES[item["code"]].name
+            item["rule"] = RULES[item["code"]].name if item["code"] in RULES else None
         return json.dumps(payload, indent=2)
 
     def to_text(self) -> str:
@@ -205,11 +229,12 @@ class Report:
             where = f"layer '{o.layer}'" if o.layer is not None else "the pipe"
             if o.cls:
                 where += f" ({o.cls})"
-            lines.append(f"{o.code} at run time in {o.step}, {where}: {o.message}")
+            what = o.code or "a failure that is no known skip failure"
+            lines.append(f"{what} at run time in {o.step}, {where}: {o.message}")
             lines.append(f"  {'predicted by the static pass' if o.predicted else 'MISSED by the static pass'}")
         lines.append("")
         if self.reason is not None:
-            lines.append(f"could not run: {self.reason}")
+            lines.append(f"could not verify: {self.reason}")
         elif self.clean:
             lines.append("clean: the run passed and agrees with the static pass")
         else:

@@ -1,49 +1,46 @@
-"""The run itself: build, verify_skippables, layout, plain reference, pipe per checkpoint mode,
-static pass, join. Imports torch; reached only through skiplint.runtime.verify or the CLI."""
+"""The run itself: import, build, static pass, verify_skippables, layout, plain reference, pipe per
+checkpoint mode, join. Imports torch; runs in the supervised child process (skiplint.runtime.child),
+or in the caller's process with skiplint.runtime.verify(..., isolate=False)."""
 
 from __future__ import annotations
 
 import copy
 import inspect
+import math
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 from torch import nn
 
 from skiplint.runtime import backends, join as joining, messages, static as static_pass, target
-from skiplint.runtime.errors import CannotRun
+from skiplint.runtime.errors import CannotRun, Stopped, is_stop, one_line, stop_cause
+from skiplint.runtime.options import CHECKPOINTS, Options
 from skiplint.runtime.report import Comparison, Observation, Report, Route, Step
+from skiplint.runtime.result import RunResult
 
-CHECKPOINTS = ("never", "except_last", "always")
+__all__ = ["CHECKPOINTS", "Options", "Runner", "RunResult", "TOLERANCES"]
+
 #: Pipe against plain Sequential: outputs, then every gradient (parameters and the input).
 TOLERANCES = {"output rtol": 1e-5, "output atol": 1e-6, "gradient rtol": 1e-4, "gradient atol": 1e-5}
 _LIBRARY_MODULES = ("torch", "torchgpipe", "fairscale")
-
-
-@dataclass
-class Options:
-    target: str
-    sample: Optional[str] = None
-    input_shape: Optional[tuple[int, ...]] = None
-    backend: str = "auto"
-    balance: Optional[tuple[int, ...]] = None
-    chunks: int = 2
-    checkpoints: tuple[str, ...] = CHECKPOINTS
-    devices: Optional[tuple[str, ...]] = None
-    #: Seconds the multi-process pipelining run may take before it is stopped.
-    timeout: float = 120.0
+STEP_IMPORT, STEP_BUILD, STEP_STATIC = "import", "build", "static analysis"
+#: The old name of RunResult, for code that still imports it from here.
+_Result = RunResult
 
 
 class _Steps:
-    """Times each step, records it and shows it as soon as it ends."""
+    """Times each step, records it and shows it as soon as it ends; `begin` hears of each start."""
 
-    def __init__(self, report: Report, progress: Optional[Callable[[Step], None]]) -> None:
+    def __init__(self, report: Report, progress: Optional[Callable[[Step], None]],
+                 begin: Optional[Callable[[str], None]] = None) -> None:
         self.report = report
         self.progress = progress
+        self.begin = begin
+        #: The step running now, or the last one that ran.
+        self.current = ""
 
     def add(self, name: str, status: str, seconds: float, detail: str = "") -> None:
         step = Step(name, status, round(seconds, 4), detail)  # type: ignore[arg-type]
@@ -53,11 +50,18 @@ class _Steps:
 
     @contextmanager
     def timed(self, name: str) -> Iterator[dict[str, str]]:
-        """Runs a step; the body sets out['status'] / out['detail']; CannotRun ends the run."""
+        """Runs a step; the body sets out['status'] / out['detail']; CannotRun ends the run, and so
+        does a sys.exit or KeyboardInterrupt of the model's code, named with the step."""
         out = {"status": "ok", "detail": ""}
+        self.current = name
+        if self.begin is not None:
+            self.begin(name)
         start = time.perf_counter()
         try:
             yield out
+        except Stopped as error:
+            self.add(name, "error", time.perf_counter() - start, str(error))
+            raise Stopped(f"{error} during {name}") from error.__cause__
         except CannotRun as error:
             self.add(name, "error", time.perf_counter() - start, str(error))
             raise
@@ -65,12 +69,50 @@ class _Steps:
             self.add(name, "error", time.perf_counter() - start, "CUDA out of memory")
             raise CannotRun(f"CUDA out of memory in step '{name}': use more --chunks, a smaller sample "
                             "or more --devices") from None
+        except BaseException as error:
+            if not is_stop(error):
+                raise
+            reason = f"the model's code {stop_cause(error)} during {name}"
+            self.add(name, "error", time.perf_counter() - start, reason)
+            raise CannotRun(reason) from error
         self.add(name, out["status"], time.perf_counter() - start, out["detail"])
 
 
-def _one_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+def _raised_at(error: BaseException) -> str:
+    """Where an exception was raised: the innermost frame, as `package/module.py:LINE`."""
+    tb = error.__traceback__
+    if tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    path = tb.tb_frame.f_code.co_filename.replace(os.sep, "/")
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in path:
+            path = path.rsplit(marker, 1)[1]
+            break
+    else:
+        path = target.shown_path(path)
+    return f"{path}:{tb.tb_lineno}"
+
+
+def _failure_text(error: BaseException) -> str:
+    """One line for a failure: its type and message, and where it was raised when it says nothing."""
+    text = one_line(error)
+    if text == type(error).__name__:
+        where = _raised_at(error)
+        if where:
+            text += f" (raised at {where})"
+    return text
+
+
+class _Escaped(Exception):
+    """A sys.exit or KeyboardInterrupt in a layer's forward, carried as an Exception through the
+    pipe's worker threads (which let BaseExceptions kill the thread and hang the pipe)."""
+
+    def __init__(self, layer: str, stop: BaseException) -> None:
+        super().__init__(f"layer '{layer}' {stop_cause(stop)}")
+        self.layer = layer
+        self.stop = stop
 
 
 def _wrapped_class(layer: nn.Module, lib: Optional[backends.SkipLibrary]) -> type:
@@ -99,50 +141,66 @@ def _loss(output: Any, weights: list[torch.Tensor]) -> torch.Tensor:
 
 def _weights(output: Any) -> list[torch.Tensor]:
     outputs = output if isinstance(output, tuple) else (output,)
+    bad = next((o for o in outputs if not isinstance(o, torch.Tensor)), None)
+    if bad is not None:
+        raise CannotRun(f"the model's output is a {type(bad).__name__}, not a tensor or a tuple of tensors")
     gen = torch.Generator().manual_seed(1)
     return [torch.randn(o.shape, generator=gen) for o in outputs]
 
 
-def _max_diff(a: Any, b: Any) -> float:
+def _backward(loss: Any) -> None:
+    loss.backward()
+
+
+def _pairs(a: Any, b: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
     a_t = a if isinstance(a, tuple) else (a,)
     b_t = b if isinstance(b, tuple) else (b,)
-    return max((float((x.detach().float().cpu() - y.detach().float().cpu()).abs().max()) if x.numel() else 0.0
-                for x, y in zip(a_t, b_t)), default=0.0)
+    return [(x.detach().float().cpu(), y.detach().float().cpu()) for x, y in zip(a_t, b_t)]
+
+
+def _max_diff(a: Any, b: Any) -> float:
+    """The largest absolute difference; equal values (NaN with NaN, inf with inf) differ by 0."""
+    worst = 0.0
+    for x, y in _pairs(a, b):
+        if x.shape != y.shape:
+            return math.inf
+        if x.numel():
+            same = (x == y) | (torch.isnan(x) & torch.isnan(y))
+            diff = torch.where(same, torch.zeros_like(x), (x - y).abs())
+            worst = max(worst, float(torch.nan_to_num(diff, nan=math.inf).max()))
+    return worst
 
 
 def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
+    """Elementwise close, NaN equal to NaN: a deterministic model's NaN is the same NaN in a pipe."""
     a_t = a if isinstance(a, tuple) else (a,)
     b_t = b if isinstance(b, tuple) else (b,)
     return len(a_t) == len(b_t) and all(
-        x.shape == y.shape and torch.allclose(x.detach().float().cpu(), y.detach().float().cpu(), rtol=rtol, atol=atol)
-        for x, y in zip(a_t, b_t))
-
-
-@dataclass
-class _Result:
-    output: Any
-    grads: dict[str, torch.Tensor]
+        x.shape == y.shape and torch.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True) for x, y in _pairs(a, b))
 
 
 class Runner:
-    def __init__(self, options: Options, progress: Optional[Callable[[Step], None]] = None) -> None:
+    def __init__(self, options: Options, progress: Optional[Callable[[Step], None]] = None,
+                 begin: Optional[Callable[[str], None]] = None) -> None:
         self.options = options
         self.report = Report(options.target, tolerances=dict(TOLERANCES))
-        self.steps = _Steps(self.report, progress)
+        self.steps = _Steps(self.report, progress, begin)
         self.reach = joining.Reach()
         self.raw: list[Observation] = []
         self.lib: Optional[backends.SkipLibrary] = None
+        self.verified = False
+        self.balanced = False
 
     # -- helpers --------------------------------------------------------------------------
     def _observe(self, step: str, error: BaseException, layer: Optional[str]) -> list[Observation]:
         """Failures of a step read from the library's message; [] when the error is not one of them."""
-        module = dict(self.model.named_children()).get(layer) if layer is not None else None
+        module: Any = dict(self.model.named_children()).get(layer) if layer is not None else None
         poppable: frozenset[str] = frozenset()
         if module is not None and self.lib is not None and isinstance(module, self.lib.Skippable):
             poppable = frozenset(module.poppable_names)
         found = []
         unpopped = self._unpopped()
-        for failure in messages.parse_forward(error, poppable):
+        for failure in messages.parse_forward(error, poppable) or messages.parse_pipe(error):
             at = failure.layer if failure.layer is not None else layer
             if at is None and failure.code == joining.UNPOPPED:
                 # verify_skippables names no layer for a stash never popped: the first stashing layer.
@@ -173,9 +231,16 @@ class Runner:
         return self.lib.use_skip_tracker(self.lib.SkipTracker())
 
     # -- the steps -------------------------------------------------------------------------
+    def load(self) -> None:
+        with self.steps.timed(STEP_IMPORT) as out:
+            self.loaded = target.load(self.options.target)
+            module = self.loaded[0]
+            out["detail"] = target.shown_path(getattr(module, "__file__", None) or module.__name__)
+
     def build(self) -> None:
-        with self.steps.timed("import and build") as out:
-            built = target.build(self.options.target, self.options.sample, self.options.input_shape)
+        with self.steps.timed(STEP_BUILD) as out:
+            built = target.build(self.options.target, self.options.sample, self.options.input_shape,
+                                 loaded=self.loaded)
             self.model: nn.Sequential = built.model.cpu()
             self.sample: torch.Tensor = built.sample
             self.built = built
@@ -201,13 +266,19 @@ class Runner:
             if opts.balance is not None:
                 balance = tuple(opts.balance)
             else:
-                wanted = len(opts.devices) if opts.devices else (torch.cuda.device_count() or 2)
-                balance = _even_balance(layers, wanted)
+                given = len(opts.devices) if opts.devices and len(opts.devices) > 1 else 0
+                balance = _even_balance(layers, given or torch.cuda.device_count() or 2)
             if opts.devices:
-                devices = [torch.device(d) for d in opts.devices]
-                if len(devices) < len(balance):
+                try:
+                    devices = [torch.device(d) for d in opts.devices]
+                except (RuntimeError, ValueError) as error:
+                    raise CannotRun(f"--devices {','.join(opts.devices)}: {one_line(error)}") from None
+                if len(devices) == 1:
+                    devices = devices * len(balance)
+                elif len(devices) < len(balance):
                     raise CannotRun(f"{len(balance)} partitions but only {len(devices)} devices "
-                                    f"({', '.join(opts.devices)}); give more --devices or a shorter --balance")
+                                    f"({', '.join(opts.devices)}); give one device for every partition, "
+                                    "or a single device for all of them")
             else:
                 devices = _default_devices(len(balance))
             self.balance, self.devices = balance, devices[:len(balance)]
@@ -217,6 +288,21 @@ class Runner:
             self.report.devices = tuple(str(d) for d in self.devices)
             out["detail"] = (f"{layers} layers, {sum(isinstance(m, self.lib.Skippable) for m in self.model.children())} "
                              f"skippable, sample {tuple(self.sample.shape)}")
+
+    def check_balance(self) -> None:
+        """A --balance that does not cover the model is a usage error, unless the static pass
+        reports this very balance for this model (SKP301): then the run reproduces that finding."""
+        total, count = sum(self.balance), len(self.model)
+        if total == count:
+            return
+        for finding in self.report.static:
+            if finding.code == joining.BALANCE:
+                args = static_pass.message_args(finding.code, finding.message)
+                if args.get("total") == str(total) and args.get("count") == str(count):
+                    return
+        shown = ",".join(map(str, self.balance))
+        raise CannotRun(f"--balance {shown} sums to {total} but the model has {count} layers; "
+                        f"give layers per partition that sum to {count}")
 
     def verify(self) -> None:
         assert self.lib is not None
@@ -229,7 +315,7 @@ class Runner:
                 self.verified = False
                 found = self._observe("verify_skippables", error, None)
                 if not found:
-                    raise CannotRun(f"verify_skippables raised {_one_line(error)}") from error
+                    raise CannotRun(f"verify_skippables raised {one_line(error)}") from error
                 self.raw.extend(found)
                 out["status"], out["detail"] = "failed", f"{len(found)} mismatch(es)"
 
@@ -271,7 +357,7 @@ class Runner:
                 routes.append(Route(key[1], stashed_at[key], name, src_j, dst_j))
         return routes
 
-    def plain(self) -> Optional[_Result]:
+    def plain(self) -> Optional[RunResult]:
         """The plain Sequential, layer by layer on the first device: the reference every run is compared with."""
         with self.steps.timed("plain Sequential") as out:
             device = self.devices[0]
@@ -292,25 +378,30 @@ class Runner:
                         found = self._observe("plain Sequential", error, name)
                         if not found:
                             raise CannotRun(f"the sample does not fit the model: layer '{name}' ({cls}) "
-                                            f"raised {_one_line(error)}") from error
+                                            f"raised {one_line(error)}") from error
                         self.raw.extend(found)
                         out["status"], out["detail"] = "failed", f"layer '{name}' ({cls}): {found[0].message}"
                         return None
+                    except BaseException as error:
+                        if not is_stop(error):
+                            raise
+                        raise Stopped(f"layer '{name}' ({cls}) {stop_cause(error)}") from error
                     self.reach.completed.add(cls)
             self.weights = _weights(h)
-            _loss(h, self.weights).backward()
+            _backward(_loss(h, self.weights))
             grads = {n: p.grad.detach().cpu().clone() for n, p in model.named_parameters() if p.grad is not None}
             if x.grad is not None:
                 grads["<input>"] = x.grad.detach().cpu().clone()
             out["detail"] = f"forward and backward, {len(grads)} gradients"
-            return _Result(h, grads)
+            return RunResult(h, grads)
 
-    def pipe(self, mode: str, reference: _Result) -> None:
+    def pipe(self, mode: str, reference: RunResult) -> None:
         assert self.lib is not None
         name = f"Pipe forward+backward [{mode}]"
         with self.steps.timed(name) as out:
             model = copy.deepcopy(self.model)
             labels = _label_layers(model)
+            self.reach.pipe_ran = True
             try:
                 pipe = self.lib.Pipe(model, balance=list(self.balance), devices=list(self.devices),
                                      chunks=self.options.chunks, checkpoint=mode)
@@ -318,15 +409,22 @@ class Runner:
                 if x.is_floating_point():
                     x.requires_grad_(True)
                 output = pipe(x)
-                _loss(output, self.weights).backward()
+                _backward(_loss(output, self.weights))
             except (torch.cuda.OutOfMemoryError, CannotRun):
                 raise
+            except _Escaped as escaped:
+                cls = self.reach.layers.get(escaped.layer)
+                raise Stopped(f"layer '{escaped.layer}' ({cls}) {stop_cause(escaped.stop)}") from escaped.stop
             except Exception as error:
                 layer = getattr(error, "_skiplint_layer", None)
-                found = self._observe(f"pipe[{mode}]", error, layer)
-                self.raw.extend(found)
+                found = self._observe(name, error, layer)
                 where = f" in layer '{layer}'" if layer is not None else ""
-                out["status"], out["detail"] = "failed", f"{_one_line(error)}{where}"
+                text = f"{_failure_text(error)}{where}"
+                if not found:
+                    cls = self.reach.layers.get(layer) if layer is not None else None
+                    found = [Observation(None, name, layer, cls, None, text)]
+                self.raw.extend(found)
+                out["status"], out["detail"] = "failed", text
                 return
             finally:
                 labels.close()
@@ -336,7 +434,7 @@ class Runner:
             self.reach.completed.update(self.reach.layers.values())
             self._compare(mode, output, grads, reference, out)
 
-    def _compare(self, mode: str, output: Any, grads: dict[str, torch.Tensor], reference: _Result,
+    def _compare(self, mode: str, output: Any, grads: dict[str, torch.Tensor], reference: RunResult,
                  out: dict[str, str]) -> None:
         t = TOLERANCES
         out_ok = _close(output, reference.output, t["output rtol"], t["output atol"])
@@ -354,7 +452,7 @@ class Runner:
             out["detail"] = f"matches the plain Sequential ({len(grads)} gradients)"
 
     def static(self) -> None:
-        with self.steps.timed("static analysis") as out:
+        with self.steps.timed(STEP_STATIC) as out:
             files = self._source_files()
             self.report.static = static_pass.static_findings(files)
             out["detail"] = f"{len(files)} file(s), {len(self.report.static)} finding(s)"
@@ -363,7 +461,7 @@ class Runner:
         assert self.lib is not None
         files = set()
         if self.built.source_file:
-            files.add(self.built.source_file)
+            files.add(os.path.abspath(self.built.source_file))
         objects: list[Any] = [self.built.origin]
         objects.extend(_wrapped_class(layer, self.lib) for layer in self.model.children())
         for obj in objects:
@@ -386,10 +484,18 @@ class Runner:
         routes, note = static_routes.static_routes(self._source_files(), children, self.balance)
         self.report.static_routes, self.report.static_routes_note = routes, note
 
+    def _unexplained(self) -> list[Observation]:
+        """A failed step that no observation comes from is a failure of its own (missed unless a
+        static finding predicts it): a Pipe result that differs, a stage that failed."""
+        explained = {o.step for o in self.raw}
+        return [Observation(None, step.name, None, None, None, step.detail or "failed")
+                for step in self.report.steps if step.status == "failed" and step.name not in explained]
+
     def finish(self) -> None:
         with self.steps.timed("join") as out:
             if self.report.runtime_routes is not None:
                 self.compare_routes()
+            self.raw.extend(self._unexplained())
             observations, static = joining.join(self.raw, self.report.static, self.reach)
             self.report.observations, self.report.static = observations, static
             confirmed = sum(s.verdict == "confirmed" for s in static)
@@ -399,45 +505,56 @@ class Runner:
             if missed or confirmed < len(static) or not self.report.routes_agree:
                 out["status"] = "failed"
 
+    def _steps(self) -> None:
+        self.load()
+        self.build()
+        self.static()
+        self.check_balance()
+        if self.report.backend == "pipelining":
+            from skiplint.runtime import pipelining
+            self.verify()
+            pipelining.split(self)
+            reference = self.plain()
+            if reference is None or not self.verified or not self.balanced:
+                self.steps.add(f"pipelining ScheduleGPipe ({len(self.balance)} processes)", "skipped", 0.0,
+                               "an earlier step failed")
+            else:
+                pipelining.distributed(self, reference)
+        else:
+            self.verify()
+            self.layout()
+            reference = self.plain()
+            for mode in self.options.checkpoints:
+                if reference is None or not self.verified or not self.balanced:
+                    self.steps.add(f"Pipe forward+backward [{mode}]", "skipped", 0.0,
+                                   "an earlier step failed")
+                    continue
+                self.pipe(mode, reference)
+        self.finish()
+
     def run(self) -> Report:
         try:
-            self.build()
-            if self.report.backend == "pipelining":
-                from skiplint.runtime import pipelining
-                self.verify()
-                pipelining.split(self)
-                reference = self.plain()
-                if reference is None or not self.verified or not self.balanced:
-                    self.steps.add(f"pipelining ScheduleGPipe ({len(self.balance)} processes)", "skipped", 0.0,
-                                   "an earlier step failed")
-                else:
-                    pipelining.distributed(self, reference)
-            else:
-                self.verify()
-                self.layout()
-                reference = self.plain()
-                for mode in self.options.checkpoints:
-                    if reference is None or not self.verified or not self.balanced:
-                        self.steps.add(f"Pipe forward+backward [{mode}]", "skipped", 0.0,
-                                       "an earlier step failed")
-                        continue
-                    self.pipe(mode, reference)
-            self.static()
-            self.finish()
+            self._steps()
         except CannotRun as error:
             self.report.reason = str(error)
             self.report.cause = error.__cause__ or error
         except BrokenPipeError:
             raise
         except Exception as error:  # a failure outside what the steps expect still ends in one line
-            step = self.report.steps[-1].name if self.report.steps else "import and build"
-            self.report.reason = f"unexpected error after step '{step}': {_one_line(error)}"
+            step = self.steps.current or STEP_IMPORT
+            self.report.reason = f"unexpected error during {step}: {_failure_text(error)}"
+            self.report.cause = error
+        except BaseException as error:
+            if not is_stop(error):
+                raise
+            self.report.reason = f"the model's code {stop_cause(error)} during {self.steps.current or STEP_IMPORT}"
             self.report.cause = error
         return self.report
 
 
 class _Labels:
-    """Instance-level forward wrappers that tag an exception with the child it came from."""
+    """Instance-level forward wrappers that tag an exception with the child it came from, and carry
+    a sys.exit or KeyboardInterrupt out of the pipe's threads as an _Escaped exception."""
 
     def __init__(self, model: nn.Sequential) -> None:
         self.layers = list(model.named_children())
@@ -456,6 +573,10 @@ class _Labels:
                     except AttributeError:
                         pass
                 raise
+            except BaseException as error:
+                if not is_stop(error):
+                    raise
+                raise _Escaped(name, error) from error
         return labelled
 
     def close(self) -> None:
@@ -465,19 +586,3 @@ class _Labels:
 
 def _label_layers(model: nn.Sequential) -> _Labels:
     return _Labels(model)
-
-
-def verify(target_spec: str, *, sample: Optional[str] = None, input_shape: Optional[Sequence[int]] = None,
-           backend: str = "auto", balance: Optional[Sequence[int]] = None, chunks: int = 2,
-           checkpoint: Sequence[str] | str = CHECKPOINTS, devices: Optional[Sequence[str]] = None,
-           timeout: float = 120.0, progress: Optional[Callable[[Step], None]] = None) -> Report:
-    modes = (checkpoint,) if isinstance(checkpoint, str) else tuple(checkpoint)
-    for mode in modes:
-        if mode not in CHECKPOINTS:
-            raise ValueError(f"checkpoint must be one of {', '.join(CHECKPOINTS)}, not {mode!r}")
-    if backend not in ("auto", *backends.BACKENDS):
-        raise ValueError(f"backend must be auto or one of {', '.join(backends.BACKENDS)}, not {backend!r}")
-    options = Options(target_spec, sample, tuple(input_shape) if input_shape is not None else None, backend,
-                      tuple(balance) if balance is not None else None, chunks, modes,
-                      tuple(devices) if devices else None, timeout)
-    return Runner(options, progress).run()

@@ -1,4 +1,7 @@
-"""Import a target (`path/file.py:NAME` or `package.module:NAME`) and build the model and sample."""
+"""Import a target (`path/file.py:NAME` or `package.module:NAME`) and build the model and sample.
+
+The target sees what `python file.py` would give it: `sys.argv` is just its file name and the
+working directory comes first on `sys.path` (as `python -m` and pytest put it)."""
 
 from __future__ import annotations
 
@@ -6,67 +9,115 @@ import importlib
 import importlib.util
 import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
-from skiplint.runtime.errors import CannotRun
+from skiplint.runtime.errors import CannotRun, Stopped, is_stop, one_line, stop_cause
+from skiplint.runtime.options import is_file_target, split_target as _split
 
-
-def _one_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+#: How many of a module's callables a "has no attribute" message lists.
+_LISTED = 12
 
 
 def split_target(spec: str) -> tuple[str, str]:
-    where, sep, name = spec.rpartition(":")
-    if not sep or not where or not name:
-        raise CannotRun(f"target {spec!r} is not path/to/file.py:NAME or package.module:NAME")
-    return where, name
+    try:
+        return _split(spec)
+    except ValueError as error:
+        raise CannotRun(str(error)) from None
 
 
-def import_module(where: str) -> ModuleType:
+def shown_path(path: str) -> str:
+    """A path as the lint prints it: relative to the working directory when it is below it."""
+    if not os.path.isabs(path):
+        return path
+    relative = os.path.relpath(path)
+    return path if relative.startswith(os.pardir) else relative
+
+
+@contextmanager
+def as_script(argv0: str, folder: Optional[str] = None) -> Iterator[None]:
+    """sys.argv = [argv0] and the folder (default: the working directory) first on sys.path."""
+    saved_argv = sys.argv
+    folder = folder or os.getcwd()
+    added = folder not in sys.path
+    sys.argv = [argv0]
+    if added:
+        sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        sys.argv = saved_argv
+        if added and folder in sys.path:
+            sys.path.remove(folder)
+
+
+def _file_module(where: str) -> ModuleType:
+    path = os.path.abspath(where)
+    if not os.path.isfile(path):
+        raise CannotRun(f"no such file: {where}")
+    name = "skiplint_target_" + os.path.splitext(os.path.basename(path))[0]
+    existing = sys.modules.get(name)
+    if existing is not None and getattr(existing, "__file__", None) == path:
+        return existing
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        with as_script(where, os.path.dirname(path)):
+            spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def import_module(where: str, role: str = "the target module") -> ModuleType:
     """A module from a file path (registered under a private name) or from a dotted name."""
     try:
-        if where.endswith(".py") or os.sep in where or "/" in where:
-            path = os.path.abspath(where)
-            if not os.path.isfile(path):
-                raise CannotRun(f"no such file: {where}")
-            name = "skiplint_target_" + os.path.splitext(os.path.basename(path))[0]
-            existing = sys.modules.get(name)
-            if existing is not None and getattr(existing, "__file__", None) == path:
-                return existing
-            spec = importlib.util.spec_from_file_location(name, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            folder = os.path.dirname(path)
-            added = folder not in sys.path
-            if added:
-                sys.path.insert(0, folder)
-            try:
-                spec.loader.exec_module(module)
-            except BaseException:
-                del sys.modules[name]
-                raise
-            finally:
-                if added:
-                    sys.path.remove(folder)
-            return module
-        return importlib.import_module(where)
+        if is_file_target(where):
+            return _file_module(where)
+        with as_script(where):
+            return importlib.import_module(where)
     except CannotRun:
         raise
     except Exception as error:
-        raise CannotRun(f"{where} does not import: {_one_line(error)}") from error
+        raise CannotRun(f"{where} does not import: {one_line(error)}") from error
+    except BaseException as error:
+        if not is_stop(error):
+            raise
+        raise Stopped(f"{role} {where} {stop_cause(error)}") from error
 
 
-def attribute(module: ModuleType, name: str, spec: str) -> Any:
+def _callables(module: ModuleType) -> list[str]:
+    """Public names of the module that a target could name: its own functions and classes, and
+    callable objects (a model instance) bound at its top level."""
+    names = []
+    for key, value in vars(module).items():
+        if key.startswith("_") or isinstance(value, ModuleType) or not callable(value):
+            continue
+        if isinstance(value, type) or hasattr(value, "__code__"):
+            if getattr(value, "__module__", None) != module.__name__:
+                continue
+        elif type(value).__module__ in ("builtins", "functools", "typing"):
+            continue
+        names.append(key)
+    return sorted(names)
+
+
+def attribute(module: ModuleType, name: str, spec: str, where: Optional[str] = None) -> Any:
     obj: Any = module
     for part in name.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise CannotRun(f"{spec}: {module.__name__} has no attribute {name!r}") from None
+            owner = where or module.__name__
+            found = _callables(module)
+            listed = ", ".join(found[:_LISTED]) + (", ..." if len(found) > _LISTED else "")
+            have = f"; it has: {listed}" if found else "; it defines no callable"
+            raise CannotRun(f"{owner} has no attribute {name!r}{have}") from None
     return obj
 
 
@@ -80,22 +131,41 @@ class Built:
     source_file: Optional[str]
 
 
+def _call(factory: Callable[[], Any], role: str, spec: str, argv0: str) -> Any:
+    import torch
+
+    torch.manual_seed(0)
+    try:
+        with as_script(argv0):
+            return factory()
+    except Exception as error:
+        raise CannotRun(f"{spec} raised {one_line(error)}") from error
+    except BaseException as error:
+        if not is_stop(error):
+            raise
+        raise Stopped(f"{role} {stop_cause(error)}") from error
+
+
+def load(spec: str) -> tuple[ModuleType, Any]:
+    """The step `import`: the target's module and the object it names."""
+    where, name = split_target(spec)
+    module = import_module(where)
+    return module, attribute(module, name, spec, shown_path(where) if is_file_target(where) else None)
+
+
 def build(spec: str, sample_spec: Optional[str] = None,
-          input_shape: Optional[tuple[int, ...]] = None) -> Built:
-    """Import and call the target; the sample comes from the pair, --sample or --input-shape."""
+          input_shape: Optional[tuple[int, ...]] = None,
+          loaded: Optional[tuple[ModuleType, Any]] = None) -> Built:
+    """Import (unless `loaded` is given) and call the target; the sample comes from the pair,
+    --sample or --input-shape."""
     import torch
     from torch import nn
 
-    where, name = split_target(spec)
-    module = import_module(where)
-    origin = attribute(module, name, spec)
+    module, origin = loaded if loaded is not None else load(spec)
+    where, _ = split_target(spec)
     obj = origin
     if callable(origin) and not isinstance(origin, nn.Module):
-        torch.manual_seed(0)
-        try:
-            obj = origin()
-        except Exception as error:
-            raise CannotRun(f"{spec} raised {_one_line(error)}") from error
+        obj = _call(origin, "the model factory", spec, where)
     sample = None
     if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], nn.Module):
         obj, sample = obj
@@ -103,12 +173,10 @@ def build(spec: str, sample_spec: Optional[str] = None,
         raise CannotRun(f"{spec} gave {type(obj).__name__}, not an nn.Sequential or a (model, sample) pair")
     if sample_spec is not None:
         sample_where, sample_name = split_target(sample_spec)
-        factory: Callable[[], Any] = attribute(import_module(sample_where), sample_name, sample_spec)
-        torch.manual_seed(0)
-        try:
-            sample = factory() if callable(factory) else factory
-        except Exception as error:
-            raise CannotRun(f"{sample_spec} raised {_one_line(error)}") from error
+        factory: Callable[[], Any] = attribute(
+            import_module(sample_where, "the sample's module"), sample_name, sample_spec,
+            shown_path(sample_where) if is_file_target(sample_where) else None)
+        sample = _call(factory, "the sample factory", sample_spec, where) if callable(factory) else factory
     elif input_shape is not None:
         sample = torch.randn(*input_shape, generator=torch.Generator().manual_seed(0))
     if sample is None:

@@ -55,3 +55,20 @@ def test_silent_rules_and_absent_classes_are_not_exercised():
     static = [finding("SKP107", cls="Save", name="x"), finding("SKP101", cls="Other", name="x")]
     _, verdicts = join([], static, REACH)
     assert [v.verdict for v in verdicts] == ["not exercised", "not exercised"]
+
+
+def test_a_failure_no_rule_reads_is_missed_whatever_the_static_pass_says():
+    failure = Observation(None, "Pipe forward+backward [never]", None, None, None, "AssertionError")
+    static = [finding("SKP116", cls="Drop", name="a"), finding("SKP202", layer="0 (Save)", name="a")]
+    observations, _ = join([failure], static, REACH)
+    assert [(o.code, o.predicted) for o in observations] == [(None, False)]
+
+
+def test_failures_no_rule_reads_are_kept_apart_by_their_message():
+    same = [Observation(None, f"Pipe forward+backward [{mode}]", None, None, None, "AssertionError")
+            for mode in ("never", "always")]
+    other = Observation(None, "Pipe forward+backward [always]", None, None, None, "differs from the plain Sequential")
+    observations, _ = join([*same, other], [], REACH)
+    assert [(o.step, o.message) for o in observations] == [
+        ("Pipe forward+backward [never]", "AssertionError"),
+        ("Pipe forward+backward [always]", "differs from the plain Sequential")]

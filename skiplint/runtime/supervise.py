@@ -1,0 +1,173 @@
+"""The parent side of `skiplint verify`: the model's code runs in a child process
+(skiplint.runtime.child); this side owns the report, the exit status and the clock.
+
+Every step has `--timeout` seconds. An exit, a signal or a hang of the child becomes the report's
+one-line reason, naming the step it happened in; the child's output is passed on to stderr, so
+that stdout carries only the report. No torch is imported here."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import IO, Any, Callable, Optional
+
+from skiplint.runtime.options import Options
+from skiplint.runtime.report import Report, Step
+
+#: Seconds the child may take to start Python and import torch, before its first step.
+STARTUP = 120.0
+#: Seconds a child that closed its end is given to exit on its own.
+_EXIT_GRACE = 10.0
+_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from skiplint.runtime.child import main; main()"
+_POSIX = os.name == "posix"
+
+
+def _echo(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+def _pass_on(stream: IO[bytes], echo: Callable[[str], None]) -> None:
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    while True:
+        chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+        if not chunk:
+            break
+        try:
+            echo(decoder.decode(chunk))
+        except (OSError, ValueError):
+            pass
+    stream.close()
+
+
+def _read_events(stream: IO[bytes], into: "queue.Queue[Optional[bytes]]") -> None:
+    for line in stream:
+        into.put(line)
+    into.put(None)
+
+
+def _child_path() -> list[str]:
+    """The child's sys.path: the working directory first (as `python -m` puts it), then this one's."""
+    cwd = os.getcwd()
+    rest = [p for p in sys.path if p and os.path.abspath(p) != cwd]
+    return [cwd, *rest]
+
+
+def _exited(proc: "subprocess.Popen[bytes]", within: float) -> bool:
+    """Waits up to `within` seconds for the child to exit, without reaping it (its process group
+    stays valid for the kill that follows)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if _POSIX:
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+        elif proc.poll() is not None:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def _stop(proc: "subprocess.Popen[bytes]") -> None:
+    """Kills the child and every process it started (its own process group), then reaps it."""
+    if _POSIX:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    elif proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def run(options: Options, progress: Optional[Callable[[Step], None]] = None, *, verbose: bool = False,
+        echo: Callable[[str], None] = _echo) -> Report:
+    """The report of a run in a supervised child; the child's output goes to `echo`."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-c", _BOOT, root], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            start_new_session=_POSIX)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    events: queue.Queue[Optional[bytes]] = queue.Queue()
+    readers = [threading.Thread(target=_read_events, args=(proc.stdout, events), daemon=True),
+               threading.Thread(target=_pass_on, args=(proc.stderr, echo), daemon=True)]
+    for reader in readers:
+        reader.start()
+    steps: list[Step] = []
+
+    def record(step: Step) -> None:
+        steps.append(step)
+        if progress is not None:
+            progress(step)
+
+    current: Optional[str] = None
+    started, limit = time.monotonic(), max(options.timeout, STARTUP)
+    payload: Optional[dict[str, Any]] = None
+    reason: Optional[str] = None
+    try:
+        job = {"options": options.to_dict(), "sys_path": _child_path(), "verbose": verbose}
+        try:
+            proc.stdin.write(json.dumps(job).encode("utf-8") + b"\n")
+            proc.stdin.flush()
+        except BrokenPipeError:  # it died at once: its exit status says why
+            pass
+        while True:
+            try:
+                line = events.get(timeout=max(started + limit - time.monotonic(), 0.0))
+            except queue.Empty:
+                reason = (f"no answer in {options.timeout:g} s during {current}" if current is not None
+                          else f"no answer in {limit:g} s while starting Python and importing torch")
+                break
+            if line is None:
+                break
+            message = json.loads(line)
+            if "begin" in message:
+                current, started, limit = message["begin"], time.monotonic(), options.timeout
+            elif "step" in message:
+                record(Step(**message["step"]))
+            elif "report" in message:
+                payload = message["report"]
+                break
+        exited = payload is not None or reason is not None or _exited(proc, _EXIT_GRACE)
+    finally:
+        if proc.returncode is None:
+            _stop(proc)
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+        for reader in readers:
+            reader.join(timeout=2.0)
+    if payload is None and reason is None:
+        status = proc.returncode
+        during = f"during {current}" if current is not None else "before its first step"
+        if not exited:
+            reason = f"the verify process stopped answering but did not exit {during}"
+        elif status < 0:
+            reason = f"killed by {_signal_name(-status)} {during}"
+        elif current is None:
+            reason = f"the verify process exited with status {status} {during}"
+        else:
+            reason = f"the model's code ended the process with exit status {status} {during}"
+    if payload is not None:
+        report = Report.from_dict(payload["report"])
+        report.traceback = payload.get("traceback", "")
+        return report
+    assert reason is not None
+    if current is not None and (not steps or steps[-1].name != current):
+        record(Step(current, "error", round(time.monotonic() - started, 4), reason))
+    return Report(options.target, steps=steps, reason=reason)
