@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, order=True)
@@ -15,3 +15,12 @@ class Diagnostic:
     code: str
     #: The whole message, starting with the code.
     message: str
+    #: Line and 0-based column just after the reported node's last token; 0 when not known
+    #: (then the end is the start). Not compared: a diagnostic is identified by where it starts.
+    end_line: int = field(default=0, compare=False)
+    end_col: int = field(default=0, compare=False)
+
+    @property
+    def end(self) -> tuple[int, int]:
+        """(end line, end column), the start when the end is not known."""
+        return (self.end_line, self.end_col) if self.end_line else (self.line, self.col)

@@ -120,7 +120,7 @@ def _diagnostics(findings: Iterable[Finding], path: str, text: str, selection: S
     chosen = [f for f in findings if selection(f.code)]
     if not chosen:
         return ()
-    lines = text.splitlines()
+    lines = sources.lines(text)
     out = set()
     by_locator: dict[int, tuple[Locator, list[cst.CSTNode]]] = {}
     for finding in chosen:
@@ -134,20 +134,22 @@ def _diagnostics(findings: Iterable[Finding], path: str, text: str, selection: S
     for finding in chosen:
         try:
             line, col = finding.site.position if finding.site is not None else (1, 0)
+            end_line, end_col = finding.site.locator.end(finding.site.node) if finding.site is not None else (0, 0)
         except RecursionError:
             return (Diagnostic(path, 1, 0, "SKP900", rules.RULES["SKP900"].format(
                 reason="nested too deeply to locate its findings (RecursionError)")),)
         if apply_noqa and 0 < line <= len(lines) and noqa.is_suppressed(finding.code, lines[line - 1]):
             continue
         message = rules.RULES[finding.code].format(**dict(finding.args))
-        out.add(Diagnostic(path, line, col, finding.code, message))
+        out.add(Diagnostic(path, line, col, finding.code, message, end_line, end_col))
     return tuple(sorted(out))
 
 
-def _unchecked(path: str, reason: str, selection: Selection) -> FileResult:
+def _unchecked(path: str, reason: str, selection: Selection, line: int = 1, col: int = 0) -> FileResult:
+    """A file that could not be checked is reported whatever is selected: silence would read as
+    clean. A syntax error is reported where the running Python's compile puts it."""
     message = rules.RULES["SKP900"].format(reason=reason)
-    diags = (Diagnostic(path, 1, 0, "SKP900", message),) if selection("SKP900") else ()
-    return FileResult(path, diags, reason)
+    return FileResult(path, (Diagnostic(path, line, col, "SKP900", message),), reason)
 
 
 def check_text(text: str, path: str, selection: Selection = Selection(), *, apply_noqa: bool = True,
@@ -159,7 +161,7 @@ def check_text(text: str, path: str, selection: Selection = Selection(), *, appl
             return FileResult(path, ())
         facts = analyze(text, path, project=project, prefiltered=True, max_unroll=max_unroll)
     except ParseFailure as failure:
-        return _unchecked(path, str(failure), selection)
+        return _unchecked(path, str(failure), selection, failure.line, failure.col)
     if facts is None:
         return FileResult(path, ())
     return FileResult(path, _diagnostics(checks.module_findings(facts), path, text, selection, apply_noqa))
