@@ -69,6 +69,12 @@ _FSTRING_TEXT = {
 }
 
 
+def _end(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where a match of `pattern` (which may match nothing) from `pos` ends."""
+    match = pattern.match(text, pos)
+    return pos if match is None else match.end()
+
+
 class _Refused(Exception):
     def __init__(self, reason: str, pos: int) -> None:
         super().__init__(reason)
@@ -143,8 +149,9 @@ class _Scan:
         base = self.depth
         while pos < end:
             match = _TOKEN.match(text, pos)
-            assert match is not None  # `other` matches any character
-            kind, pos = match.lastgroup, match.end()
+            if match is None:  # pragma: no cover - `other` matches any character
+                break
+            kind, pos = match.lastgroup or "other", match.end()
             start = match.start(kind)
             if kind == "blank" or kind == "comment":
                 continue
@@ -157,7 +164,7 @@ class _Scan:
                 self.line_start = False
                 self.statement(start, match.group(kind) if kind == "name" else "")
             if kind == "string":
-                pos = _STRING_REST[match.group(kind).lstrip("rRbBuU")].match(text, pos).end()
+                pos = _end(_STRING_REST[match.group(kind).lstrip("rRbBuU")], text, pos)
                 self.count(start)
             elif kind == "fstring":
                 self.count(start)
@@ -191,7 +198,7 @@ class _Scan:
         text, end = self.text, len(self.text)
         literal = _FSTRING_TEXT[quote]
         while pos < end:
-            pos = literal.match(text, pos).end()
+            pos = _end(literal, text, pos)
             if pos >= end:
                 break
             char = text[pos]

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Dict, Optional
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = sorted(p for p in (REPO / "fixtures").rglob("*.py"))
@@ -25,7 +25,7 @@ API = "from torchgpipe.skip import skippable, stash, pop\nimport torch.nn as nn\
 WALL_S = 20
 MEMORY_BYTES = 1 << 30
 
-Tree = dict[str, bytes]
+Tree = Dict[str, bytes]
 
 
 def _fixture(rng: random.Random) -> str:
