@@ -5,6 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+def shown(value: str) -> str:
+    """`value` with every character that is not printable written as repr writes it (`\\n`,
+    `\\x1b`, `\\u2028`, `\\udcff`): one line of valid Unicode, whatever it held, so that a skip
+    name or path can neither forge another line of output nor fail to encode."""
+    if value.isprintable():
+        return value
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in value)
+
+
 @dataclass(frozen=True, order=True)
 class Diagnostic:
     path: str

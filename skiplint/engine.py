@@ -10,7 +10,7 @@ from typing import Any, Iterable, Optional
 import libcst as cst
 
 from skiplint import checks, compositions, noqa, parsing, pipes, rules, skippables, sources
-from skiplint.diagnostics import Diagnostic
+from skiplint.diagnostics import Diagnostic, shown
 from skiplint.parsing import ParseFailure as ParseFailure
 from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts
 from skiplint import imports
@@ -140,7 +140,7 @@ def _diagnostics(findings: Iterable[Finding], path: str, text: str, selection: S
                 reason="nested too deeply to locate its findings (RecursionError)")),)
         if apply_noqa and 0 < line <= len(lines) and noqa.is_suppressed(finding.code, lines[line - 1]):
             continue
-        message = rules.RULES[finding.code].format(**dict(finding.args))
+        message = shown(rules.RULES[finding.code].format(**dict(finding.args)))  # names escaped
         out.add(Diagnostic(path, line, col, finding.code, message, end_line, end_col))
     return tuple(sorted(out))
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, FrozenSet, Optional, Sequence
 
 from skiplint import __version__, rules, sources
-from skiplint.diagnostics import Diagnostic
+from skiplint.diagnostics import Diagnostic, shown
 
 if TYPE_CHECKING:
     from skiplint.engine import FileResult
@@ -62,14 +62,6 @@ class Report:
     def counts(self) -> list[tuple[str, int]]:
         counter = Counter(d.code for d in self.diagnostics)
         return sorted(counter.items())
-
-
-def shown(value: str) -> str:
-    """`value` with every character that is not printable written as repr writes it (`\\n`,
-    `\\x1b`, `\\u2028`, `\\udcff`): one line of valid Unicode, whatever it held."""
-    if value.isprintable():
-        return value
-    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in value)
 
 
 def fixable_codes() -> FrozenSet[str]:

@@ -417,6 +417,12 @@ def test_flake8_run_over_hostile_tree_reports_no_plugin_failure(tmp_path: Path) 
     done = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "-j", "1", "--select", "SKP,E9", "."],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert "failed during execution" not in done.stderr, done.stderr
+    if "Traceback" in done.stderr:  # flake8 itself on Python 3.9: its ast.parse of the NUL file
+        assert sys.version_info < (3, 10) and "skiplint" not in done.stderr.replace("skiplint-", "")
+        assert done.stderr.rstrip().endswith("ValueError: source code string cannot contain null bytes")
+        (tmp_path / "nul.py").unlink()
+        done = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "-j", "1", "--select", "SKP,E9",
+                               "."], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert "Traceback" not in done.stderr, done.stderr
     assert "./good.py:8:15: SKP101" in done.stdout, done.stdout
 

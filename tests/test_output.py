@@ -218,3 +218,13 @@ def test_formats_import_without_libcst() -> None:
     code = "import sys, skiplint.formats; print('libcst' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_names_are_escaped_through_flake8(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(HOSTILE, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "-j", "1", "--select", "SKP", "m.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (1, "")
+    assert done.stdout.splitlines() == [
+        f"m.py:8:15: SKP101 {NEWLINE_NAME} is stashed but not declared in stash=[...]",
+        f"m.py:9:15: SKP101 {SURROGATE_NAME} is stashed but not declared in stash=[...]"]
