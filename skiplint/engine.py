@@ -9,7 +9,7 @@ from typing import Any, Iterable, Optional
 import libcst as cst
 
 from skiplint import checks, interpret, noqa, parsing, pipes, prefilter, rules, skippables, sources
-from skiplint.diagnostics import Diagnostic, FileResult as FileResult, Selection as Selection, error_text
+from skiplint.diagnostics import Diagnostic, FileResult as FileResult, Selection as Selection, error_text, shown
 from skiplint.parsing import ParseFailure as ParseFailure
 from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts
 from skiplint.project import INDEX, ProjectIndex
@@ -112,7 +112,8 @@ def _diagnostics(findings: Iterable[Finding], path: str, text: str, selection: S
     chosen = [f for f in findings if selection(f.code)]
     if not chosen:
         return ()
-    lines = text.splitlines()
+    lines = sources.lines(text)
+    noqa_at: dict[int, Optional[tuple[str, ...]]] = {}  # read once per line, however many findings
     out = set()
     by_locator: dict[int, tuple[Locator, list[cst.CSTNode]]] = {}
     for finding in chosen:
@@ -126,18 +127,18 @@ def _diagnostics(findings: Iterable[Finding], path: str, text: str, selection: S
     for finding in chosen:
         try:
             line, col = finding.site.position if finding.site is not None else (1, 0)
+            end_line, end_col = finding.site.locator.end(finding.site.node) if finding.site is not None else (0, 0)
         except RecursionError:
             return (Diagnostic(path, 1, 0, "SKP900", rules.RULES["SKP900"].format(
                 reason="nested too deeply to locate its findings (RecursionError)")),)
-        if apply_noqa and 0 < line <= len(lines) and noqa.is_suppressed(finding.code, lines[line - 1]):
-            continue
-        message = rules.RULES[finding.code].format(**dict(finding.args))
-        out.add(Diagnostic(path, line, col, finding.code, message))
+        if apply_noqa and 0 < line <= len(lines):
+            if line not in noqa_at:
+                noqa_at[line] = noqa.suppressed_codes(lines[line - 1])
+            if noqa.covers(noqa_at[line], finding.code):
+                continue
+        message = shown(rules.RULES[finding.code].format(**dict(finding.args)))  # names escaped
+        out.add(Diagnostic(path, line, col, finding.code, message, end_line, end_col))
     return tuple(sorted(out))
-
-
-def _unchecked(path: str, reason: str, selection: Selection) -> FileResult:
-    return prefilter.unchecked(path, reason, selection)
 
 
 def check_text(text: str, path: str, selection: Selection = Selection(), *, apply_noqa: bool = True,
@@ -149,7 +150,7 @@ def check_text(text: str, path: str, selection: Selection = Selection(), *, appl
             return FileResult(path, ())
         facts = analyze(text, path, project=project, prefiltered=True, max_unroll=max_unroll)
     except ParseFailure as failure:
-        return _unchecked(path, str(failure), selection)
+        return prefilter.unchecked(path, str(failure), failure.line, failure.col)
     if facts is None:
         return FileResult(path, ())
     return FileResult(path, _diagnostics(checks.module_findings(facts), path, text, selection, apply_noqa),

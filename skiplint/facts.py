@@ -53,19 +53,32 @@ def with_deep_stack(func: Callable[[], T], depth: int = 50_000, stack_mb: int = 
 Key = tuple[Kind, str]
 
 
+def _breaks(value: str) -> tuple[int, int]:
+    """(line breaks in `value`, offset just after the last one or -1), counting CR LF, CR and LF
+    as Python's tokenizer does: one break each."""
+    count = value.count("\n") + value.count("\r") - value.count("\r\n")
+    if not count:
+        return 0, -1
+    return count, max(value.rfind("\n"), value.rfind("\r")) + 1
+
+
 class _Targeted(CodegenState):
-    """libcst's code generator, keeping only the start of a few target nodes: the position
+    """libcst's code generator, keeping only the span of a few target nodes: the start
     PositionProvider gives (the first token after leading trivia and the node's own opening
-    parentheses; the keyword of a decorated def/class), at the cost of a plain code generation
-    instead of a position for every node of the module."""
+    parentheses; the keyword of a decorated def/class) and the end of its last token before its
+    own closing parentheses, at the cost of a plain code generation instead of a position for
+    every node of the module. Lines are counted as Python counts them (CR, LF and CR LF)."""
 
     def __init__(self, targets: dict[int, cst.CSTNode], module: cst.Module) -> None:
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self.targets = targets
         self.found: dict[int, tuple[int, int]] = {}
+        self.ends: dict[int, tuple[int, int]] = {}
         #: [node id, opening parentheses still to skip, keyword awaited (def/class) or None]
         self.pending: list[list[Any]] = []
         self.line, self.column = 1, 0
+        #: Where the last few significant (not blank, not comment) tokens ended, newest last.
+        self.recent: list[tuple[int, int]] = [(1, 0)]
 
     def before_codegen(self, node: cst.CSTNode) -> None:
         if id(node) in self.targets:
@@ -74,7 +87,10 @@ class _Targeted(CodegenState):
             self.pending.append([id(node), len(lpar) if isinstance(lpar, Sequence) else 0, keyword])
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        pass
+        if id(node) in self.targets:
+            rpar = getattr(node, "rpar", ())
+            closing = len(rpar) if isinstance(rpar, Sequence) else 0
+            self.ends[id(node)] = self.recent[-1 - closing] if closing < len(self.recent) else self.recent[-1]
 
     def add_indent_tokens(self) -> None:
         for token in self.indent_tokens:
@@ -84,21 +100,28 @@ class _Targeted(CodegenState):
         self.tokens.append(value)
         if self.pending:
             self._settle(value)
-        newlines = value.count("\n")
+        significant = value.strip(" \t\f\r\n\\")
+        newlines, after = _breaks(value)
         if newlines:
             self.line += newlines
-            self.column = len(value) - value.rindex("\n") - 1
+            self.column = len(value) - after
         else:
             self.column += len(value)
+        if significant and not significant.startswith("#"):
+            trailing = len(value) - len(value.rstrip(" \t\f\r\n\\"))
+            end = (self.line, self.column - trailing) if trailing <= self.column else (self.line, self.column)
+            self.recent.append(end)
+            if len(self.recent) > 64:
+                del self.recent[:32]
 
     def _settle(self, value: str) -> None:
         significant = value.lstrip(" \t\f\r\n\\")
         if not significant or significant.startswith("#"):
             return
         lead = value[: len(value) - len(significant)]
-        newlines = lead.count("\n")
+        newlines, after = _breaks(lead)
         line = self.line + newlines
-        column = len(lead) - lead.rindex("\n") - 1 if newlines else self.column + len(lead)
+        column = len(lead) - after if newlines else self.column + len(lead)
         waiting = []
         for entry in self.pending:
             node_id, parens, keyword = entry
@@ -118,39 +141,50 @@ class _Targeted(CodegenState):
 class Locator:
     """Positions of a module's nodes, computed only for the nodes that are reported."""
 
-    __slots__ = ("_module", "_found")
+    __slots__ = ("_module", "_found", "_ends")
 
     def __init__(self, module: cst.Module) -> None:
         self._module = module
         self._found: dict[int, tuple[int, int]] = {}
+        self._ends: dict[int, tuple[int, int]] = {}
 
     def locate(self, nodes: Iterable[cst.CSTNode]) -> None:
-        """Find the positions of these nodes in one pass of code generation."""
+        """Find the spans of these nodes in one pass of code generation."""
         targets = {id(node): node for node in nodes if id(node) not in self._found}
         if not targets:
             return
 
-        def generate() -> dict[int, tuple[int, int]]:
+        def generate() -> tuple[dict[int, tuple[int, int]], dict[int, tuple[int, int]]]:
             if CodegenState is None:
                 positions = MetadataWrapper(self._module, unsafe_skip_copy=True).resolve(PositionProvider)
-                return {key: (positions[node].start.line, positions[node].start.column)
-                        for key, node in targets.items() if node in positions}
+                spans = {key: positions[node] for key, node in targets.items() if node in positions}
+                return ({key: (span.start.line, span.start.column) for key, span in spans.items()},
+                        {key: (span.end.line, span.end.column) for key, span in spans.items()})
             state = _Targeted(targets, self._module)
             self._module._codegen(state)
-            return state.found
+            return state.found, state.ends
         try:
-            found = generate()
+            found, ends = generate()
         except RecursionError:  # a long expression: retry with room to recurse
-            found = with_deep_stack(generate)
+            found, ends = with_deep_stack(generate)
         self._found.update(found)
+        self._ends.update(ends)
         for node_id in targets:
             self._found.setdefault(node_id, (1, 0))  # a node not in this module: the file's start
+            self._ends.setdefault(node_id, self._found[node_id])
 
     def position(self, node: cst.CSTNode) -> tuple[int, int]:
         """(1-based line, 0-based column) of the node's first token."""
         if id(node) not in self._found:
             self.locate((node,))
         return self._found[id(node)]
+
+    def end(self, node: cst.CSTNode) -> tuple[int, int]:
+        """(1-based line, 0-based column) just after the node's last token (its own closing
+        parentheses excluded, as its start excludes its opening ones)."""
+        if id(node) not in self._found:
+            self.locate((node,))
+        return self._ends[id(node)]
 
 
 @dataclass(frozen=True, eq=False)

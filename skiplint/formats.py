@@ -1,7 +1,9 @@
 """Reporters: the same results as text, JSON, SARIF 2.1.0 or GitHub workflow annotations.
 
 A reporter is a function from a `Report` to the text written to stdout or `--output`; it never
-decides what is reported, only how.
+decides what is reported, only how. Whatever a path or message holds (a skip name with a line
+break, a lone surrogate from an undecodable file name), every reporter writes it escaped as
+Python's repr would, so a finding can neither forge another line nor fail to encode.
 """
 
 from __future__ import annotations
@@ -11,14 +13,13 @@ import os
 import urllib.parse
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, FrozenSet, Optional, Sequence
 
 from skiplint import __version__, rules, sources
-from skiplint.diagnostics import Diagnostic
-from skiplint.diagnostics import FileResult
+from skiplint.diagnostics import Diagnostic, FileResult, shown
 
 #: Version of the JSON report's layout (docs/json-schema.json); bumped on any incompatible change.
-JSON_SCHEMA_VERSION = 1
+JSON_SCHEMA_VERSION = 2
 #: Where each rule is documented; a rule's anchor is its code in lower case.
 HELP_URL = "https://github.com/skiplint/skiplint/blob/main/docs/rules.md"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -49,7 +50,7 @@ class Report:
         if diagnostic.path not in self._lines:
             try:
                 text = sources.decode(sources.read_bytes(diagnostic.path))
-                self._lines[diagnostic.path] = text.splitlines()
+                self._lines[diagnostic.path] = sources.lines(text)
             except sources.SourceError:
                 self._lines[diagnostic.path] = None
         lines = self._lines[diagnostic.path]
@@ -60,6 +61,13 @@ class Report:
     def counts(self) -> list[tuple[str, int]]:
         counter = Counter(d.code for d in self.diagnostics)
         return sorted(counter.items())
+
+
+def fixable_codes() -> FrozenSet[str]:
+    """The codes `skiplint fix` rewrites (read from the fixer only when a report needs them)."""
+    from skiplint.fix import FIXABLE
+
+    return frozenset(FIXABLE)
 
 
 def level(code: str) -> str:
@@ -81,7 +89,7 @@ def statistics_lines(report: Report) -> list[str]:
 def text(report: Report) -> str:
     out: list[str] = []
     for d in report.diagnostics:
-        out.append(f"{d.path}:{d.line}:{d.col + 1}: {d.message}")
+        out.append(f"{shown(d.path)}:{d.line}:{d.col + 1}: {shown(d.message)}")
         if report.show_source:
             line = report.source_line(d)
             if line is not None:
@@ -99,10 +107,14 @@ def text(report: Report) -> str:
 
 def json_payload(report: Report) -> dict[str, object]:
     diagnostics = []
+    fixable = fixable_codes() if report.diagnostics else frozenset()
     for d in report.diagnostics:
+        end_line, end_col = d.end
         item: dict[str, object] = {
-            "path": d.path, "line": d.line, "column": d.col + 1, "code": d.code,
-            "name": rules.RULES[d.code].name, "message": d.message, "url": help_uri(d.code),
+            "path": shown(d.path), "line": d.line, "column": d.col + 1,
+            "end_line": end_line, "end_column": end_col + 1, "code": d.code,
+            "name": rules.RULES[d.code].name, "message": shown(d.message), "url": help_uri(d.code),
+            "fixable": d.code in fixable,
         }
         if report.show_source:
             item["source"] = report.source_line(d)
@@ -112,7 +124,7 @@ def json_payload(report: Report) -> dict[str, object]:
         "tool": {"name": "skiplint", "version": __version__},
         "files_checked": len(report.results),
         "diagnostics": diagnostics,
-        "unchecked": [{"path": r.path, "reason": r.error} for r in report.unchecked],
+        "unchecked": [{"path": shown(r.path), "reason": shown(r.error or "")} for r in report.unchecked],
     }
     if report.statistics:
         payload["statistics"] = [{"code": code, "name": rules.RULES[code].name, "count": count}
@@ -134,7 +146,7 @@ def sarif_rule(rule: rules.Rule) -> dict[str, object]:
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": full},
         "helpUri": help_uri(rule.code),
-        "help": {"text": f"{full} See {help_uri(rule.code)}",
+        "help": {"text": f"{full}{'' if full.endswith('.') else '.'} See {help_uri(rule.code)}",
                  "markdown": f"{full}\n\n[{rule.code} {rule.name}]({help_uri(rule.code)})"},
         "defaultConfiguration": {"level": level(rule.code), "enabled": not rule.opt_in},
         "properties": {"tags": ["skip-connections", "pipeline-parallel"] + (["opt-in"] if rule.opt_in else [])},
@@ -146,20 +158,29 @@ def artifact_uri(path: str) -> str:
     absolute = os.path.abspath(path)
     relative = os.path.relpath(absolute)
     if relative.startswith(os.pardir):
-        return "file://" + urllib.parse.quote(absolute.replace(os.sep, "/"))
-    return urllib.parse.quote(relative.replace(os.sep, "/"))
+        return "file://" + _quote(absolute)
+    return _quote(relative)
+
+
+def _quote(path: str) -> str:
+    """Percent-encoded bytes of the path as the file system has them (a name that is not valid
+    UTF-8 keeps its bytes)."""
+    return urllib.parse.quote(os.fsencode(path.replace(os.sep, "/")))
 
 
 def sarif_payload(report: Report) -> dict[str, object]:
     codes = list(rules.RULES)
     index = {code: i for i, code in enumerate(codes)}
     results = []
+    fixable = fixable_codes() if report.diagnostics else frozenset()
     for d in report.diagnostics:
         uri = artifact_uri(d.path)
         location: dict[str, object] = {"uri": uri}
         if not uri.startswith("file://"):
             location["uriBaseId"] = "%SRCROOT%"
-        region: dict[str, object] = {"startLine": d.line, "startColumn": d.col + 1}
+        end_line, end_col = d.end
+        region: dict[str, object] = {"startLine": d.line, "startColumn": d.col + 1,
+                                     "endLine": end_line, "endColumn": end_col + 1}
         if report.show_source:
             line = report.source_line(d)
             if line is not None:
@@ -168,15 +189,16 @@ def sarif_payload(report: Report) -> dict[str, object]:
             "ruleId": d.code,
             "ruleIndex": index[d.code],
             "level": level(d.code),
-            "message": {"text": d.message},
+            "message": {"text": shown(d.message)},
             "locations": [{"physicalLocation": {"artifactLocation": location, "region": region}}],
+            "properties": {"fixable": d.code in fixable},
         })
     notifications = [
-        {"level": "error", "message": {"text": f"could not check this file: {r.error}"},
+        {"level": "error", "message": {"text": shown(f"could not check this file: {r.error}")},
          "locations": [{"physicalLocation": {"artifactLocation": {"uri": artifact_uri(r.path)}}}]}
         for r in report.unchecked
     ]
-    cwd = urllib.parse.quote(os.path.abspath(os.curdir).replace(os.sep, "/").rstrip("/") + "/")
+    cwd = _quote(os.path.abspath(os.curdir).rstrip(os.sep) + os.sep)
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -219,10 +241,10 @@ def github(report: Report) -> str:
     for d in report.diagnostics:
         command = _GITHUB_LEVEL[level(d.code)]
         props = ",".join((
-            f"file={_escape_property(d.path)}", f"line={d.line}", f"col={d.col + 1}",
+            f"file={_escape_property(shown(d.path))}", f"line={d.line}", f"col={d.col + 1}",
             f"title={_escape_property(d.code + ' ' + rules.RULES[d.code].name)}",
         ))
-        out.append(f"::{command} {props}::{_escape_data(d.message)}")
+        out.append(f"::{command} {props}::{_escape_data(shown(d.message))}")
     if report.statistics:
         out.extend(statistics_lines(report))
     return "".join(line + "\n" for line in out)

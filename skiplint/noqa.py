@@ -24,7 +24,11 @@ def suppressed_codes(line: str) -> Optional[tuple[str, ...]]:
 
 
 def is_suppressed(code: str, line: str) -> bool:
-    codes = suppressed_codes(line)
+    return covers(suppressed_codes(line), code)
+
+
+def covers(codes: Optional[tuple[str, ...]], code: str) -> bool:
+    """Whether a line's noqa (`suppressed_codes` of it) silences `code`."""
     if codes is None:
         return False
     return not codes or code.startswith(codes)

@@ -172,8 +172,7 @@ def _died(path: str, exitcode: Optional[int], selection: Selection) -> FileResul
             how = f"killed by signal {-exitcode}"
     else:
         how = f"exit status {exitcode}"
-    return prefilter.unchecked(path, f"the process checking it died, also when retried alone ({how})",
-                               selection)
+    return prefilter.unchecked(path, f"the process checking it died, also when retried alone ({how})")
 
 
 def check_all(tasks: Sequence[Task], jobs: Optional[int] = None) -> list[FileResult]:

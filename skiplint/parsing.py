@@ -1,34 +1,329 @@
 """The one way skiplint parses source: every libcst parse (engine, project index, fix, layout,
-verify's static step) goes through `parse_module`, which refuses what would hang or crash libcst."""
+verify's static step) goes through `parse_module`.
+
+Before libcst sees a text, `hazard` scans its tokens (a hand scan that never fails, so it works
+the same on every Python and whatever syntax error the text has) and refuses what libcst's
+recursive native parser would crash on or take minutes over: deep bracket nesting, long operator
+and trailer chains, long elif chains and texts of too many tokens (the limits are in limits.py).
+When libcst then fails, the running Python's own compile says where and why, as flake8's E999
+does; a text that Python accepts but libcst cannot read is parsed again with the one known gap of
+libcst's grammar bridged (a parenthesized annotated-assignment target), else reported as such.
+"""
 
 from __future__ import annotations
 
+import ast
+import bisect
 import re
-
-import libcst as cst
+import warnings
+from typing import TYPE_CHECKING, Optional
 
 from skiplint import limits
 
+if TYPE_CHECKING:
+    import libcst as cst
+
 
 class ParseFailure(Exception):
-    """The source could not be parsed; the message is the one-line reason."""
+    """The source could not be parsed: `str()` is the one-line reason; `line` (1-based) and `col`
+    (0-based) say where, as the running Python reports it, when that is known."""
 
+    def __init__(self, reason: str, line: int = 1, col: int = 0) -> None:
+        super().__init__(reason)
+        self.line = line
+        self.col = col
+
+
+# -- the token scan ---------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"""[ \t\f]*(?:
+    (?P<blank>\\(?:\r\n|\r|\n)|\\?\Z)
+  | (?P<newline>\r\n|\r|\n)
+  | (?P<comment>\#[^\r\n]*)
+  | (?P<string>[rRbBuU]{0,2}(?:'''|\"\"\"|'|\"))
+  | (?P<fstring>[rR]?[fFtT][rR]?(?:'''|\"\"\"|'|\"))
+  | (?P<number>0[xXoObB][\w]*|(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d[\d_]*)?[jJ]?)
+  | (?P<name>\w+)
+  | (?P<open>[(\[{])
+  | (?P<close>[)\]}])
+  | (?P<separator>[,;]|=(?!=)|(?:\*\*|//|>>|<<|[-+*/%@&|^])=)
+  | (?P<colon>:(?!=))
+  | (?P<op>\*\*|//|>>|<<|->|:=|[=<>!]=|\.\.\.|[-+*/%@&|^~<>.])
+  | (?P<other>.)
+)""", re.VERBOSE | re.DOTALL)
+
+#: The rest of a string after its opening quote, up to and including the closing quote (or the
+#: end of the line, or of the text, when it is not closed).
+_STRING_REST = {
+    "'": re.compile(r"[^'\\\r\n]*(?:\\(?:\r\n|[\s\S])[^'\\\r\n]*)*'?"),
+    '"': re.compile(r'[^"\\\r\n]*(?:\\(?:\r\n|[\s\S])[^"\\\r\n]*)*"?'),
+    "'''": re.compile(r"[^'\\]*(?:(?:\\[\s\S]|'(?!''))[^'\\]*)*(?:''')?"),
+    '"""': re.compile(r'[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*(?:""")?'),
+}
+#: Literal text of an f-string up to its next brace, backslash, quote or line end.
+_FSTRING_TEXT = {
+    "'": re.compile(r"[^'{}\\\r\n]*"),
+    '"': re.compile(r'[^"{}\\\r\n]*'),
+    "'''": re.compile(r"[^'{}\\]*"),
+    '"""': re.compile(r'[^"{}\\]*'),
+}
+
+
+def _end(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where a match of `pattern` (which may match nothing) from `pos` ends."""
+    match = pattern.match(text, pos)
+    return pos if match is None else match.end()
+
+
+class _Refused(Exception):
+    def __init__(self, reason: str, pos: int) -> None:
+        super().__init__(reason)
+        self.pos = pos
+
+
+class _Scan:
+    """One pass over the tokens of a text, raising _Refused at the first limit exceeded.
+
+    `depth` counts open brackets and f-string replacement fields; a bracket level's `run` counts
+    the operators and operands since its last comma-like separator (each nested bracket group
+    counting as three), which is how deep libcst's tree of that expression becomes.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = 0
+        self.depth = 0
+        self.runs: list[int] = [0]
+        self.lambdas: list[int] = [0]
+        self.elifs: dict[int, int] = {}
+        self.line_start = True
+        self.line_pos = 0
+
+    def count(self, pos: int, weight: int = 1) -> None:
+        self.tokens += 1
+        if self.tokens > limits.MAX_TOKENS:
+            raise _Refused(f"too large to check (more than {limits.MAX_TOKENS:,} tokens)", pos)
+        self.runs[-1] += weight
+        if self.runs[-1] > limits.MAX_EXPRESSION_RUN:
+            raise _Refused(f"nested too deeply to parse (an expression of more than "
+                           f"{limits.MAX_EXPRESSION_RUN:,} operators and operands)", pos)
+
+    def separate(self, pos: int) -> None:
+        self.tokens += 1
+        if self.tokens > limits.MAX_TOKENS:
+            raise _Refused(f"too large to check (more than {limits.MAX_TOKENS:,} tokens)", pos)
+        self.runs[-1] = 0
+
+    def open(self, pos: int) -> None:
+        self.count(pos, 2)
+        self.depth += 1
+        if self.depth > limits.MAX_NESTING:
+            raise _Refused(f"nested too deeply to parse (more than {limits.MAX_NESTING} levels of "
+                           f"brackets)", pos)
+        self.runs.append(0)
+        self.lambdas.append(0)
+
+    def close(self, pos: int) -> None:
+        if self.depth:
+            self.depth -= 1
+            self.runs.pop()
+            self.lambdas.pop()
+        self.count(pos)
+
+    def statement(self, pos: int, word: str) -> None:
+        """The first word of a logical line: elif chains nest in libcst's tree."""
+        indent = pos - self.line_pos
+        for deeper in [key for key in self.elifs if key > indent]:
+            del self.elifs[deeper]
+        if word == "elif":
+            self.elifs[indent] = self.elifs.get(indent, 0) + 1
+            if self.elifs[indent] > limits.MAX_ELIF_CHAIN:
+                raise _Refused(f"nested too deeply to parse (more than {limits.MAX_ELIF_CHAIN:,} "
+                               f"elif branches in a row)", pos)
+        elif word != "else":
+            self.elifs.pop(indent, None)
+
+    def code(self, pos: int, field: bool = False) -> int:
+        """Scan code from `pos`; in an f-string field, stop after its closing brace."""
+        text, end = self.text, len(self.text)
+        base = self.depth
+        while pos < end:
+            match = _TOKEN.match(text, pos)
+            if match is None:  # pragma: no cover - `other` matches any character
+                break
+            kind, pos = match.lastgroup or "other", match.end()
+            start = match.start(kind)
+            if kind == "blank" or kind == "comment":
+                continue
+            if kind == "newline":
+                if self.depth == 0:
+                    self.runs[-1] = 0
+                    self.line_start, self.line_pos = True, pos
+                continue
+            if self.line_start and self.depth == 0:
+                self.line_start = False
+                self.statement(start, match.group(kind) if kind == "name" else "")
+            if kind == "string":
+                pos = _end(_STRING_REST[match.group(kind).lstrip("rRbBuU")], text, pos)
+                self.count(start)
+            elif kind == "fstring":
+                self.count(start)
+                pos = self.fstring(pos, match.group(kind).lstrip("rRfFtT"))
+            elif kind == "name":
+                if match.group(kind) == "lambda":
+                    self.lambdas[-1] += 1
+                self.count(start)
+            elif kind == "open":
+                self.open(start)
+            elif kind == "close":
+                if field and self.depth == base and match.group(kind) == "}":
+                    return pos
+                self.close(start)
+            elif kind == "separator":
+                self.separate(start)
+            elif kind == "colon":
+                if field and self.depth == base:
+                    return self.fstring_spec(pos)
+                if self.lambdas[-1]:
+                    self.lambdas[-1] -= 1  # a lambda's body continues its expression
+                    self.count(start)
+                else:
+                    self.separate(start)
+            else:
+                self.count(start)
+        return pos
+
+    def fstring(self, pos: int, quote: str) -> int:
+        """Scan an f-string's body after its opening quote; return the position after it."""
+        text, end = self.text, len(self.text)
+        literal = _FSTRING_TEXT[quote]
+        while pos < end:
+            pos = _end(literal, text, pos)
+            if pos >= end:
+                break
+            char = text[pos]
+            if text.startswith(quote, pos):
+                return pos + len(quote)
+            if char in "\r\n" and len(quote) == 1:
+                return pos  # not closed on its line
+            if char == "\\":
+                pos += 2
+            elif text.startswith("{{", pos) or text.startswith("}}", pos):
+                pos += 2
+            elif char == "{":
+                pos = self.field(pos)
+            else:
+                pos += 1
+        return pos
+
+    def field(self, pos: int) -> int:
+        """A replacement field of an f-string, from its `{`: code, scanned one level deeper."""
+        outer = self.depth
+        self.open(pos)
+        after = self.code(pos + 1, field=True)
+        while self.depth > outer:  # the field's own level, and any bracket left open in it
+            self.depth -= 1
+            self.runs.pop()
+            self.lambdas.pop()
+        return after
+
+    def fstring_spec(self, pos: int) -> int:
+        """A format spec (after `:` in a field): literal text with nested fields, up to `}`."""
+        text, end = self.text, len(self.text)
+        while pos < end:
+            char = text[pos]
+            if char == "}":
+                return pos + 1
+            if char == "{":
+                pos = self.field(pos)
+            elif char in "\r\n'\"":
+                return pos  # malformed: let the enclosing string decide
+            else:
+                pos += 1
+        return pos
+
+
+def hazard(text: str) -> Optional[tuple[str, int]]:
+    """Why libcst must not be given this text (one line) and the offset where that shows, or None."""
+    try:
+        _Scan(text).code(0)
+    except _Refused as refused:
+        return str(refused), refused.pos
+    return None
+
+
+# -- lines and positions ----------------------------------------------------------------------------
+
+def position(text: str, offset: int) -> tuple[int, int]:
+    """(1-based line, 0-based column) of a character offset, lines as Python's tokenizer counts them."""
+    from skiplint import sources
+
+    starts = sources.line_starts(text)
+    index = bisect.bisect_right(starts, offset) - 1
+    return index + 1, offset - starts[index]
+
+
+# -- parsing ----------------------------------------------------------------------------------------
 
 _PARSER_PREFIX = re.compile(r"^(?:parser error: |tokenizer error: )?(?:error at \d+:\d+: )?")
 
 
+def python_syntax_error(text: str) -> Optional[SyntaxError]:
+    """The running Python's own verdict on `text`: its SyntaxError, or None when it compiles."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes and the like are not our business
+            compile(text, "<skiplint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        return error
+    except (RecursionError, MemoryError) as error:
+        return SyntaxError(f"too complex for Python's parser ({type(error).__name__})")
+    except (ValueError, OverflowError) as error:
+        return SyntaxError(str(error))
+    return None
+
+
+def _python_failure(error: SyntaxError, text: str) -> ParseFailure:
+    message = str(getattr(error, "msg", "") or error).splitlines()[0] if str(error) else "invalid syntax"
+    line = error.lineno if isinstance(error.lineno, int) and error.lineno > 0 else 1
+    col = error.offset - 1 if isinstance(error.offset, int) and error.offset > 0 else 0
+    lines = _lines(text)
+    if line > len(lines):
+        line, col = max(len(lines), 1), 0
+    return ParseFailure(f"syntax error: {message}", line, col)
+
+
+def _lines(text: str) -> list[str]:
+    from skiplint import sources
+
+    return sources.lines(text)
+
+
 def parse_module(text: str) -> cst.Module:
-    """The libcst module of `text`, or ParseFailure with a one-line reason."""
-    hazard = limits.parser_hazard(text)
-    if hazard is not None:  # libcst's native parser would overflow its stack and kill the process
-        raise ParseFailure(hazard)
+    """The libcst module of `text`, or ParseFailure with a one-line reason and where it applies."""
+    import libcst as cst
+
+    refused = hazard(text)
+    if refused is not None:
+        reason, offset = refused
+        raise ParseFailure(reason, *position(text, offset))
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        first = str(error.message).splitlines()[0] if error.message else ""
-        message = _PARSER_PREFIX.sub("", first) or "invalid syntax"
-        raise ParseFailure(f"syntax error at {error.raw_line}:{error.raw_column + 1}: {message}") from None
+        libcst_error = error
     except RecursionError:
         raise ParseFailure("nested too deeply for the parser (RecursionError)") from None
     except (ValueError, TypeError) as error:
         raise ParseFailure(f"cannot parse: {error}") from None
+    python_error = python_syntax_error(text)
+    if python_error is not None:
+        raise _python_failure(python_error, text) from None
+    from skiplint import syntax
+
+    module = syntax.parse_bridging_gaps(text)
+    if module is not None:
+        return module
+    first = str(libcst_error.message).splitlines()[0] if libcst_error.message else ""
+    message = _PARSER_PREFIX.sub("", first) or "invalid syntax"
+    raise ParseFailure(f"valid Python that libcst cannot parse: {message}", libcst_error.raw_line,
+                       libcst_error.raw_column) from None

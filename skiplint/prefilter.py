@@ -628,11 +628,11 @@ def triage(path: str, selection: Selection, scan: Optional[ProjectScan] = None) 
             return FileResult(path, ())
         return sources.decode(data)
     except sources.SourceError as error:
-        return unchecked(path, str(error), selection)
+        return unchecked(path, str(error))
 
 
-def unchecked(path: str, reason: str, selection: Selection) -> FileResult:
-    """The result of a file that could not be checked: SKP900 with the reason (when selected)."""
+def unchecked(path: str, reason: str, line: int = 1, col: int = 0) -> FileResult:
+    """A file that could not be checked: SKP900 with the reason, whatever is selected (silence would
+    read as clean); a syntax error where the running Python's compile puts it."""
     message = rules.RULES["SKP900"].format(reason=reason)
-    diags = (Diagnostic(path, 1, 0, "SKP900", message),) if selection("SKP900") else ()
-    return FileResult(path, diags, reason)
+    return FileResult(path, (Diagnostic(path, line, col, "SKP900", message),), reason)

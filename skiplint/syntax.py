@@ -84,3 +84,100 @@ def statements(block: cst.BaseSuite) -> tuple[cst.BaseStatement | cst.BaseSmallS
     """The statements of an indented block or of a one-line suite."""
     return tuple(block.body)
 
+
+
+# -- valid Python that libcst's grammar lacks ------------------------------------------------------
+
+def _skip_trivia(text: str, pos: int, end: int, want: str) -> tuple[int, int]:
+    """Count the `want` characters from `pos` to `end` between blanks, line breaks, backslash
+    continuations and comments; return (count, offset of the first other character)."""
+    count = 0
+    while pos < end:
+        char = text[pos]
+        if char == want:
+            count += 1
+        elif char == "#":
+            while pos < end and text[pos] not in "\r\n":
+                pos += 1
+            continue
+        elif char not in " \t\f\r\n\\":
+            break
+        pos += 1
+    return count, pos
+
+
+def _char_offset(text: str, starts: list[int], line: int, byte_col: int) -> int:
+    """The offset in `text` of an ast position (1-based line, UTF-8 byte column)."""
+    start = starts[line - 1]
+    end = starts[line] if line < len(starts) else len(text)
+    return start + len(text[start:end].encode("utf-8")[:byte_col].decode("utf-8", "ignore"))
+
+
+def parse_bridging_gaps(text: str) -> Optional[cst.Module]:
+    """The module of a text that Python accepts and libcst 1.x does not, where the reason is a
+    known gap of libcst's grammar, else None.
+
+    The gap: an annotated assignment to a parenthesized target, `(x): int = 1` (valid since
+    Python 3.0; libcst only reads a bare name, attribute or subscript there). Each such target is
+    parsed as the subscript of a placeholder name, `_[(x)]: int = 1`, and then put back in place
+    with its parentheses, so the module's code is the original text byte for byte.
+    """
+    import ast
+
+    from skiplint import sources
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    found = [node for node in ast.walk(tree) if isinstance(node, ast.AnnAssign)
+             and (node.lineno, node.col_offset) != (node.target.lineno, node.target.col_offset)
+             and node.target.end_lineno is not None and node.target.end_col_offset is not None]
+    if not found:
+        return None
+    placeholder = "_skiplint_target"
+    while placeholder in text:
+        placeholder += "_"
+    starts = sources.line_starts(text)
+    edits: list[tuple[int, int]] = []
+    for node in found:
+        first = _char_offset(text, starts, node.lineno, node.col_offset)
+        inner = _char_offset(text, starts, node.target.lineno, node.target.col_offset)
+        after = _char_offset(text, starts, node.target.end_lineno or 0, node.target.end_col_offset or 0)
+        opened, _ = _skip_trivia(text, first, inner, "(")
+        closed, last = 0, after
+        while closed < opened and last < len(text):
+            more, last = _skip_trivia(text, last, len(text), ")")
+            if not more:
+                return None
+            closed += more
+            if closed > opened:
+                return None
+        edits.append((first, last))
+    bridged = text
+    for first, last in sorted(edits, reverse=True):
+        last = len(bridged[:last].rstrip(" \t\f\r\n\\"))  # just after the last `)`
+        bridged = f"{bridged[:first]}{placeholder}[{bridged[first:last]}]{bridged[last:]}"
+    try:
+        module = cst.parse_module(bridged)
+        restored = module.visit(_Unbridge(placeholder))
+    except (cst.ParserSyntaxError, RecursionError, ValueError, TypeError):
+        return None
+    if not isinstance(restored, cst.Module) or restored.code != text:
+        return None
+    return restored
+
+
+class _Unbridge(cst.CSTTransformer):
+    def __init__(self, placeholder: str) -> None:
+        super().__init__()
+        self.placeholder = placeholder
+
+    def leave_AnnAssign(self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign) -> cst.AnnAssign:
+        target = updated_node.target
+        if (isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name)
+                and target.value.value == self.placeholder and len(target.slice) == 1
+                and isinstance(target.slice[0].slice, cst.Index)):
+            value = target.slice[0].slice.value
+            return updated_node.with_changes(target=value)
+        return updated_node

@@ -28,12 +28,12 @@ def in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # A small validator for the part of JSON Schema that docs/json-schema.json uses.
 def validate(value: Any, schema: dict[str, Any], where: str = "$") -> None:
-    kinds = {"object": dict, "array": list, "string": str, "integer": int, "null": type(None)}
+    kinds = {"object": dict, "array": list, "string": str, "integer": int, "null": type(None), "boolean": bool}
     if "const" in schema:
         assert value == schema["const"], f"{where}: {value!r} != {schema['const']!r}"
     if "type" in schema:
         wanted = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        assert any(isinstance(value, kinds[k]) and not isinstance(value, bool) for k in wanted), \
+        assert any(isinstance(value, kinds[k]) and isinstance(value, bool) == (k == "boolean") for k in wanted), \
             f"{where}: {value!r} is not {wanted}"
     if isinstance(value, dict):
         for key in schema.get("required", ()):

@@ -1,0 +1,183 @@
+"""Hostile inputs for skiplint, built from a seed: mutations of the fixtures and generated
+programs, each a small tree of files (a model and the sibling module it imports).
+
+`python -m tests.fuzz.generate --count 500` runs the long fuzz (see README, Development); the test
+suite runs a fixed small budget (tests/fuzz/test_fuzz.py). Each input is linted in a subprocess by
+`skiplint` and by `flake8` under a wall-clock limit and an address-space limit; the run must end
+with exit status 0, 1 or 2, by itself (no signal), with nothing on stderr that is a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Dict, Optional
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = sorted(p for p in (REPO / "fixtures").rglob("*.py"))
+API = "from torchgpipe.skip import skippable, stash, pop\nimport torch.nn as nn\n"
+WALL_S = 20
+MEMORY_BYTES = 1 << 30
+
+Tree = Dict[str, bytes]
+
+
+def _fixture(rng: random.Random) -> str:
+    return rng.choice(FIXTURES).read_text(encoding="utf-8")
+
+
+def _deep(rng: random.Random) -> str:
+    n = rng.choice([150, 199, 201, 1000, 5000])
+    kind = rng.choice(["()", "[]", "{}", "-", "not ", "lambda: ", "1 if a else ", ".b", "[0]", "()", " + a"])
+    if len(kind) == 2 and kind[0] in "([{" and kind != "()":
+        return "x = " + kind[0] * n + kind[1] * n
+    if kind == "()" and rng.random() < 0.5:
+        return "x = " + "(" * n + ")" * n
+    if kind in (".b", "[0]", "()"):
+        return "x = a" + kind * n * 3
+    return "x = " + kind * n + "1"
+
+
+def mutate_fixture(rng: random.Random) -> Tree:
+    text = _fixture(rng)
+    lines = text.splitlines(keepends=True) or ["\n"]
+    for _ in range(rng.randint(1, 4)):
+        what = rng.randrange(8)
+        i = rng.randrange(len(lines))
+        if what == 0:
+            lines[i] = lines[i].replace("\n", rng.choice(["\r", "\r\n", "\n\r"]))
+        elif what == 1:
+            j = rng.randrange(len(lines[i]) + 1)
+            lines[i] = lines[i][:j] + rng.choice("\x0c\x1c\x1d\x1e\u2028\u2029\x85\x1b\t\r\ufeff") + lines[i][j:]
+        elif what == 2:
+            del lines[i]
+        elif what == 3:
+            lines.insert(i, lines[i])
+        elif what == 4:
+            j = rng.randrange(len(lines))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif what == 5:
+            lines[i] = lines[i][: rng.randrange(len(lines[i]) + 1)]  # a syntax error, often
+        elif what == 6:
+            lines.insert(i, _deep(rng) + "\n")
+        else:
+            lines = [line.replace('"', "'") if rng.random() < 0.3 else line for line in lines]
+        if not lines:
+            lines = ["\n"]
+    return {"model.py": "".join(lines).encode("utf-8", "surrogatepass")}
+
+
+def deep_sibling(rng: random.Random) -> Tree:
+    blocks = "import torch.nn as nn\n\nclass Block(nn.Module):\n    table = " + _deep(rng).split("= ", 1)[1] + "\n"
+    model = API + "from blocks import Block\n\nmodel = nn.Sequential(Block(), Block())\n"
+    return {"blocks.py": blocks.encode(), "model.py": model.encode()}
+
+
+def large_constants(rng: random.Random) -> Tree:
+    body = rng.choice([
+        "x = 10\nfor _ in range(9):\n    x = x ** 63\n",
+        "s = 'ab'\nfor _ in range(40):\n    s = s + s\n",
+        "s = [1]\nfor _ in range(40):\n    s = s + s\n",
+        f"n = {'9' * rng.choice([4000, 4301, 20000])}\nm = str(n * n)\n",
+        "b = [1, -10**12]\n",
+        "names = ['a'] * 10**9\n",
+    ])
+    model = API + body + "\n@skippable(stash=['a'])\nclass S(nn.Module):\n    def forward(self, x):\n" \
+        "        yield stash('a', x)\n        return x\n\nmodel = nn.Sequential(S(), S())\n"
+    return {"model.py": model.encode()}
+
+
+def syntax_error_after_long_line(rng: random.Random) -> Tree:
+    first = rng.choice(["def f(:\n", "type A = int\n", "x = (\n", "match x:\n  case 1: pass\n", "print 'a'\n"])
+    return {"model.py": (API + first + _deep(rng) + "\n").encode()}
+
+
+def odd_file(rng: random.Random) -> Tree:
+    unit = "@skippable(stash=['s{i}'])\nclass S{i}(nn.Module):\n    def forward(self, x):\n" \
+           "        yield stash('s{i}', x)\n        return x\n"
+    count = rng.choice([10, 1000, 5000])
+    text = API + "".join(unit.format(i=i) for i in range(count))
+    newline = rng.choice(["\n", "\r", "\r\n"])
+    return {"model.py": text.replace("\n", newline).encode()}
+
+
+def control_characters(rng: random.Random) -> Tree:
+    name = "".join(rng.choice("ab\n\r\x00\x1b\udc80\u2028'\"\\") for _ in range(6))
+    text = API + f"@skippable(stash=['a'])\nclass S(nn.Module):\n    def forward(self, x):\n" \
+        f"        yield stash({name!r}, x)\n        return x\n"
+    return {"model.py": text.encode("utf-8", "surrogatepass")}
+
+
+GENERATORS: list[Callable[[random.Random], Tree]] = [
+    mutate_fixture, deep_sibling, large_constants, syntax_error_after_long_line, odd_file,
+    control_characters,
+]
+
+
+def _limit() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+
+
+def run_one(tree: Tree, python: str = sys.executable) -> list[str]:
+    """Lint the tree with skiplint and with flake8; the problems found (empty when all is well)."""
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="skiplint-fuzz-") as root:
+        for name, data in tree.items():
+            Path(root, name).write_bytes(data)
+        for tool in (["-m", "skiplint", "--isolated", "-j", "1", "."],
+                     ["-m", "flake8", "--isolated", "-j", "1", "--select", "SKP", "."]):
+            started = time.monotonic()
+            try:
+                done = subprocess.run([python, *tool], cwd=root, capture_output=True, timeout=WALL_S,
+                                      preexec_fn=_limit, env={**os.environ, "PYTHONHASHSEED": "0"})
+            except subprocess.TimeoutExpired:
+                problems.append(f"{tool[1]}: over {WALL_S} s")
+                continue
+            seconds = time.monotonic() - started
+            stderr = done.stderr.decode("utf-8", "replace")
+            if done.returncode < 0:
+                problems.append(f"{tool[1]}: killed by signal {-done.returncode} after {seconds:.1f} s")
+            elif done.returncode not in (0, 1, 2) or (tool[1] == "flake8" and done.returncode == 2):
+                problems.append(f"{tool[1]}: exit {done.returncode}: {stderr[-300:]}")
+            if "Traceback" in stderr or "failed during execution" in stderr:
+                problems.append(f"{tool[1]}: {stderr.strip().splitlines()[-1][:300]}")
+    return problems
+
+
+def case(seed: int) -> tuple[str, Tree]:
+    rng = random.Random(seed)
+    generator = GENERATORS[seed % len(GENERATORS)]
+    return generator.__name__, generator(rng)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=200, help="how many inputs (default 200)")
+    parser.add_argument("--start", type=int, default=0, help="first seed")
+    parser.add_argument("--save", default="fuzz-failures", help="where failing trees are written")
+    args = parser.parse_args(argv)
+    failures = 0
+    for seed in range(args.start, args.start + args.count):
+        name, tree = case(seed)
+        problems = run_one(tree)
+        if problems:
+            failures += 1
+            where = Path(args.save, f"{seed}-{name}")
+            where.mkdir(parents=True, exist_ok=True)
+            for file, data in tree.items():
+                (where / file).write_bytes(data)
+            print(f"seed {seed} ({name}): " + "; ".join(problems), flush=True)
+    print(f"{args.count} inputs, {failures} failing", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
