@@ -435,7 +435,9 @@ def fix_source(text: str, path: str, settings: config.Config = config.Config(), 
     """Apply every fix that makes the file strictly better, one at a time, re-linting after each."""
     state = _lint(text, path, settings)
     if state.error is not None:
-        return FileFix(path, text, text, (), (), state.error, remaining=state.reported)
+        where = next(((d.line, d.col) for d in state.reported if d.code == "SKP900"), (1, 0))
+        reason = state.error if where == (1, 0) else f"{state.error} at {where[0]}:{where[1] + 1}"
+        return FileFix(path, text, text, (), (), reason, remaining=state.reported)
     compiles = any(d.code in codes for d in state.reported) and _compiles(text, path)
     applied: list[Diagnostic] = []
     edits: list[tuple[Edit, ...]] = []

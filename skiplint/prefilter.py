@@ -96,7 +96,8 @@ API: dict[str, str] = _api_table()
 #: torch.distributed.pipeline / _pipeline in any spelling, never torch's newer `pipelining`) on an
 #: import line. Nothing resolves to the API without such an import (a project's own re-exports
 #: are api-aliases, with needles of their own), so a mention in a comment or docstring is no hit.
-_PREFILTER_PATTERN = (r"(?m)^[ \t]*(?:from|import)[ \t][^\n]*?"
+#: Lines end where Python's tokenizer ends them: at \n, \r\n or a lone \r.
+_PREFILTER_PATTERN = (r"(?m)(?:^|(?<=\r))[ \t]*(?:from|import)[ \t][^\r\n]*?"
                       r"(?:torchgpipe|fairscale|distributed\._?pipeline(?!ing)|distributed import \(?\s*_?pipeline\b)")
 _PREFILTER = _Lazy(_PREFILTER_PATTERN.encode())
 _PREFILTER_TEXT = _Lazy(_PREFILTER_PATTERN)

@@ -375,7 +375,7 @@ def test_stdin_that_cannot_be_checked_exits_2_and_passes_it_through(tmp_path: Pa
     data = b"import torchgpipe\ndef (:\n"
     done = fix_stdin(data, "--stdin-display-name", "bad.py", cwd=tmp_path)
     assert (done.returncode, done.stdout) == (2, data)
-    assert done.stderr.decode().startswith("bad.py: could not fix this source: syntax error at 2:")
+    assert done.stderr.decode() == "bad.py: could not fix this source: syntax error: invalid syntax at 2:5\n"
 
 
 def test_stdin_without_the_api_is_passed_through(tmp_path: Path) -> None:
