@@ -7,6 +7,7 @@ in-process test run), next to a good file with a known finding that must still b
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import stat
 import subprocess
@@ -235,11 +236,29 @@ def test_syntax_newer_than_the_parser_is_one_line(tmp_path: Path) -> None:
     assert line == "future.py:2:22: SKP900 could not check this file: syntax error: invalid syntax"
 
 
+#: libcst reads Python 3.14's `except A, B:` and t-strings from 1.8.4 on (1.8.2 does not; the
+#: oldest libcst skiplint supports, 1.1.0, reads 3.12's type parameters and aliases).
+LIBCST_READS_314 = tuple(int(p) for p in importlib.metadata.version("libcst").split(".")[:3]) >= (1, 8, 4)
+
+
 def test_syntax_newer_than_the_interpreter_is_checked(tmp_path: Path) -> None:
-    """Python 3.12-3.14 syntax is read by libcst even on an older interpreter."""
-    source = API + "type Alias = list[int]\n\ndef first[T](xs: list[T]) -> T:\n    return xs[0]\n" \
-        "try:\n    pass\nexcept ValueError, TypeError:\n    pass\nmsg = t'{x}'\n"
+    """Python 3.12 syntax is read by every supported libcst, even on an older interpreter."""
+    source = API + "type Alias = list[int]\n\ndef first[T](xs: list[T]) -> T:\n    return xs[0]\n"
     check_tree(tmp_path, write("modern.py", source.encode()), None)
+
+
+def test_syntax_newer_than_libcst_is_one_line_or_checked(tmp_path: Path) -> None:
+    """Python 3.14 syntax: checked where the installed libcst reads it, else one SKP900 line."""
+    source = API + "try:\n    pass\nexcept ValueError, TypeError:\n    pass\nmsg = t'{x}'\n"
+    if LIBCST_READS_314:
+        check_tree(tmp_path, write("newest.py", source.encode()), None)
+        return
+    try:  # where the running Python puts the error, as the report must
+        compile(source, "newest.py", "exec", dont_inherit=True)
+        where = ":1:1:"
+    except SyntaxError as error:
+        where = f":{error.lineno}:{error.offset}:"
+    check_tree(tmp_path, write("newest.py", source.encode()), "syntax error", where)
 
 
 def test_named_pipe_is_not_read(tmp_path: Path) -> None:
