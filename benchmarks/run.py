@@ -262,8 +262,12 @@ def paired(target: str, limit: float, a: tuple[str, Sequence[str]], b: tuple[str
 
 
 def accepts(python: str, option: str) -> bool:
-    done = subprocess.run([python, "-m", "skiplint", "--help"], capture_output=True, text=True)
-    return option in done.stdout
+    """Whether the CLI takes this option (check's own options are listed by `check --help`)."""
+    for argv in (["--help"], ["check", "--help"]):
+        done = subprocess.run([python, "-m", "skiplint", *argv], capture_output=True, text=True)
+        if option in done.stdout:
+            return True
+    return False
 
 
 # -- the run -------------------------------------------------------------------------------------
