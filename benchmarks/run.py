@@ -318,6 +318,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     log("environments ...")
     py = skiplint_python(venvs, args.python)
+    # As pip leaves an installed package: byte-compiled (an editable checkout under
+    # PYTHONDONTWRITEBYTECODE would otherwise compile every module of skiplint on every run,
+    # while the peers' packages were compiled when pip installed them).
+    subprocess.run([py, "-m", "compileall", "-q", os.path.join(REPO, "skiplint")], check=True)
     torch_py = ensure_venv(os.path.join(venvs, "torch"), [TORCH_PIN],
                            "import importlib.metadata as m; assert m.version('torch').startswith('2.13.0')",
                            args.python)
