@@ -262,8 +262,12 @@ def paired(target: str, limit: float, a: tuple[str, Sequence[str]], b: tuple[str
 
 
 def accepts(python: str, option: str) -> bool:
-    done = subprocess.run([python, "-m", "skiplint", "--help"], capture_output=True, text=True)
-    return option in done.stdout
+    """Whether the CLI takes this option (check's own options are listed by `check --help`)."""
+    for argv in (["--help"], ["check", "--help"]):
+        done = subprocess.run([python, "-m", "skiplint", *argv], capture_output=True, text=True)
+        if option in done.stdout:
+            return True
+    return False
 
 
 # -- the run -------------------------------------------------------------------------------------
@@ -316,6 +320,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     log("environments ...")
     py = skiplint_python(venvs, args.python)
+    # As pip leaves an installed package: byte-compiled (an editable checkout under
+    # PYTHONDONTWRITEBYTECODE would otherwise compile every module of skiplint on every run,
+    # while the peers' packages were compiled when pip installed them).
     subprocess.run([py, "-m", "compileall", "-q", os.path.join(REPO, "skiplint")], env=env, check=True)
     torch_py = ensure_venv(os.path.join(venvs, "torch"), [TORCH_PIN],
                            "import importlib.metadata as m; assert m.version('torch').startswith('2.13.0')",

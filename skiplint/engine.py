@@ -66,7 +66,7 @@ def analyze_models(text: str, path: str, *, project: Optional[ProjectIndex] = No
     module = parsing.parse_module(text)
     try:
         index = skippables.ModuleIndex(module)
-        locator = Locator(module)  # one per module: all its findings are located in one pass
+        locator = Locator(module, text)  # one per module: all its findings are located in one pass
         facts = skippables.extract(module, path, text, index, locator)
         if not interpret.relevant(text):
             return facts, ModelFacts(path)

@@ -138,15 +138,133 @@ class _Targeted(CodegenState):
         self.pending = waiting
 
 
+#: Fields that hold only trivia (whitespace, comments, punctuation): never a reported node.
+_TRIVIA_FIELDS = frozenset({
+    "whitespace_before", "whitespace_after", "whitespace_after_star", "whitespace_after_at",
+    "whitespace_before_colon", "whitespace_after_colon", "whitespace_after_def", "whitespace_after_class",
+    "whitespace_before_params", "whitespace_after_import", "whitespace_before_import",
+    "whitespace_after_from", "whitespace_after_in", "whitespace_before_in", "whitespace_after_for",
+    "whitespace_after_if", "whitespace_before_if", "whitespace_after_else", "whitespace_before_else",
+    "whitespace_after_lambda", "whitespace_after_return", "whitespace_after_yield",
+    "whitespace_after_await", "whitespace_after_arg", "whitespace_after_indicator",
+    "whitespace_after_param", "whitespace_after_key", "whitespace_after_value",
+    "leading_lines", "lines_after_decorators", "trailing_whitespace", "lpar", "rpar", "lbracket",
+    "rbracket", "lbrace", "rbrace", "comma", "semicolon", "header", "footer", "equal", "star",
+    "colon", "operator", "dot", "newline", "indent"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _holders(module: cst.Module, targets: dict[int, cst.CSTNode]) -> Optional[dict[int, list[int]]]:
+    """For each top-level statement that holds targets, their ids (None when one is not found)."""
+    left = set(targets)
+    out: dict[int, list[int]] = {}
+    fields = _FIELDS
+    for index, statement in enumerate(module.body):
+        stack: list[Any] = [statement]
+        pop, push, extend = stack.pop, stack.append, stack.extend
+        while stack:
+            node = pop()
+            if id(node) in left:
+                left.discard(id(node))
+                out.setdefault(index, []).append(id(node))
+            kind = type(node)
+            names = fields.get(kind)
+            if names is None:
+                names = fields[kind] = (tuple(n for n in kind.__dataclass_fields__ if n not in _TRIVIA_FIELDS)
+                                        if issubclass(kind, cst.CSTNode) else ())
+            for name in names:
+                value = getattr(node, name)
+                if type(value) is tuple or type(value) is list:
+                    extend(value)
+                else:
+                    push(value)
+        if not left:
+            return out
+    return None
+
+
+def _statement_starts(module: cst.Module, text: str) -> Optional[list[int]]:
+    """The line where the code of each top-level statement of `module` begins (its leading
+    blank and comment lines included), from Python's own parser; None when it cannot tell."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None  # syntax newer than this interpreter, or too deep for it: the whole module
+    body = tree.body
+    starts: list[int] = []
+    at = 0
+    for statement in module.body:
+        if at >= len(body):
+            return None
+        first = body[at]
+        line = first.lineno
+        leading = len(statement.leading_lines)
+        if isinstance(statement, cst.SimpleStatementLine):
+            at += len(statement.body)
+        else:
+            at += 1
+            decorators = getattr(statement, "decorators", ())
+            if decorators:
+                listed = getattr(first, "decorator_list", ())
+                if not listed:
+                    return None
+                line = listed[0].lineno
+                leading += len(decorators[0].leading_lines)
+        starts.append(line - leading)
+    return starts if at == len(body) else None
+
+
+def _by_statement(module: cst.Module, text: str, targets: dict[int, cst.CSTNode]
+                  ) -> Optional[tuple[dict[int, tuple[int, int]], dict[int, tuple[int, int]]]]:
+    """The targets' start and end positions from the code of only the top-level statements that hold them, each
+    generated from its own first line; None (generate the whole module) when a statement's
+    start cannot be told, or its code is not the source's text at that line."""
+    holders = _holders(module, targets)
+    if holders is None:
+        return None
+    starts = _statement_starts(module, text)
+    if starts is None:
+        return None
+    offsets = [0]
+    found: dict[int, tuple[int, int]] = {}
+    ends: dict[int, tuple[int, int]] = {}
+    for index in sorted(holders):
+        line = starts[index]
+        if line < 1:
+            return None
+        while len(offsets) < line:
+            newline = text.find("\n", offsets[-1])
+            if newline < 0:
+                return None
+            offsets.append(newline + 1)
+        state = _Targeted({key: targets[key] for key in holders[index]}, module)
+        state.line = line
+        module.body[index]._codegen(state)
+        code = "".join(state.tokens)
+        if not text.startswith(code, offsets[line - 1]):
+            return None
+        found.update(state.found)
+        ends.update(state.ends)
+    return found, ends
+
+
 class Locator:
     """Positions of a module's nodes, computed only for the nodes that are reported."""
 
-    __slots__ = ("_module", "_found", "_ends")
+    __slots__ = ("_module", "_found", "_ends", "_text")
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, text: Optional[str] = None) -> None:
         self._module = module
         self._found: dict[int, tuple[int, int]] = {}
         self._ends: dict[int, tuple[int, int]] = {}
+        #: The module's source, when known: code is then generated only for the top-level
+        #: statements that hold a reported node (see _statement_starts), not for the whole module.
+        self._text = text
 
     def locate(self, nodes: Iterable[cst.CSTNode]) -> None:
         """Find the spans of these nodes in one pass of code generation."""
@@ -160,6 +278,10 @@ class Locator:
                 spans = {key: positions[node] for key, node in targets.items() if node in positions}
                 return ({key: (span.start.line, span.start.column) for key, span in spans.items()},
                         {key: (span.end.line, span.end.column) for key, span in spans.items()})
+            if self._text is not None:
+                found = _by_statement(self._module, self._text, targets)
+                if found is not None:
+                    return found
             state = _Targeted(targets, self._module)
             self._module._codegen(state)
             return state.found, state.ends

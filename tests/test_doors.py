@@ -216,6 +216,15 @@ def test_nothing_heavy_is_imported_for_a_file_without_the_api(tmp_path: Path, do
     assert api.stderr.splitlines()[-1] == "heavy: ['libcst', 'skiplint.engine', 'skiplint.project']"
 
 
+@pytest.mark.parametrize("options", [["--format", "json"], ["--format", "sarif"], ["--format", "github"],
+                                     ["-j", "2"], ["--statistics"]])
+def test_no_report_format_or_job_count_imports_anything_heavy_for_files_without_the_api(
+        tmp_path: Path, options: list[str]) -> None:
+    write(tmp_path, {"driver.py": DRIVER, "linear.py": NON_API, "conv.py": NON_API.replace("Linear", "Conv")})
+    plain = run("driver.py", "skiplint", *options, "linear.py", "conv.py", cwd=tmp_path)
+    assert plain.stderr.splitlines()[-1] == "heavy: []", plain.stderr
+
+
 SITECUSTOMIZE = """\
 import multiprocessing
 import os
