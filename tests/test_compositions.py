@@ -379,3 +379,27 @@ def test_harness_target_is_verified():
     for targets, expected in (((), ["SKP202"]), (("build",), ["SKP202"])):
         model = interpret.extract(module, "t.py", facts, index, verified_functions=targets)
         assert [f.code for f in pipes.model_findings(model)] == expected
+
+
+def test_a_popping_layer_called_alone_is_a_composition_of_one():
+    # The instance expression at the call is the popping layer's expression: `layer` or `P()`.
+    assert codes("def test(x):\n    layer = P()\n    return layer(x)\n") == [(3, "SKP201")]
+    assert codes("def test(x):\n    return P()(x)\n") == [(2, "SKP201")]
+    found = [c for c in models("def test(x):\n    return P()(x)\n").compositions]
+    assert [(c.name, [layer.label for layer in c.layers]) for c in found] == [("P()(...)", ["P"])]
+
+
+def test_direct_calls_that_do_not_certainly_fail_are_not_reported():
+    # A stash-only layer runs alone; an instance handed to a Sequential, a helper or an attribute
+    # may run inside a model; a stash called directly fills the thread's default tracker first;
+    # a failure expected by pytest.raises or caught by try is no surprise; an unknown callee
+    # with arguments may stash anything.
+    assert codes("def test(x):\n    return S()(x)\n") == []
+    assert codes("def test(x):\n    layer = P()\n    model = nn.Sequential(S(), layer)\n"
+                 "    layer(x)\n    return model\n") == []
+    assert codes("def run(layer, x):\n    return layer(x)\n\ndef test(x):\n    return run(P(), x)\n") == []
+    assert codes("class Box(nn.Module):\n    def build(self, x):\n        self.p = P()\n        return self.p(x)\n") == []
+    assert codes("def test(x):\n    y = S()(x)\n    return P()(y)\n") == []
+    assert codes("import pytest\n\ndef test(x):\n    with pytest.raises(RuntimeError):\n        P()(x)\n") == []
+    assert codes("def test(x):\n    try:\n        P()(x)\n    except RuntimeError:\n        pass\n") == []
+    assert codes("def test(x, model):\n    model(x)\n    return P()(x)\n") == []
