@@ -403,3 +403,12 @@ def test_direct_calls_that_do_not_certainly_fail_are_not_reported():
     assert codes("import pytest\n\ndef test(x):\n    with pytest.raises(RuntimeError):\n        P()(x)\n") == []
     assert codes("def test(x):\n    try:\n        P()(x)\n    except RuntimeError:\n        pass\n") == []
     assert codes("def test(x, model):\n    model(x)\n    return P()(x)\n") == []
+
+
+def test_lazy_skippables_given_to_a_pipe_class_parameter():
+    lazy = "from fairscale.nn.pipe import LazyModule\n\ndef build(pipe_cls):\n    return pipe_cls("
+    assert codes(lazy + "[LazyModule(lambda: S()), LazyModule(lambda: P())], balance=[1, 1])\n") == [(4, "SKP304")]
+    # No skippable layer built, no balance (not a pipe's signature), or a list that is not lazy.
+    assert codes(lazy + "[LazyModule(lambda: nn.ReLU())], balance=[1])\n") == []
+    assert codes(lazy + "[LazyModule(lambda: S()), LazyModule(lambda: P())])\n") == []
+    assert codes(lazy + "[S(), P()], balance=[1, 1])\n") == []

@@ -13,7 +13,7 @@ from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, Return
 from skiplint.interpret.operations import call_builtin
 from skiplint.interpret.values import (
     MODULE_METHODS, MUTATORS, STAR_UNKNOWN, UNKNOWN, ApiV, BoundV, BuiltinV, ClassV, DictV, ExternalV,
-    FuncV, LambdaV, LayerV, ListV, ObjV, PipeV, SeqV, hashable_constant, is_int, place, taint,
+    FuncV, LambdaV, LayerV, ListV, ObjV, PipeRecord, PipeV, SeqV, hashable_constant, is_int, place, taint,
 )
 
 
@@ -61,6 +61,15 @@ class Calls(Core):
             place(value)
         return args, kwargs, known
 
+    def lazy_pipe(self, module: Any, node: cst.Call) -> None:
+        """`pipe_cls(layers, balance=...)` with a callee that cannot be known (a parameter, a class
+        of another package): a list of `LazyModule`s that build skippable layers fails with every
+        pipe that accepts LazyModule lists (fairscale's MultiProcessPipe and AsyncPipe refuse
+        skippables under lazy construction), so the call is checked as such a pipe (SKP304)."""
+        lazy = self.lazy_layers(module, node)
+        if lazy is not None:
+            self.pipes.append(PipeRecord("LazyModule", node, lazy, None))
+
     def forward_call(self, func: Any, func_node: cst.BaseExpression, with_arguments: bool) -> None:
         """A call that may run a module's forward: a skippable layer called directly is recorded;
         whatever may stash into the thread's default skip tracker is noted (a direct pop after a
@@ -95,6 +104,8 @@ class Calls(Core):
             return self.api_call(func.symbol, args, kwargs, node, known)
         if not known:
             return UNKNOWN
+        if (func is UNKNOWN or isinstance(func, ExternalV)) and args and "balance" in kwargs:
+            self.lazy_pipe(args[0][0], node)
         if isinstance(func, ClassV):
             return self.instantiate(func, args, kwargs, node)
         if isinstance(func, (FuncV, LambdaV)):
