@@ -412,3 +412,22 @@ def test_lazy_skippables_given_to_a_pipe_class_parameter():
     assert codes(lazy + "[LazyModule(lambda: nn.ReLU())], balance=[1])\n") == []
     assert codes(lazy + "[LazyModule(lambda: S()), LazyModule(lambda: P())])\n") == []
     assert codes(lazy + "[S(), P()], balance=[1, 1])\n") == []
+
+
+def test_factory_and_loop_classes_are_declared_with_the_values_bound_at_the_class_statement():
+    factory = ("def make(name):\n    @skippable(pop=[name])\n    class Q(nn.Module):\n"
+               "        def forward(self, x):\n            skip = yield pop(name)\n            return x + skip\n"
+               "    return Q\n\n")
+    assert codes(factory + "def test(x):\n    return nn.Sequential(S(), make('skip')(), make('other')())\n") == \
+        [(10, "SKP201")]
+    assert codes(factory + "def test(x):\n    return nn.Sequential(S(), make('skip')())\n") == []
+    found = models(factory + "def test(x):\n    return nn.Sequential(S(), make('skip')())\n").compositions
+    assert [[(layer.label, layer.pop) for layer in c.layers] for c in found] == [[("S", ()), ("Q", ((None, "skip"),))]]
+    loop = ("made = {}\nfor name in ('skip', 'other'):\n    @skippable(stash=[name])\n    class T(nn.Module):\n"
+            "        def forward(self, x):\n            yield stash(self.skip_name, x)\n            return x\n"
+            "        skip_name = name\n    made[name] = T\n\n")
+    assert codes(loop + "def test(x):\n    return nn.Sequential(made['other'](), P())\n") == \
+        [(12, "SKP201"), (12, "SKP202")]
+    assert codes(loop + "def test(x):\n    return nn.Sequential(made['skip'](), P())\n") == []
+    # A factory nobody calls with known values stays unknown: the composition is not judged.
+    assert codes(factory + "def test(n, x):\n    return nn.Sequential(S(), make(n)())\n") == []

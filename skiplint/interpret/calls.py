@@ -215,9 +215,9 @@ class Calls(Core):
             params = func.node.params
             if not self.bind_params(params, args, kwargs, env, entry=False):
                 return UNKNOWN
-            result = self.eval(func.node.body, env)
-            place(result)
-            return result
+            value = self.eval(func.node.body, env)
+            place(value)
+            return value
         node = func.node
         if not self.budget.allows_call(self.depth):
             return UNKNOWN
