@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
 import libcst as cst
 
@@ -19,6 +19,7 @@ from skiplint.facts import (
     NonCommandYield, Site, SkippableClass,
 )
 from skiplint.imports import OTHER, Scope, dotted_name, import_bindings, removed_module
+from skiplint.limits import BUDGET
 
 #: Beyond this many distinct paths, forward's path facts are given up (abstain).
 MAX_STATES = 256
@@ -48,6 +49,8 @@ class ModuleIndex:
         self.imports: list[tuple[cst.Import | cst.ImportFrom, bool]] = []  # (stmt, guarded)
         #: Calls that stand as a whole statement or a whole assigned/returned value.
         self.statement_calls: list[tuple[cst.Call, Scope, cst.BaseSmallStatement]] = []
+        #: Lambdas that stand as a whole assigned/returned value (class factories).
+        self.statement_lambdas: list[tuple[cst.Lambda, Scope]] = []
         self.assign_count: dict[str, int] = {}
         self.constants: dict[str, cst.BaseExpression] = {}
         self._block(module.body, self.scope, guarded=False)
@@ -81,6 +84,8 @@ class ModuleIndex:
                 self.constants[small.targets[0].target.value] = small.value
             if isinstance(small.value, cst.Call):
                 self.statement_calls.append((small.value, scope, small))
+            elif isinstance(small.value, cst.Lambda):
+                self.statement_lambdas.append((small.value, scope))
         elif isinstance(small, cst.AnnAssign):
             self._bind_target(small.target, scope)
             if scope is self.scope and isinstance(small.target, cst.Name) and small.value is not None:
@@ -91,6 +96,8 @@ class ModuleIndex:
                 self.assign_count[small.target.value] = 2  # not a constant
         elif isinstance(small, (cst.Expr, cst.Return)) and isinstance(small.value, cst.Call):
             self.statement_calls.append((small.value, scope, small))
+        elif isinstance(small, cst.Return) and isinstance(small.value, cst.Lambda):
+            self.statement_lambdas.append((small.value, scope))
 
     def _bind_target(self, target: cst.BaseExpression, scope: Scope) -> None:
         if isinstance(target, cst.Name):
@@ -964,11 +971,10 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
                                         Site(decorator, locator)))
     by_scope_name = {(id(info.outer), info.node.name.value): info for info in index.classes}
     wrapped_names: set[str] = set()
-    for call, scope, _stmt in index.statement_calls:
-        inner = call.func
-        if (isinstance(inner, cst.Call) and scope.api(inner.func) == "skippable" and len(call.args) == 1
-                and isinstance(call.args[0].value, cst.Name)):
-            name = call.args[0].value.value
+    for call, scope in _wrapping_calls(index):
+        wrap = _wrap(call, scope)
+        if wrap is not None:
+            inner, name = wrap
             wrapped_names.add(name)
             search: Optional[Scope] = scope
             while search is not None:
@@ -1038,6 +1044,39 @@ _ADVICE = {
     "package": "the skip API lives on in torchgpipe.skip and fairscale.nn.pipe.skip, the pipe in torchgpipe.GPipe "
                "and fairscale.nn.Pipe; or move to torch.distributed.pipelining",
 }
+
+
+def _wrapping_calls(index: ModuleIndex) -> Iterator[tuple[cst.Call, Scope]]:
+    """The calls that may wrap a class: whole statement values, and the calls reached from them
+    through lambda bodies and call arguments (`lambda: skippable(...)(Impl)`,
+    `functools.partial(skippable(...), Impl)`), bounded by the budget's nesting."""
+    starts: list[tuple[cst.BaseExpression, Scope]] = [(call, scope) for call, scope, _ in index.statement_calls]
+    starts.extend(index.statement_lambdas)
+    for start, scope in starts:
+        pending: list[tuple[cst.BaseExpression, int]] = [(start, 0)]
+        while pending:
+            node, depth = pending.pop()
+            if isinstance(node, cst.Lambda):
+                if depth < BUDGET.nesting:
+                    pending.append((node.body, depth + 1))
+            elif isinstance(node, cst.Call):
+                yield node, scope
+                if depth < BUDGET.nesting:
+                    pending.extend((arg.value, depth + 1) for arg in node.args)
+
+
+def _wrap(call: cst.Call, scope: Scope) -> Optional[tuple[cst.Call, str]]:
+    """`skippable(...)(Cls)` or `partial(skippable(...), Cls)`: the skippable(...) call and Cls."""
+    inner = call.func
+    if (isinstance(inner, cst.Call) and scope.api(inner.func) == "skippable" and len(call.args) == 1
+            and isinstance(call.args[0].value, cst.Name)):
+        return inner, call.args[0].value.value
+    if (scope.qualified(call.func) == "functools.partial" and len(call.args) == 2
+            and all(arg.keyword is None and not arg.star for arg in call.args)):
+        first, second = call.args[0].value, call.args[1].value
+        if isinstance(first, cst.Call) and scope.api(first.func) == "skippable" and isinstance(second, cst.Name):
+            return first, second.value
+    return None
 
 
 def removed_import_advice(stmt: cst.Import | cst.ImportFrom) -> str:

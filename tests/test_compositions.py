@@ -379,3 +379,55 @@ def test_harness_target_is_verified():
     for targets, expected in (((), ["SKP202"]), (("build",), ["SKP202"])):
         model = interpret.extract(module, "t.py", facts, index, verified_functions=targets)
         assert [f.code for f in pipes.model_findings(model)] == expected
+
+
+def test_a_popping_layer_called_alone_is_a_composition_of_one():
+    # The instance expression at the call is the popping layer's expression: `layer` or `P()`.
+    assert codes("def test(x):\n    layer = P()\n    return layer(x)\n") == [(3, "SKP201")]
+    assert codes("def test(x):\n    return P()(x)\n") == [(2, "SKP201")]
+    found = [c for c in models("def test(x):\n    return P()(x)\n").compositions]
+    assert [(c.name, [layer.label for layer in c.layers]) for c in found] == [("P()(...)", ["P"])]
+
+
+def test_direct_calls_that_do_not_certainly_fail_are_not_reported():
+    # A stash-only layer runs alone; an instance handed to a Sequential, a helper or an attribute
+    # may run inside a model; a stash called directly fills the thread's default tracker first;
+    # a failure expected by pytest.raises or caught by try is no surprise; an unknown callee
+    # with arguments may stash anything.
+    assert codes("def test(x):\n    return S()(x)\n") == []
+    assert codes("def test(x):\n    layer = P()\n    model = nn.Sequential(S(), layer)\n"
+                 "    layer(x)\n    return model\n") == []
+    assert codes("def run(layer, x):\n    return layer(x)\n\ndef test(x):\n    return run(P(), x)\n") == []
+    assert codes("class Box(nn.Module):\n    def build(self, x):\n        self.p = P()\n        return self.p(x)\n") == []
+    assert codes("def test(x):\n    y = S()(x)\n    return P()(y)\n") == []
+    assert codes("import pytest\n\ndef test(x):\n    with pytest.raises(RuntimeError):\n        P()(x)\n") == []
+    assert codes("def test(x):\n    try:\n        P()(x)\n    except RuntimeError:\n        pass\n") == []
+    assert codes("def test(x, model):\n    model(x)\n    return P()(x)\n") == []
+
+
+def test_lazy_skippables_given_to_a_pipe_class_parameter():
+    lazy = "from fairscale.nn.pipe import LazyModule\n\ndef build(pipe_cls):\n    return pipe_cls("
+    assert codes(lazy + "[LazyModule(lambda: S()), LazyModule(lambda: P())], balance=[1, 1])\n") == [(4, "SKP304")]
+    # No skippable layer built, no balance (not a pipe's signature), or a list that is not lazy.
+    assert codes(lazy + "[LazyModule(lambda: nn.ReLU())], balance=[1])\n") == []
+    assert codes(lazy + "[LazyModule(lambda: S()), LazyModule(lambda: P())])\n") == []
+    assert codes(lazy + "[S(), P()], balance=[1, 1])\n") == []
+
+
+def test_factory_and_loop_classes_are_declared_with_the_values_bound_at_the_class_statement():
+    factory = ("def make(name):\n    @skippable(pop=[name])\n    class Q(nn.Module):\n"
+               "        def forward(self, x):\n            skip = yield pop(name)\n            return x + skip\n"
+               "    return Q\n\n")
+    assert codes(factory + "def test(x):\n    return nn.Sequential(S(), make('skip')(), make('other')())\n") == \
+        [(10, "SKP201")]
+    assert codes(factory + "def test(x):\n    return nn.Sequential(S(), make('skip')())\n") == []
+    found = models(factory + "def test(x):\n    return nn.Sequential(S(), make('skip')())\n").compositions
+    assert [[(layer.label, layer.pop) for layer in c.layers] for c in found] == [[("S", ()), ("Q", ((None, "skip"),))]]
+    loop = ("made = {}\nfor name in ('skip', 'other'):\n    @skippable(stash=[name])\n    class T(nn.Module):\n"
+            "        def forward(self, x):\n            yield stash(self.skip_name, x)\n            return x\n"
+            "        skip_name = name\n    made[name] = T\n\n")
+    assert codes(loop + "def test(x):\n    return nn.Sequential(made['other'](), P())\n") == \
+        [(12, "SKP201"), (12, "SKP202")]
+    assert codes(loop + "def test(x):\n    return nn.Sequential(made['skip'](), P())\n") == []
+    # A factory nobody calls with known values stays unknown: the composition is not judged.
+    assert codes(factory + "def test(n, x):\n    return nn.Sequential(S(), make(n)())\n") == []

@@ -7,6 +7,7 @@ import textwrap
 import libcst as cst
 import pytest
 
+from skiplint import engine
 from skiplint.facts import SkippableClass
 from skiplint.skippables import extract
 
@@ -299,3 +300,18 @@ def test_constant_true_branch_always_runs() -> None:
                 return x
     ''')
     assert exits(cls) == {frozenset({("stash", "a")})}
+
+
+@pytest.mark.parametrize("wrap", [
+    "make = lambda: skippable(stash=['skip'])(Impl)",
+    "def make():\n    return lambda: skippable(stash=['skip'])(Impl)",
+    "import functools\nmake = functools.partial(skippable(stash=['skip']), Impl)",
+    "from functools import partial\nmake = partial(skippable(stash=['skip']), Impl)",
+])
+def test_wrapping_through_a_lambda_or_partial_is_followed(wrap: str) -> None:
+    body = "class Impl(nn.Module):\n    def forward(self, x, y):\n        yield stash('skip', x)\n" \
+           "        return x\n\n" + wrap + "\n"
+    facts = extract(cst.parse_module(HEADER + body), "t.py")
+    assert [(c.name, sorted(c.stash.name_set)) for c in facts.skippables] == [("Impl", ["skip"])]
+    result = engine.check_text(HEADER + body, "t.py", engine.Selection())
+    assert [(d.code, d.line - HEADER.count("\n"), d.col) for d in result.diagnostics] == [("SKP114", 2, 4)]

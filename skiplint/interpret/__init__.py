@@ -29,8 +29,10 @@ from skiplint.skippables import ModuleIndex
 
 __all__ = ["NEEDLES", "class_from_summary", "extract", "relevant"]
 
-#: Words of which one must occur for a module to build compositions or call pipes.
-NEEDLES = ("Sequential", "Pipe", "balance_by_", "LazyModule", "verify_skippables", "inspect_skip_layout")
+#: Words of which one must occur for a module to build compositions, call pipes or call a
+#: skippable layer directly.
+NEEDLES = ("Sequential", "Pipe", "balance_by_", "LazyModule", "verify_skippables", "inspect_skip_layout",
+           "skippable")
 
 
 def relevant(text: str) -> bool:

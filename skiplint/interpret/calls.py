@@ -13,7 +13,7 @@ from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, Return
 from skiplint.interpret.operations import call_builtin
 from skiplint.interpret.values import (
     MODULE_METHODS, MUTATORS, STAR_UNKNOWN, UNKNOWN, ApiV, BoundV, BuiltinV, ClassV, DictV, ExternalV,
-    FuncV, LambdaV, LayerV, ListV, SeqV, hashable_constant, is_int, taint,
+    FuncV, LambdaV, LayerV, ListV, ObjV, PipeRecord, PipeV, SeqV, hashable_constant, is_int, place, taint,
 )
 
 
@@ -31,6 +31,7 @@ class Calls(Core):
             return None
         func = self.eval(func_node, env)
         args, kwargs, known = self.arguments(node, env)
+        self.forward_call(func, func_node, bool(node.args))
         if not known and not isinstance(func, ApiV):
             for value, _ in args:
                 taint(value)
@@ -56,7 +57,46 @@ class Calls(Core):
                 kwargs[arg.keyword.value] = (value, arg.value)
             else:
                 args.append((value, arg.value))
+        for value, _ in (*args, *kwargs.values()):
+            place(value)
         return args, kwargs, known
+
+    def lazy_pipe(self, module: Any, node: cst.Call) -> None:
+        """`pipe_cls(layers, balance=...)` with a callee that cannot be known (a parameter, a class
+        of another package): a list of `LazyModule`s that build skippable layers fails with every
+        pipe that accepts LazyModule lists (fairscale's MultiProcessPipe and AsyncPipe refuse
+        skippables under lazy construction), so the call is checked as such a pipe (SKP304)."""
+        lazy = self.lazy_layers(module, node)
+        if lazy is not None:
+            self.pipes.append(PipeRecord("LazyModule", node, lazy, None))
+
+    def forward_call(self, func: Any, func_node: cst.BaseExpression, with_arguments: bool) -> None:
+        """A call that may run a module's forward: a skippable layer called directly is recorded;
+        whatever may stash into the thread's default skip tracker is noted (a direct pop after a
+        direct stash of the same name finds it there)."""
+        if isinstance(func, LayerV) and func.kind == "skippable":
+            if not self.expecting_failure:
+                self.direct_calls.append((func, func_node))
+            self.note_stashes(func, 0)
+        elif isinstance(func, (LayerV, SeqV)) or (with_arguments and (func is UNKNOWN or isinstance(func, ObjV))):
+            self.note_stashes(func, 0)
+
+    def note_stashes(self, value: Any, depth: int) -> None:
+        if self.tracker_names is None:
+            return
+        if isinstance(value, LayerV) and value.kind == "plain":
+            return
+        if isinstance(value, LayerV) and value.kind == "skippable" and value.info is not None \
+                and value.info.stash is not None and not value.tainted:
+            self.tracker_names.update(value.info.stash)
+            return
+        if isinstance(value, SeqV) and value.complete and not value.tainted and depth <= self.budget.nesting:
+            for _, child, _ in value.children:
+                self.note_stashes(child, depth + 1)
+            return
+        if isinstance(value, PipeV):
+            return  # a pipe runs its layers with skip trackers of its own
+        self.tracker_names = None
 
     def call(self, func: Any, args: Args, kwargs: Kwargs, node: cst.Call,
              known: bool = True) -> Any:
@@ -64,6 +104,8 @@ class Calls(Core):
             return self.api_call(func.symbol, args, kwargs, node, known)
         if not known:
             return UNKNOWN
+        if (func is UNKNOWN or isinstance(func, ExternalV)) and args and "balance" in kwargs:
+            self.lazy_pipe(args[0][0], node)
         if isinstance(func, ClassV):
             return self.instantiate(func, args, kwargs, node)
         if isinstance(func, (FuncV, LambdaV)):
@@ -173,7 +215,9 @@ class Calls(Core):
             params = func.node.params
             if not self.bind_params(params, args, kwargs, env, entry=False):
                 return UNKNOWN
-            return self.eval(func.node.body, env)
+            value = self.eval(func.node.body, env)
+            place(value)
+            return value
         node = func.node
         if not self.budget.allows_call(self.depth):
             return UNKNOWN
@@ -191,6 +235,7 @@ class Calls(Core):
             result: Any = None
         except Return as ret:
             result = ret.value
+            place(result)
         except (Break, Continue, LoopUnknown):
             result = UNKNOWN
         finally:

@@ -12,7 +12,7 @@ from skiplint import syntax
 from skiplint.interpret.core import Args, Core, Kwargs
 from skiplint.interpret.env import Env
 from skiplint.interpret.values import (
-    UNKNOWN, ApiV, ClassV, DictV, ExternalV, FuncV, LambdaV, LayerV, ListV, SeqV, class_method,
+    UNKNOWN, ApiV, ClassV, DictV, ExternalV, FuncV, LambdaV, LayerV, ListV, SeqV, SkipInfo, class_method,
 )
 
 
@@ -23,6 +23,8 @@ class Classes(Core):
         name = node.name.value
         info = self.skippable_of.get(id(node))
         if info is not None:
+            if info.stash is None or info.pop is None:
+                info = self.declared_here(node, info, env)
             return ClassV(name, "skippable", info, node, env)
         kind = "plain"
         for base in node.bases:
@@ -39,6 +41,39 @@ class Classes(Core):
                 kind = "unknown"
                 break
         return ClassV(name, kind, None, node, env, nests=self.class_nests(node, env) if kind == "plain" else "no")
+
+    def declared_here(self, node: cst.ClassDef, info: SkipInfo, env: Env) -> SkipInfo:
+        """The declarations of a skippable class whose `stash=`/`pop=` read variables (a factory's
+        parameters, a loop's variable), evaluated where the class statement runs: the decorator
+        runs once per class statement, with the values bound at that moment."""
+        for decorator in node.decorators:
+            call = decorator.decorator
+            if not isinstance(call, cst.Call):
+                continue
+            func = self.eval(call.func, env)
+            if not (isinstance(func, ApiV) and func.symbol == "skippable"):
+                continue
+            given: dict[str, Any] = {"stash": frozenset(), "pop": frozenset()}
+            for position, arg in enumerate(call.args):
+                keyword = arg.keyword.value if arg.keyword is not None else ("stash", "pop")[min(position, 1)]
+                if arg.star or keyword not in given or (arg.keyword is None and position > 1):
+                    return info
+                given[keyword] = self.eval(arg.value, env)
+            stash = info.stash if info.stash is not None else self.names(given["stash"])
+            pop = info.pop if info.pop is not None else self.names(given["pop"])
+            return SkipInfo(info.name, stash, pop, info.discarded)
+        return info
+
+    def names(self, value: Any) -> Optional[frozenset[str]]:
+        """A declaration's names, as `frozenset(value)` makes them; None when they cannot be known."""
+        if isinstance(value, frozenset):  # not given
+            return value
+        if isinstance(value, str):
+            return frozenset(value)
+        items = self.iterate(value) if isinstance(value, ListV) else None
+        if items is None or not all(isinstance(item, str) for item in items):
+            return None
+        return frozenset(items)
 
     def class_nests(self, node: cst.ClassDef, env: Env) -> str:
         """What layers a plain module class's own code builds (they would be nested in it):

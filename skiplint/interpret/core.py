@@ -45,6 +45,13 @@ class Core:
         self.module_env = Env(None, index.scope)
         #: Module-level functions whose result a harness gives to a pipe (`skiplint verify FILE:build`).
         self.verified_functions: frozenset[str] = frozenset()
+        #: Skippable layers called directly (`layer(x)`), with the callee expression.
+        self.direct_calls: list[tuple[LayerV, cst.BaseExpression]] = []
+        #: Names that some direct call in the module may stash in the thread's default skip
+        #: tracker (where a later direct pop finds them); None: any name.
+        self.tracker_names: Optional[set[str]] = set()
+        #: Inside `with pytest.raises(...)` / `try:` with handlers: a failure is expected there.
+        self.expecting_failure = 0
 
     def guarded(self, action: Callable[..., Any]) -> None:
         """Run one entry point; an exhausted budget or stray control flow ends just that one."""
@@ -87,3 +94,4 @@ class Core:
         def fill_sequential(self, seq: SeqV, args: Args, kwargs: Kwargs, node: cst.CSTNode) -> None: ...
         def add_child(self, seq: SeqV, key: Optional[str], value: Any, node: Any) -> None: ...
         def isolate(self, layer: LayerV, values: list[Any], kwargs: Kwargs) -> Any: ...
+        def lazy_layers(self, module: Any, node: cst.Call) -> Optional[SeqV]: ...

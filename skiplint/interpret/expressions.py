@@ -12,7 +12,7 @@ from skiplint.interpret.env import Env
 from skiplint.interpret.operations import BUILTINS, COMPARE, binary
 from skiplint.interpret.values import (
     UNKNOWN, NS, ApiV, BoundV, BuiltinV, DictV, ExternalV, FuncV, LambdaV, ListV, ObjV, SeqV,
-    class_method, comparable, hashable_constant, is_int,
+    class_method, comparable, hashable_constant, is_int, place,
 )
 
 
@@ -42,6 +42,8 @@ class Expressions(Core):
                     items.extend(inner)
                 else:
                     items.append((self.eval(element.value, env), element.value))
+            for value, _ in items:
+                place(value)
             return ListV(items, isinstance(node, cst.Tuple))
         if isinstance(node, cst.Dict):
             result = DictV({}, ordered=False)
@@ -52,6 +54,7 @@ class Expressions(Core):
                 if not hashable_constant(key):
                     return DictV({}, tainted=True)
                 result.items[key] = (self.eval(entry.value, env), entry.value)
+                place(result.items[key][0])
             return result
         if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
             return self.comprehension(node, env)
@@ -211,6 +214,7 @@ class Expressions(Core):
         def loop(clause: Optional[cst.CompFor]) -> bool:
             if clause is None:
                 out.append((self.eval(node.elt, inner), node.elt))
+                place(out[-1][0])
                 return self.budget.allows_unroll(len(out))
             items = self.iterate(self.eval(clause.iter, inner))
             if items is None:

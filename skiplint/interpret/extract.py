@@ -22,6 +22,8 @@ class Conversion:
         self.locator = run.locator
         self.partition_nodes = run.partition_nodes
         self.budget = run.budget
+        self.direct_calls = run.direct_calls
+        self.tracker_names = run.tracker_names
 
     def facts(self, path: str) -> ModelFacts:
         converted: dict[int, Composition] = {}
@@ -35,6 +37,7 @@ class Conversion:
 
         compositions = [convert(seq) for seq in self.sequences
                         if (seq.piped or not seq.nested_in) and not self.fragment(seq)]
+        compositions.extend(self.composition(seq) for seq in self.direct_pops())
         pipes = []
         for record in self.pipes:
             module = record.module
@@ -55,6 +58,26 @@ class Conversion:
                 pipes.append(Pipe(kind, found.name, found, None,  # type: ignore[arg-type]
                                   Site(seq.node, self.locator)))
         return ModelFacts(path, tuple(compositions), tuple(pipes))
+
+    def direct_pops(self) -> Iterator[SeqV]:
+        """A composition of one for each popping layer called directly (`layer(x)`, `Pop()(x)`):
+        its forward runs with the thread's default skip tracker, where nothing was stashed, so its
+        first pop raises "'name' has not been stashed". Judged only when the instance is handed to
+        nothing else (no Sequential, container, attribute or argument), the call is not expected
+        to fail (`pytest.raises`, `try`), and no direct call in the module may stash the names."""
+        if self.tracker_names is None:
+            return
+        seen: set[int] = set()
+        for layer, func_node in self.direct_calls:
+            info = layer.info
+            if (id(func_node) in seen or layer.placed or layer.tainted or layer.unsure or info is None
+                    or info.stash is None or info.pop is None or not info.pop or info.stash & info.pop
+                    or info.pop & self.tracker_names):
+                continue
+            seen.add(id(func_node))
+            seq = SeqV("direct call", func_node, name=f"{code(func_node)}(...)")
+            seq.children.append((code(func_node), layer, func_node))
+            yield seq
 
     def fragment(self, seq: SeqV) -> bool:
         """A partition given to inspect_skip_layout (in this run or another run of the same code),

@@ -12,7 +12,7 @@ from skiplint.interpret.core import Core
 from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, Return
 from skiplint.interpret.operations import AUG, binary
 from skiplint.interpret.values import (
-    MISSING, MUTATORS, UNKNOWN, NS, DictV, FuncV, LayerV, ListV, ObjV, PipeV, SeqV, taint,
+    MISSING, MUTATORS, UNKNOWN, NS, DictV, FuncV, LayerV, ListV, ObjV, PipeV, SeqV, code, place, taint,
 )
 
 
@@ -75,12 +75,20 @@ class Statements(Core):
                 self.eval(item.item, env)
                 if item.asname is not None:
                     self.assign(item.asname.name, UNKNOWN, env, None)
-            self.suite(stmt.body, env)
+            expects = any("raises" in code(item.item).lower() for item in stmt.items)
+            self.expecting_failure += expects
+            try:
+                self.suite(stmt.body, env)
+            finally:
+                self.expecting_failure -= expects
         elif isinstance(stmt, cst.Try):
+            self.expecting_failure += bool(stmt.handlers)
             try:
                 self.suite(stmt.body, env)
             except (Break, Continue, Return):
                 raise
+            finally:
+                self.expecting_failure -= bool(stmt.handlers)
             for handler in stmt.handlers:
                 self.taint_block(handler.body, env)
             if stmt.orelse is not None:
@@ -179,6 +187,7 @@ class Statements(Core):
             for element, item in zip(elements, items):
                 self.assign(element.value, item, env, None)
         elif isinstance(target, cst.Subscript):
+            place(value)
             obj = self.eval(target.value, env)
             key = self.subscript_key(target, env)
             if isinstance(obj, DictV) and not obj.tainted:
@@ -194,6 +203,7 @@ class Statements(Core):
             else:
                 taint(obj)
         elif isinstance(target, cst.Attribute):
+            place(value)
             obj = self.eval(target.value, env)
             attr = target.attr.value
             if isinstance(obj, ObjV):

@@ -71,6 +71,9 @@ class LayerV:
     unsure: bool = False
     #: For `LazyModule(fn)`: what `fn()` builds (a layer, or UNKNOWN).
     lazy: Any = None
+    #: Handed on: an argument, an element of a container, an attribute, a return value. Such an
+    #: instance may run inside a model, so its direct calls are not judged alone.
+    placed: bool = False
 
 
 @dataclass(eq=False)
@@ -218,6 +221,12 @@ def comparable(value: Any) -> bool:
 
 def hashable_constant(value: Any) -> bool:
     return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
+def place(value: Any) -> None:
+    """A layer handed on to something else (see LayerV.placed)."""
+    if isinstance(value, LayerV):
+        value.placed = True
 
 
 def taint(value: Any) -> None:
