@@ -7,6 +7,9 @@ as plain values. Sites compare equal regardless of position, so facts from two s
 
 from __future__ import annotations
 
+import bisect
+import difflib
+import re
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -219,11 +222,17 @@ def _statement_starts(module: cst.Module, text: str) -> Optional[list[int]]:
     return starts if at == len(body) else None
 
 
+#: What libcst's code generation leaves out of a module: a line holding only a backslash, form feeds.
+_DROPPED_BY_LIBCST = re.compile(r"^[ \t\f]*\\\r?\n|\f", re.M)
+
+
 def _by_statement(module: cst.Module, text: str, targets: dict[int, cst.CSTNode]
                   ) -> Optional[tuple[dict[int, tuple[int, int]], dict[int, tuple[int, int]]]]:
     """The targets' start and end positions from the code of only the top-level statements that hold them, each
     generated from its own first line; None (generate the whole module) when a statement's
     start cannot be told, or its code is not the source's text at that line."""
+    if _DROPPED_BY_LIBCST.search(text):
+        return None  # blank-looking lines would match the wrong lines: the whole module, then _moved
     holders = _holders(module, targets)
     if holders is None:
         return None
@@ -251,6 +260,52 @@ def _by_statement(module: cst.Module, text: str, targets: dict[int, cst.CSTNode]
         found.update(state.found)
         ends.update(state.ends)
     return found, ends
+
+
+def _line_starts(text: str) -> list[int]:
+    """Offsets where each line of `text` begins, lines ending as Python ends them (LF, CR LF, CR)."""
+    starts = [0]
+    index, size = 0, len(text)
+    while index < size:
+        char = text[index]
+        if char == "\r" and index + 1 < size and text[index + 1] == "\n":
+            index += 1
+        if char in "\r\n":
+            starts.append(index + 1)
+        index += 1
+    return starts
+
+
+def _moved(generated: str, source: str, starts: dict[int, tuple[int, int]], ends: dict[int, tuple[int, int]]
+           ) -> Optional[tuple[dict[int, tuple[int, int]], dict[int, tuple[int, int]]]]:
+    """Spans in libcst's generated code moved to the source text. The code generator rewrites a
+    little of what Python's tokenizer skips (a line holding only a backslash, a form feed before
+    an indent), so the two texts are aligned and every reported token, which lies in text both
+    share, is moved by its block. None when one does not lie in a shared block."""
+    blocks = [block for block in difflib.SequenceMatcher(None, generated, source, autojunk=False)
+              .get_matching_blocks() if block.size]
+    firsts = [block.a for block in blocks]
+    g_lines, s_lines = _line_starts(generated), _line_starts(source)
+
+    def point(line: int, column: int, end: bool) -> Optional[tuple[int, int]]:
+        if not 0 < line <= len(g_lines):
+            return None
+        offset = g_lines[line - 1] + column - end  # an end is just after its last character
+        index = bisect.bisect_right(firsts, offset) - 1
+        if index < 0 or offset >= blocks[index].a + blocks[index].size:
+            return None
+        moved = blocks[index].b + offset - blocks[index].a
+        row = bisect.bisect_right(s_lines, moved) - 1
+        return row + 1, moved - s_lines[row] + end
+
+    out: tuple[dict[int, tuple[int, int]], dict[int, tuple[int, int]]] = ({}, {})
+    for target, points, end in ((out[0], starts, False), (out[1], ends, True)):
+        for key, (line, column) in points.items():
+            found = point(line, column, end)
+            if found is None:
+                return None
+            target[key] = found
+    return out
 
 
 class Locator:
@@ -284,6 +339,12 @@ class Locator:
                     return found
             state = _Targeted(targets, self._module)
             self._module._codegen(state)
+            if self._text is not None:
+                code = "".join(state.tokens)
+                if code != self._text:  # libcst left characters out: read positions in the source
+                    moved = _moved(code, self._text, state.found, state.ends)
+                    if moved is not None:
+                        return moved
             return state.found, state.ends
         try:
             found, ends = generate()

@@ -9,8 +9,10 @@ noqa) is flake8's business.
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
+import warnings
 from typing import Any, Iterator, Optional, Sequence
 
 from skiplint import __version__, config, filenoqa, prefilter, rules, sources
@@ -102,6 +104,17 @@ class SkiplintChecker:
                 yield 1, 0, message, type(self)
                 return
         for diagnostic in result.diagnostics:
-            if diagnostic.code == "SKP900":
-                continue  # unparsable input is flake8's E999, not ours
+            if diagnostic.code == "SKP900" and not _python_accepts(text):
+                continue  # flake8 reports what Python cannot compile itself (E999); the rest is ours to say
             yield diagnostic.line, diagnostic.col, diagnostic.message, type(self)
+
+
+def _python_accepts(text: str) -> bool:
+    """Whether the running Python compiles `text` (flake8 shows E999 for what it does not)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, "<skiplint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return False
+    return True
