@@ -42,7 +42,8 @@ GRACE = 15.0
 ACK_WAIT = 5.0
 _PREFIX = "skiplint/verify/"
 
-STEP_BUILD = "import and build"
+#: The single-process run's first steps (skiplint.runtime.run, which imports torch).
+STEP_IMPORT, STEP_BUILD, STEP_STATIC = "import", "build", "static analysis"
 STEP_PLAN = "waiting for rank 0"
 
 
@@ -78,7 +79,7 @@ class Fault:
     @property
     def stops_the_run(self) -> bool:
         """A run that could not happen (exit 2) rather than a model that fails (exit 1)."""
-        return self.kind != "raised" or self.step in (STEP_BUILD, STEP_PLAN)
+        return self.kind != "raised" or self.step in (STEP_IMPORT, STEP_BUILD, STEP_PLAN)
 
 
 def _one_line(error: BaseException) -> str:
@@ -125,7 +126,7 @@ class Board:
         return int(seq), bool(busy), str(step)
 
     def post_error(self, error: BaseException) -> None:
-        state = self.state(self.rank) or (0, True, STEP_BUILD)
+        state = self.state(self.rank) or (0, True, STEP_IMPORT)
         _, busy, step = state
         while error.__cause__ is not None:  # the schedule wraps the stage's own error
             error = error.__cause__
@@ -223,7 +224,7 @@ def main(args: argparse.Namespace) -> int:
     board = Board(store, rank, world)
     board.set(f"host/{rank}", socket.gethostname())
     board.set(f"device/{rank}", str(device))
-    board.note(STEP_BUILD, True)
+    board.note(STEP_IMPORT, True)
     ctx = Context(args, rank, world, local_rank, board, device, group, stream, threading.Lock())
     if rank == 0:
         status = _lead(ctx)
@@ -301,7 +302,9 @@ def _follower_work(ctx: Context) -> None:
     args = ctx.args
     try:
         # Only the model's structure is needed here: rank 0 sends its parameters and sample.
-        model = target.build(args.target, None, args.input_shape or (1,)).model
+        loaded = target.load(args.target)
+        ctx.board.note(STEP_BUILD, True)
+        model = target.build(args.target, None, args.input_shape or (1,), loaded=loaded).model
     except BaseException as error:
         ctx.board.post_error(error)
         raise
@@ -468,13 +471,20 @@ def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, 
     import torch
 
     from skiplint.runtime import pipelining
-    from skiplint.runtime.run import Options, Runner
+    from skiplint.runtime.run import Options, Runner, _even_balance
 
     args = ctx.args
     board = ctx.board
-    options = Options(target=args.target, sample=args.sample, input_shape=args.input_shape, backend="pipelining",
-                      balance=args.balance, chunks=args.chunks, devices=None, timeout=args.timeout)
-    runner = Runner(options, progress)
+    options = Options(target=args.target, sample=args.sample,
+                      input_shape=tuple(args.input_shape) if args.input_shape is not None else None,
+                      backend="pipelining", balance=tuple(args.balance) if args.balance is not None else None,
+                      chunks=args.chunks, devices=None, timeout=args.timeout)
+
+    def begin(step: str) -> None:
+        # Every step starts busy on the board: the watching thread bounds it by --timeout.
+        board.note(step, True)
+
+    runner = Runner(options, progress, begin)
     add = runner.steps.add
 
     def add_unless_closed(*step: Any) -> None:
@@ -489,25 +499,23 @@ def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, 
     name = f"pipelining ScheduleGPipe ({ctx.world} ranks)"
     shared["stage step"] = name
     try:
+        runner.load()
         runner.build()
         layers = len(runner.model)
         if ctx.world > layers:
             raise CannotRun(f"torchrun started {ctx.world} ranks but the model has {layers} layers: "
                             f"one stage per rank needs at most {layers} ranks")
         if args.balance is None:
-            from skiplint.runtime.run import _even_balance
-
             runner.balance = _even_balance(layers, ctx.world)
         runner.devices = [torch.device(board.get(f"device/{r}") or "cpu") for r in range(ctx.world)]
         runner.devices[0] = ctx.device
         report.balance = tuple(runner.balance)
         report.devices = tuple(str(d) for d in runner.devices)
         report.checkpoints = ("n/a",)
-        board.note("verify_skippables", True)
+        runner.static()
+        runner.check_balance()
         runner.verify()
-        board.note(pipelining.STEP_SPLIT, True)
         pipelining.split(runner)
-        board.note("plain Sequential", True)
         reference = runner.plain()
         go = reference is not None and runner.verified and runner.balanced
         if not go:
@@ -518,8 +526,6 @@ def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, 
             while not all(board.get(f"built/{r}") for r in range(1, ctx.world)):
                 time.sleep(POLL)
             _lead_stage(ctx, runner, reference, name, shared)
-        board.note("static analysis", True)
-        runner.static()
         runner.finish()
     except CannotRun as error:
         _stop_plan(board)
@@ -529,7 +535,7 @@ def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, 
         raise
     except Exception as error:
         _stop_plan(board)
-        step = report.steps[-1].name if report.steps else STEP_BUILD
+        step = report.steps[-1].name if report.steps else STEP_IMPORT
         report.reason = f"unexpected error after step '{step}': {_one_line(error)}"
         report.cause = error
     board.note("report", False)
@@ -596,7 +602,6 @@ def _fault_report(ctx: Context, shared: dict[str, Any], fault: Fault, progress: 
         report.reason = fault.line()
         return report
     try:
-        runner.static()
         runner.finish()
     except CannotRun as error:
         report.reason = str(error)
@@ -608,7 +613,7 @@ def _unexpected(ctx: Context, shared: dict[str, Any], error: BaseException) -> A
 
     runner = shared.get("runner")
     report = runner.report if runner is not None else Report(ctx.args.target)
-    step = report.steps[-1].name if report.steps else STEP_BUILD
+    step = report.steps[-1].name if report.steps else STEP_IMPORT
     if isinstance(error, (SystemExit, KeyboardInterrupt)):
         report.reason = f"rank 0 ({ctx.board.host(0)}) stopped with {type(error).__name__} after step '{step}'"
     else:

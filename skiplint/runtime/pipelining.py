@@ -18,6 +18,7 @@ import torch.fx as fx
 
 from skiplint.runtime.errors import CannotRun
 from skiplint.runtime.report import Crossing, Observation, Route
+from skiplint.runtime.result import RunResult
 
 STEP_SPLIT = "fx trace and split_module"
 
@@ -240,8 +241,6 @@ def distributed(runner: Any, reference: Any) -> None:
 def compare(runner: Any, reference: Any, output: Any, grads: dict[str, torch.Tensor], out: dict[str, str]) -> None:
     """The stages' output and parameter gradients against the plain reference (the schedule
     exposes no input gradient)."""
-    from skiplint.runtime.run import _Result
-
     runner.reach.completed.update(runner.reach.layers.values())
     wanted = {k: v for k, v in reference.grads.items() if k != "<input>"}
-    runner._compare("pipelining", output, grads, _Result(reference.output, wanted), out)
+    runner._compare("pipelining", output, grads, RunResult(reference.output, wanted), out)
