@@ -100,6 +100,9 @@ PROJECT = {
         """,
     "tests/test_blocks.py": TYPO,
     "generated/bad.py": TYPO,
+    # File-level noqa, read alike by every door: flake8's own, and skiplint's.
+    "legacy.py": "# flake8: noqa\n" + TYPO,
+    "scratch.py": TYPO + "# skiplint: noqa\n",
 }
 
 EXPECTED = [
