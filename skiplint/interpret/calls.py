@@ -246,37 +246,36 @@ class Calls(Core):
             result.name = f"{node.name.value}()"
         return result
 
+    def _bind_by_name(self, param: cst.Param, kwargs: dict[str, Any], env: Env, entry: bool) -> bool:
+        """Bind a parameter no positional argument filled: its keyword argument, else its default,
+        else unknown at an entry point (a function nobody calls); False when the call cannot bind it."""
+        name = param.name.value
+        if name in kwargs:
+            env.vars[name] = kwargs.pop(name)
+        elif param.default is not None:
+            env.vars[name] = self.eval(param.default, env.parent or env)
+        elif entry:
+            env.vars[name] = UNKNOWN
+        else:
+            return False
+        return True
+
     def bind_params(self, params: cst.Parameters, args: list[Any], kwargs: dict[str, Any], env: Env,
                     entry: bool) -> bool:
         positional = [*params.posonly_params, *params.params]
         rest = list(args)
         for param in positional:
-            name = param.name.value
             if rest:
-                env.vars[name] = rest.pop(0)
-            elif name in kwargs:
-                env.vars[name] = kwargs.pop(name)
-            elif param.default is not None:
-                env.vars[name] = self.eval(param.default, env.parent or env)
-            elif entry:
-                env.vars[name] = UNKNOWN
-            else:
+                env.vars[param.name.value] = rest.pop(0)
+            elif not self._bind_by_name(param, kwargs, env, entry):
                 return False
         if isinstance(params.star_arg, cst.Param):
             env.vars[params.star_arg.name.value] = ListV([(a, None) for a in rest], True)
             rest = []
         if rest:
             return False
-        for param in params.kwonly_params:
-            name = param.name.value
-            if name in kwargs:
-                env.vars[name] = kwargs.pop(name)
-            elif param.default is not None:
-                env.vars[name] = self.eval(param.default, env.parent or env)
-            elif entry:
-                env.vars[name] = UNKNOWN
-            else:
-                return False
+        if not all(self._bind_by_name(param, kwargs, env, entry) for param in params.kwonly_params):
+            return False
         if isinstance(params.star_kwarg, cst.Param):
             env.vars[params.star_kwarg.name.value] = DictV({k: (v, None) for k, v in kwargs.items()})
             kwargs = {}
