@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from skiplint.facts import Command, Declaration, Finding, Kind, ModuleFacts, Site, SkippableClass
 
 _VERB = {"stash": "stashed", "pop": "popped"}
@@ -46,7 +48,31 @@ def _declaration_findings(decl: Declaration) -> Iterator[Finding]:
         yield _finding("SKP901", decl.site, what=f"the {decl.kind}= declaration")
 
 
+#: The codes by which a class's declared names and used names disagree.
+_NAME_CODES = frozenset({"SKP101", "SKP102", "SKP103", "SKP104", "SKP105", "SKP110", "SKP111"})
+
+
 def class_findings(cls: SkippableClass) -> Iterator[Finding]:
+    """The SKP1xx findings of one class. When forward reads a variable rebound after the class
+    was made (`cls.late`) and that makes names disagree, the one mistake is SKP117 at each
+    command that reads it, not the disagreements it causes."""
+    if not cls.late:
+        yield from _class_findings(cls)
+        return
+    found = list(_class_findings(cls))
+    if not any(f.code in _NAME_CODES for f in found):
+        yield from found
+        return
+    yield from (f for f in found if f.code not in _NAME_CODES)
+    late = {var: (made, now) for var, made, now in cls.late}
+    for command in cls.forward.commands if cls.forward is not None else ():
+        node = command.name_site.node if command.name_site is not None else None
+        if isinstance(node, cst.Name) and node.value in late:
+            made, now = late[node.value]
+            yield _finding("SKP117", command.site, var=node.value, made=made, now=now)
+
+
+def _class_findings(cls: SkippableClass) -> Iterator[Finding]:
     decls: dict[Kind, Declaration] = {"stash": cls.stash, "pop": cls.pop}
     for decl in decls.values():
         yield from _declaration_findings(decl)

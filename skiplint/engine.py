@@ -11,7 +11,7 @@ import libcst as cst
 from skiplint import checks, interpret, noqa, parsing, pipes, prefilter, rules, skippables, sources
 from skiplint.diagnostics import Diagnostic, FileResult as FileResult, Selection as Selection, error_text, shown
 from skiplint.parsing import ParseFailure as ParseFailure
-from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts
+from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts, SkippableClass
 from skiplint.project import INDEX, ProjectIndex
 
 # The cheap front (reading, the prefilter, the verdict on a file that needs no analysis) is
@@ -73,6 +73,8 @@ def analyze_models(text: str, path: str, *, project: Optional[ProjectIndex] = No
         try:
             models = interpret.extract(module, path, facts, index, locator, _resolver(index_, path),
                                        max_unroll=max_unroll)
+            if models.specialized:
+                facts = _specialized(facts, models.specialized)
         except RecursionError:
             raise
         except Exception as error:  # an analyzer bug: reported as SKP902, never silent
@@ -83,6 +85,14 @@ def analyze_models(text: str, path: str, *, project: Optional[ProjectIndex] = No
     except RecursionError:
         raise ParseFailure("nested too deeply to analyse (RecursionError)") from None
     return facts, models
+
+
+def _specialized(facts: ModuleFacts, made: tuple[SkippableClass, ...]) -> ModuleFacts:
+    """The module's facts with each class statement that the interpreter saw run replaced by the
+    classes its executions made (a factory's calls, a loop's iterations)."""
+    replaced = {id(cls.site.node) for cls in made if cls.site is not None}
+    kept = tuple(cls for cls in facts.skippables if cls.site is None or id(cls.site.node) not in replaced)
+    return dataclasses.replace(facts, skippables=kept + made)
 
 
 def internal_error(what: str, error: BaseException) -> Finding:

@@ -474,6 +474,10 @@ class SkippableClass:
     #: None when forward is not defined in the class body, or cannot be analysed.
     forward: Optional[Forward]
     site: Optional[Site] = None
+    #: For one execution of a class statement (skiplint.interpret.specialize): the variables that
+    #: forward reads after they were rebound, each (variable, value when the class was made,
+    #: value when forward runs).
+    late: tuple[tuple[str, str, str], ...] = ()
 
     def declared(self, kind: Kind) -> Declaration:
         return self.stash if kind == "stash" else self.pop
@@ -587,3 +591,6 @@ class ModelFacts:
     path: str
     compositions: tuple[Composition, ...] = ()
     pipes: tuple[Pipe, ...] = ()
+    #: Skippable classes as each execution of their class statement made them (a factory's
+    #: arguments, a loop's variable): they replace the facts of those class statements.
+    specialized: tuple[SkippableClass, ...] = ()

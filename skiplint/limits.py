@@ -78,6 +78,9 @@ class Budget:
     code_depth: int = 6
     #: Containers followed into when asking whether constructor arguments hold layers.
     held_depth: int = 4
+    #: Executions of one class statement whose names are checked one by one (a factory called
+    #: with different names, a class made in a loop); past it the class's computed names abstain.
+    specializations: int = 64
 
     def allows_steps(self, steps: int) -> bool:
         return steps <= self.steps

@@ -313,6 +313,31 @@ EXAMPLES: dict[str, tuple[str, str]] = {
                 skip = yield pop("skip")
                 return x + skip
     ''')),
+    "SKP117": (_join(_TG, '''
+
+        STASHERS = {}
+        for name in ("enc0", "enc1"):
+            @skippable(stash=[name])
+            class Stasher(nn.Module):
+                def forward(self, x):
+                    yield stash(name, x)  # runs after the loop: name is "enc1"
+                    return x
+
+            STASHERS[name] = Stasher
+    '''), _join(_TG, '''
+
+        STASHERS = {}
+        for name in ("enc0", "enc1"):
+            @skippable(stash=[name])
+            class Stasher(nn.Module):
+                skip_name = name  # read when the class is made
+
+                def forward(self, x):
+                    yield stash(self.skip_name, x)
+                    return x
+
+            STASHERS[name] = Stasher
+    ''')),
     "SKP201": (_join(_PIPE, '''
         model = GPipe(nn.Sequential(Pop(), nn.ReLU(), Stash()), balance=[2, 1], chunks=4)
     '''), _join(_PIPE, '''
@@ -492,6 +517,7 @@ REPORTED_AT: dict[str, str] = {
     "SKP114": "the `def forward` line",
     "SKP115": "the `only=` argument",
     "SKP116": "the `pop(...)` call",
+    "SKP117": "the `stash(...)`/`pop(...)` call that reads the variable",
     "SKP201": "the popping layer's expression",
     "SKP202": "the stashing layer's expression",
     "SKP203": "the second stashing layer",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Optional, Sequence, Union
 
 import libcst as cst
 
@@ -25,6 +25,11 @@ from skiplint.limits import BUDGET
 MAX_STATES = 256
 #: Beyond this depth of `yield from` delegation, facts are given up.
 MAX_DELEGATION = 8
+
+#: What one specialization of a class (a factory's arguments, a loop's variable) knows of a name
+#: the class reads: its string, or the strings of a list/tuple; None when it cannot be known.
+Resolved = Union[str, tuple[str, ...], None]
+NameResolver = Callable[[cst.BaseExpression, Scope], Resolved]
 
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
@@ -52,6 +57,8 @@ class ModuleIndex:
         #: Lambdas that stand as a whole assigned/returned value (class factories).
         self.statement_lambdas: list[tuple[cst.Lambda, Scope]] = []
         self.assign_count: dict[str, int] = {}
+        #: id(ClassDef) -> (its info, its skippable(...) call), filled by `extract`.
+        self.skippable_calls: dict[int, tuple[ClassInfo, cst.Call]] = {}
         self.constants: dict[str, cst.BaseExpression] = {}
         self._block(module.body, self.scope, guarded=False)
         self.constants = {k: v for k, v in self.constants.items() if self.assign_count.get(k) == 1}
@@ -200,54 +207,63 @@ def _resolve_constant(index: ModuleIndex, scope: Scope, node: cst.Name) -> Optio
     return index.constants.get(node.value)
 
 
-def static_string(index: ModuleIndex, scope: Scope, node: cst.BaseExpression) -> Optional[str]:
-    """A string literal, or a module constant bound to one."""
+def static_string(index: ModuleIndex, scope: Scope, node: cst.BaseExpression,
+                  resolve: Optional[NameResolver] = None) -> Optional[str]:
+    """A string literal, or a module constant bound to one, or (given `resolve`) a name that one
+    specialization of the class binds to a string."""
     value = syntax.string_value(node)
     if value is None and isinstance(node, cst.Name):
         const = _resolve_constant(index, scope, node)
         if const is not None:
             value = syntax.string_value(const)
+    if value is None and resolve is not None and isinstance(node, (cst.Name, cst.Attribute)):
+        resolved = resolve(node, scope)
+        if isinstance(resolved, str):
+            value = resolved
     return value
 
 
 def _declared_names(index: ModuleIndex, scope: Scope, node: cst.BaseExpression, site_node: cst.CSTNode,
-                    locator: Locator, depth: int = 0) -> list[Declared]:
+                    locator: Locator, resolve: Optional[NameResolver], depth: int = 0) -> list[Declared]:
     """Names in a declaration sequence; raises _Unknown for anything computed."""
     if depth > 8:
         raise _Unknown
     if isinstance(node, cst.Name):
         const = _resolve_constant(index, scope, node)
-        if const is None:
+        if const is not None:
+            return _declared_names(index, scope, const, site_node, locator, resolve, depth + 1)
+        resolved = resolve(node, scope) if resolve is not None else None
+        if not isinstance(resolved, tuple):
             raise _Unknown
-        return _declared_names(index, scope, const, site_node, locator, depth + 1)
+        return [Declared(value, Site(node if depth == 0 else site_node, locator)) for value in resolved]
     if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
         names: list[Declared] = []
         for element in node.elements:
             if isinstance(element, cst.StarredElement):
-                names.extend(_declared_names(index, scope, element.value, site_node, locator, depth + 1))
+                names.extend(_declared_names(index, scope, element.value, site_node, locator, resolve, depth + 1))
                 continue
-            value = static_string(index, scope, element.value)
+            value = static_string(index, scope, element.value, resolve)
             if value is None:
                 raise _Unknown
             where = element.value if depth == 0 else site_node
             names.append(Declared(value, Site(where, locator)))
         return names
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
-        return (_declared_names(index, scope, node.left, site_node, locator, depth + 1)
-                + _declared_names(index, scope, node.right, site_node, locator, depth + 1))
+        return (_declared_names(index, scope, node.left, site_node, locator, resolve, depth + 1)
+                + _declared_names(index, scope, node.right, site_node, locator, resolve, depth + 1))
     raise _Unknown
 
 
 def _declaration(index: ModuleIndex, scope: Scope, kind: Kind, node: Optional[cst.BaseExpression],
-                 locator: Locator) -> Declaration:
+                 locator: Locator, resolve: Optional[NameResolver] = None) -> Declaration:
     if node is None:
         return Declaration(kind, ())
     site = Site(node, locator)
-    bare = static_string(index, scope, node)
+    bare = static_string(index, scope, node, resolve)
     if bare is not None:
         return Declaration(kind, (Declared(bare, site),), site, bare_string=bare)
     try:
-        return Declaration(kind, tuple(_declared_names(index, scope, node, node, locator)), site)
+        return Declaration(kind, tuple(_declared_names(index, scope, node, node, locator, resolve)), site)
     except _Unknown:
         return Declaration(kind, None, site)
 
@@ -331,8 +347,9 @@ class ForwardAnalysis:
     """Commands of a forward (and the helpers it delegates to) and the paths through it."""
 
     def __init__(self, index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef,
-                 locator: Locator, skippable: bool) -> None:
+                 locator: Locator, skippable: bool, resolve: Optional[NameResolver] = None) -> None:
         self.index = index
+        self.resolve = resolve
         self.info = info
         self.locator = locator
         self.skippable = skippable
@@ -759,7 +776,7 @@ class ForwardAnalysis:
         if not knowable:
             self.unknown.add(kind)
             return None
-        name = static_string(self.index, scope, name_node) if name_node is not None else None
+        name = static_string(self.index, scope, name_node, self.resolve) if name_node is not None else None
         if name is None and name_node is not None:
             self.unknown.add(kind)
         command = Command(
@@ -1005,6 +1022,7 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
                     findings.append(Finding("SKP109", (("cls", info.node.name.value), ("kind", kind)),
                                             Site(node, locator)))
             continue
+        index.skippable_calls[id(info.node)] = (info, decorator_call)
         skippables.append(_skippable_class(index, info, decorator_call, forward, locator, reported_loose))
 
     # Commands built as whole statements anywhere else (module level, plain functions).
@@ -1130,17 +1148,18 @@ def _first_command_yield(index: ModuleIndex, info: ClassInfo,
 
 
 def _skippable_class(index: ModuleIndex, info: ClassInfo, call: cst.Call, forward: Optional[cst.FunctionDef],
-                     locator: Locator, reported_loose: set[int]) -> SkippableClass:
+                     locator: Locator, reported_loose: set[int],
+                     resolve: Optional[NameResolver] = None) -> SkippableClass:
     args = _skippable_arguments(call)
     if args is None:
         stash = Declaration("stash", None, Site(call, locator))
         pop = Declaration("pop", None, Site(call, locator))
     else:
-        stash = _declaration(index, info.outer, "stash", args["stash"], locator)
-        pop = _declaration(index, info.outer, "pop", args["pop"], locator)
+        stash = _declaration(index, info.outer, "stash", args["stash"], locator, resolve)
+        pop = _declaration(index, info.outer, "pop", args["pop"], locator, resolve)
     forward_facts: Optional[Forward] = None
     if forward is not None:
-        analysis = ForwardAnalysis(index, info, forward, locator, skippable=True)
+        analysis = ForwardAnalysis(index, info, forward, locator, skippable=True, resolve=resolve)
         generator_elsewhere = not analysis.is_generator and any(
             _is_generator(m) for name, m in info.methods.items() if name != "forward")
         if not generator_elsewhere:
@@ -1157,6 +1176,25 @@ def _skippable_class(index: ModuleIndex, info: ClassInfo, call: cst.Call, forwar
                 Site(analysis.early_exits[0], locator) if analysis.early_exits else None,
             )
     return SkippableClass(info.node.name.value, stash, pop, forward_facts, Site(info.node, locator))
+
+
+def computed(cls: SkippableClass) -> bool:
+    """Whether a skippable class declares or uses a name that its code alone cannot tell."""
+    forward = cls.forward
+    return not (cls.stash.known and cls.pop.known) or (forward is not None and (
+        bool(forward.unknown_kinds) or any(c.name is None and c.name_site is not None for c in forward.commands)))
+
+
+def specialize(index: ModuleIndex, node: cst.ClassDef, locator: Locator,
+               resolve: NameResolver) -> Optional[SkippableClass]:
+    """The facts of one skippable class as one execution of its class statement makes it: the
+    names it reads from its factory's parameters, a loop's variable or its class attributes are
+    those `resolve` gives (`extract` must have run on `index`)."""
+    found = index.skippable_calls.get(id(node))
+    if found is None:
+        return None
+    info, call = found
+    return _skippable_class(index, info, call, info.methods.get("forward"), locator, set(), resolve)
 
 
 def _isolate_findings(index: ModuleIndex, skippables: Iterable[SkippableClass],

@@ -63,4 +63,6 @@ def extract(module: cst.Module, path: str, facts: ModuleFacts, index: ModuleInde
     interpreter = Interpreter(index, facts, locator, budget, resolve_class)
     interpreter.verified_functions = frozenset(verified_functions)
     interpreter.run()
-    return Conversion(interpreter).facts(path)
+    models = Conversion(interpreter).facts(path)
+    specialized = interpreter.specializations()
+    return dataclasses.replace(models, specialized=specialized) if specialized else models

@@ -25,6 +25,8 @@ class Classes(Core):
         if info is not None:
             if info.stash is None or info.pop is None:
                 info = self.declared_here(node, info, env)
+            if id(node) in self.open_classes:
+                self.remember_definition(node, env)
             return ClassV(name, "skippable", info, node, env)
         kind = "plain"
         for base in node.bases:

@@ -3,6 +3,7 @@ classes, the skip API) shares, and the signatures by which the parts call one an
 
 from __future__ import annotations
 
+import builtins
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import libcst as cst
@@ -11,7 +12,10 @@ from skiplint.facts import Locator, ModuleFacts
 from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, OutOfBudget, Return
 from skiplint.interpret.values import ClassV, FuncV, LambdaV, LayerV, PipeRecord, SeqV, SkipInfo, skip_info
 from skiplint.limits import Budget
-from skiplint.skippables import ModuleIndex
+from skiplint.skippables import ModuleIndex, computed
+
+if TYPE_CHECKING:
+    from skiplint.interpret.specialize import Definition
 
 #: (qualified name of a class of another project module) -> its ClassV, or None.
 ClassResolver = Callable[[str], Optional[ClassV]]
@@ -52,15 +56,25 @@ class Core:
         self.tracker_names: Optional[set[str]] = set()
         #: Inside `with pytest.raises(...)` / `try:` with handlers: a failure is expected there.
         self.expecting_failure = 0
+        #: Skippable classes whose names their code alone cannot tell, and each execution of
+        #: their class statements (skiplint.interpret.specialize).
+        self.open_classes: builtins.set[int] = {
+            id(cls.site.node) for cls in facts.skippables if cls.site is not None and computed(cls)}
+        self.definitions: list[Definition] = []
+        self.definition_count: dict[int, int] = {}
+        #: The entry point running (one per `guarded` call), and those that did not finish.
+        self.run_serial = 0
+        self.aborted_runs: builtins.set[int] = builtins.set()
 
     def guarded(self, action: Callable[..., Any]) -> None:
         """Run one entry point; an exhausted budget or stray control flow ends just that one."""
+        self.run_serial += 1
         try:
             action()
         except (OutOfBudget, RecursionError):
-            pass
+            self.aborted_runs.add(self.run_serial)
         except (Return, Break, Continue, LoopUnknown):
-            pass
+            self.aborted_runs.add(self.run_serial)
 
     def tick(self, cost: int = 1) -> None:
         self.steps += cost
@@ -87,6 +101,8 @@ class Core:
                           entry: bool = False) -> Any: ...
         # classes.py
         def define_class(self, node: cst.ClassDef, env: Env) -> ClassV: ...
+        # specialize.py
+        def remember_definition(self, node: cst.ClassDef, env: Env) -> None: ...
         def instantiate(self, cls: ClassV, args: Args, kwargs: Kwargs, node: cst.CSTNode,
                         entry: bool = False) -> Any: ...
         # api.py

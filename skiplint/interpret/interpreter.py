@@ -11,11 +11,12 @@ from skiplint.interpret.api import Api
 from skiplint.interpret.calls import Calls
 from skiplint.interpret.classes import Classes
 from skiplint.interpret.expressions import Expressions
+from skiplint.interpret.specialize import Specializations
 from skiplint.interpret.statements import Statements
 from skiplint.interpret.values import ClassV, FuncV, ListV, ObjV, SeqV, class_functions
 
 
-class Interpreter(Statements, Expressions, Calls, Classes, Api):
+class Interpreter(Statements, Expressions, Calls, Classes, Api, Specializations):
     """Runs one module's model-building code abstractly and records compositions and pipes."""
 
     def run(self) -> None:
