@@ -461,7 +461,7 @@ MISTAKES: dict[str, tuple[Mutator, str]] = {
     "balance-mismatch": (lambda rng, layers, c: layers, "SKP301"),
     "discarded-pop": (m_discarded_pop, "SKP305"),
     "mixed-namespaces": (m_mixed_namespaces, "SKP306"),
-    "late-binding": (m_late_binding, ""),
+    "late-binding": (m_late_binding, "SKP117"),
     "removed-torch-import": (lambda rng, layers, c: layers, "SKP401"),
     "profiled-skippable": (lambda rng, layers, c: layers, "SKP303"),
 }

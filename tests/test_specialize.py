@@ -183,3 +183,33 @@ def test_past_the_budget_of_executions_the_class_abstains() -> None:
             MADE.append(Stasher)
     """)
     assert [(line, code) for line, _, code, _ in found] == [(6, "SKP901"), (9, "SKP901")]
+
+
+def test_a_discarded_pop_of_a_factory_class_across_partitions_is_skp305() -> None:
+    found = report("""
+        from torchgpipe import GPipe
+
+        def make(name, merge):
+            @skippable(pop=[name])
+            class Pop(nn.Module):
+                def forward(self, x):
+                    if merge:
+                        skip = yield pop(name)
+                        return x + skip
+                    yield pop(name)
+                    return x
+
+            return Pop
+
+
+        @skippable(stash=["a"])
+        class Stash(nn.Module):
+            def forward(self, x):
+                yield stash("a", x)
+                return x
+
+
+        drops = GPipe(nn.Sequential(Stash(), nn.ReLU(), make("a", False)()), balance=[2, 1])
+        merges = GPipe(nn.Sequential(Stash(), nn.ReLU(), make("a", True)()), balance=[2, 1])
+    """)
+    assert [(line, col, code) for line, col, code, _ in found] == [(11, 18, "SKP305")]

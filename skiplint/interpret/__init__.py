@@ -63,6 +63,6 @@ def extract(module: cst.Module, path: str, facts: ModuleFacts, index: ModuleInde
     interpreter = Interpreter(index, facts, locator, budget, resolve_class)
     interpreter.verified_functions = frozenset(verified_functions)
     interpreter.run()
-    models = Conversion(interpreter).facts(path)
     specialized = interpreter.specializations()
+    models = Conversion(interpreter).facts(path)
     return dataclasses.replace(models, specialized=specialized) if specialized else models

@@ -26,7 +26,7 @@ class Classes(Core):
             if info.stash is None or info.pop is None:
                 info = self.declared_here(node, info, env)
             if id(node) in self.open_classes:
-                self.remember_definition(node, env)
+                info = self.remember_definition(node, env, info)
             return ClassV(name, "skippable", info, node, env)
         kind = "plain"
         for base in node.bases:

@@ -62,6 +62,8 @@ class Core:
             id(cls.site.node) for cls in facts.skippables if cls.site is not None and computed(cls)}
         self.definitions: list[Definition] = []
         self.definition_count: dict[int, int] = {}
+        #: id(SkipInfo of one execution) -> what its specialization adds (the pops it discards).
+        self.refined: dict[int, SkipInfo] = {}
         #: The entry point running (one per `guarded` call), and those that did not finish.
         self.run_serial = 0
         self.aborted_runs: builtins.set[int] = builtins.set()
@@ -102,7 +104,7 @@ class Core:
         # classes.py
         def define_class(self, node: cst.ClassDef, env: Env) -> ClassV: ...
         # specialize.py
-        def remember_definition(self, node: cst.ClassDef, env: Env) -> None: ...
+        def remember_definition(self, node: cst.ClassDef, env: Env, info: SkipInfo) -> SkipInfo: ...
         def instantiate(self, cls: ClassV, args: Args, kwargs: Kwargs, node: cst.CSTNode,
                         entry: bool = False) -> Any: ...
         # api.py

@@ -24,6 +24,7 @@ class Conversion:
         self.budget = run.budget
         self.direct_calls = run.direct_calls
         self.tracker_names = run.tracker_names
+        self.refined = run.refined
 
     def facts(self, path: str) -> ModelFacts:
         converted: dict[int, Composition] = {}
@@ -117,7 +118,7 @@ class Conversion:
                 return Layer(index, key, value.label, "container", site=site, nested=hidden)
             if value.kind != "skippable":
                 return Layer(index, key, value.label, value.kind, site=site)
-            info = value.info
+            info = self.refined.get(id(value.info), value.info)
             if value.tainted or info is None or info.stash is None or info.pop is None:
                 return Layer(index, key, value.label, "unknown", site=site)
             both = info.stash & info.pop

@@ -19,7 +19,7 @@ from skiplint.facts import SkippableClass
 from skiplint.imports import Scope
 from skiplint.interpret.core import Core
 from skiplint.interpret.env import Env
-from skiplint.interpret.values import ListV
+from skiplint.interpret.values import ListV, SkipInfo, skip_info
 from skiplint.skippables import Resolved
 
 
@@ -36,6 +36,8 @@ class Definition:
     attrs: dict[str, Any]
     #: The entry point of the run it belongs to (Core.run_serial).
     run: int
+    #: What the class made declares, as the compositions that hold its layers see it.
+    info: SkipInfo
 
 
 def _owner(scope: Scope, name: str) -> Optional[Scope]:
@@ -69,17 +71,22 @@ def _assigned_on_self(node: cst.ClassDef) -> set[str]:
 class Specializations(Core):
     """Remembers the executions of class statements with computed names, and checks each."""
 
-    def remember_definition(self, node: cst.ClassDef, env: Env) -> None:
+    def remember_definition(self, node: cst.ClassDef, env: Env, info: SkipInfo) -> SkipInfo:
+        """Remember one execution of a class statement; what the class it makes declares (an
+        object of its own, which `specializations` refines)."""
         count = self.definition_count.get(id(node), 0) + 1
         self.definition_count[id(node)] = count
         if count > self.budget.specializations or env.overlay:
-            return  # past the budget, or made under an unknown condition: its names abstain
+            return info  # past the budget, or made under an unknown condition: its names abstain
         frames: list[dict[str, Any]] = []
         frame: Optional[Env] = env
         while frame is not None:
             frames.append(dict(frame.vars))
             frame = frame.parent
-        self.definitions.append(Definition(node, env, frames, self.class_attributes(node, env), self.run_serial))
+        own = dataclasses.replace(info)
+        self.definitions.append(Definition(node, env, frames, self.class_attributes(node, env), self.run_serial,
+                                           own))
+        return own
 
     def class_attributes(self, node: cst.ClassDef, env: Env) -> dict[str, Any]:
         """`name = value` statements of the class body, evaluated as the body runs them."""
@@ -96,7 +103,8 @@ class Specializations(Core):
 
     def specializations(self) -> tuple[SkippableClass, ...]:
         """Each remembered execution as the class it made; none for a class statement run more
-        often than the budget allows, or in a run that did not finish (its frames are not final)."""
+        often than the budget allows, or in a run that did not finish (its frames are not final).
+        The pops each made class discards are added to what its layers declare (`refined`)."""
         out = []
         for definition in self.definitions:
             if (self.definition_count[id(definition.node)] > self.budget.specializations
@@ -105,6 +113,9 @@ class Specializations(Core):
             made = self.specialized(definition)
             if made is not None:
                 out.append(made)
+                discarded = skip_info(made).discarded
+                if discarded:
+                    self.refined[id(definition.info)] = dataclasses.replace(definition.info, discarded=discarded)
         return tuple(out)
 
     def specialized(self, definition: Definition) -> Optional[SkippableClass]:
