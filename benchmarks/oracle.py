@@ -68,17 +68,7 @@ class KnownGap:
         return " ".join(f"{k}={v}" for k, v in self.pattern) + f" -> {self.outcome}"
 
 
-KNOWN_GAPS: tuple[KnownGap, ...] = (
-    KnownGap((("planted", "profiled-skippable"), ("library", "fairscale")), "false-negative",
-             "issue 14, found by this oracle (SKP303)",
-             "fairscale.nn.pipe.balance.balance_by_time is not recognised as a profiler",
-             (("mistake", "profiled-skippable"), ("class_style", "decorator"), ("library", "fairscale"))),
-    KnownGap((("planted", "profiled-skippable"),), "false-positive", "issue 14, found by this oracle (SKP303)",
-             "profiling fails only when a stashed tensor shares autograd history with its layer's output "
-             "('Trying to backward through the graph a second time'); a stash of the layer's input profiles fine",
-             (("mistake", "profiled-skippable"), ("class_style", "decorator"), ("library", "torchgpipe"),
-              ("shape", "chain"), ("linear", False), ("composition", "literal"))),
-)
+KNOWN_GAPS: tuple[KnownGap, ...] = ()
 
 
 @dataclass(frozen=True)

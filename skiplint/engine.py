@@ -113,7 +113,8 @@ def _resolver(project: ProjectIndex, path: str) -> Any:
         summary = project.resolve_class(path, qualified)
         if summary is None:
             return None
-        return interpret.class_from_summary(summary.name, summary.kind, summary.stash, summary.pop)
+        return interpret.class_from_summary(summary.name, summary.kind, summary.stash, summary.pop,
+                                            summary.output_stashes)
     return resolve
 
 

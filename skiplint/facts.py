@@ -432,6 +432,9 @@ class Command:
     discarded: bool = False
     #: What is wrong with the arguments (SKP112), if anything.
     arity_problem: Optional[str] = None
+    #: For a stash in forward itself: the tensor shares autograd history with what forward returns
+    #: (it reads a variable of forward, other than its untouched input, that a `return` reads too).
+    shares_output: bool = False
 
 
 @dataclass(frozen=True)
@@ -478,6 +481,13 @@ class SkippableClass:
     #: forward reads after they were rebound, each (variable, value when the class was made,
     #: value when forward runs).
     late: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def output_stashes(self) -> frozenset[str]:
+        """Stashed names of which some yielded stash shares autograd history with forward's output."""
+        commands = self.forward.commands if self.forward is not None else ()
+        return frozenset(c.name for c in commands
+                         if c.kind == "stash" and c.yielded and c.shares_output and c.name is not None)
 
     def declared(self, kind: Kind) -> Declaration:
         return self.stash if kind == "stash" else self.pop
@@ -537,6 +547,8 @@ class Layer:
     #: Declared names whose namespace cannot be known (`.isolate(ns, only=[<unknown>])`): no
     #: finding or route is given for these names, the other names are still checked.
     unknown_names: tuple[str, ...] = ()
+    #: Stashed names of which some stash shares autograd history with the layer's output (SKP303).
+    output_stashes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -204,13 +204,32 @@ def has_skippables(composition: Composition) -> bool:
     return False
 
 
+def _fails_profiling(composition: Composition) -> bool:
+    """Whether profiling the layers one by one fails: a layer stashes a tensor that shares autograd
+    history with its own output, and a later layer pops it and uses it. The profilers detach each
+    layer's input and run each layer's backward alone; the stashing layer's backward frees that
+    history, and the popping layer's backward reaches it again ('Trying to backward through the
+    graph a second time'). A stash of the untouched input, or of a tensor computed apart from the
+    output, profiles fine."""
+    stashed: set[str] = set()
+    for layer in composition.layers:
+        for candidate in (layer, *layer.nested):
+            if candidate.kind != "skippable":
+                continue
+            dropped = {name for name, _site in candidate.discarded}
+            if any(key[1] in stashed and key[1] not in dropped for key in candidate.pop):
+                return True
+            stashed.update(candidate.output_stashes)
+    return False
+
+
 def pipe_findings(pipe: Pipe) -> Iterator[Finding]:
     """SKP301-SKP304 for one pipe, balancer or LazyModule call."""
     composition = pipe.composition
     if composition is None or pipe.kind in _NOT_PIPES:
         return
     if pipe.kind in _PROFILERS:
-        if has_skippables(composition):
+        if _fails_profiling(composition):
             yield _finding("SKP303", pipe.site, func=pipe.kind)
         return
     if pipe.kind in _MULTIPROCESS:

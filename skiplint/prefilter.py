@@ -58,6 +58,7 @@ def _api_table() -> dict[str, str]:
         table[f"{root}.pipe.Pipe"] = "TorchPipe"
     for sym in ("balance_by_time", "balance_by_size"):
         table[f"torchgpipe.balance.{sym}"] = sym
+        table[f"fairscale.nn.pipe.balance.{sym}"] = sym
     for qual in ("fairscale.nn.pipe.MultiProcessPipe", "fairscale.nn.MultiProcessPipe",
                  "fairscale.nn.pipe.multiprocess_pipe.MultiProcessPipe"):
         table[qual] = "MultiProcessPipe"

@@ -32,6 +32,8 @@ class ClassSummary:
     kind: str  # "skippable" | "sequential" | "plain" | "unknown"
     stash: Optional[frozenset[str]] = None
     pop: Optional[frozenset[str]] = None
+    #: Stashed names of which some stash shares autograd history with the layer's output.
+    output_stashes: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,8 @@ def summarize(path: str, data: bytes) -> ModuleSummary:
         if cls is not None:
             classes[name] = ClassSummary(name, "skippable",
                                          cls.stash.name_set if cls.stash.known else None,
-                                         cls.pop.name_set if cls.pop.known else None)
+                                         cls.pop.name_set if cls.pop.known else None,
+                                         cls.output_stashes)
         else:
             classes[name] = ClassSummary(name, _base_kind(info.node, index.scope, classes))
     imports = {}

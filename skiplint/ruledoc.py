@@ -40,6 +40,31 @@ _PIPE = ("from torch import nn\nfrom torchgpipe import GPipe\n"
          "from torchgpipe.skip import Namespace, pop, skippable, stash\n") + _LAYERS
 
 
+# A layer that stashes what its own submodule computed: the skip carries that autograd graph.
+_PROFILED = (
+    "import torch\nfrom torch import nn\nfrom torchgpipe import GPipe\n"
+    "from torchgpipe.skip import pop, skippable, stash\n" + '''
+
+@skippable(stash=["skip"])
+class Encode(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+
+    def forward(self, x):
+        x = self.lin(x)
+        yield stash("skip", x)
+        return x
+
+
+@skippable(pop=["skip"])
+class Pop(nn.Module):
+    def forward(self, x):
+        skip = yield pop("skip")
+        return x + skip
+''')
+
+
 def _src(text: str) -> str:
     return textwrap.dedent(text).strip("\n") + "\n"
 
@@ -388,14 +413,14 @@ EXAMPLES: dict[str, tuple[str, str]] = {
     '''), _join(_PIPE, '''
         model = GPipe(nn.Sequential(Stash(), nn.ReLU(), Pop(), nn.ReLU()), balance=[3, 1], chunks=4)
     ''')),
-    "SKP303": (_join("import torch\n" + _PIPE.replace(
-        "from torchgpipe import GPipe\n",
-        "from torchgpipe import GPipe\nfrom torchgpipe.balance import balance_by_time\n"), '''
-        layers = nn.Sequential(Stash(), nn.ReLU(), Pop())
-        balance = balance_by_time(2, layers, torch.empty(64, 16))
+    "SKP303": (_join(_PROFILED.replace("from torchgpipe import GPipe\n",
+                                       "from torchgpipe import GPipe\nfrom torchgpipe.balance import balance_by_time\n"),
+                     '''
+        layers = nn.Sequential(Encode(), nn.ReLU(), Pop())
+        balance = balance_by_time(2, layers, torch.empty(64, 16), device=torch.device("cpu"))
         model = GPipe(layers, balance=balance, chunks=4)
-    '''), _join(_PIPE, '''
-        layers = nn.Sequential(Stash(), nn.ReLU(), Pop())
+    '''), _join(_PROFILED, '''
+        layers = nn.Sequential(Encode(), nn.ReLU(), Pop())
         model = GPipe(layers, balance=[2, 1], chunks=4)
     ''')),
     "SKP304": (_join(_PIPE.replace("from torchgpipe import GPipe\n", "from fairscale.nn.pipe import AsyncPipe\n")
@@ -542,6 +567,9 @@ WHEN: dict[str, str] = {
               "leaves its module (bound at module level, or returned by a module-level function, "
               "so an importer may pipe it). A model built and only run plainly inside a function "
               "is not reported: the skip tracker tolerates a stash nobody pops",
+    "SKP303": "some skip stashes something other than its layer's input unchanged (the profilers "
+              "detach each layer's input, so a stashed input carries no graph and profiles fine), or "
+              "some layer of the composition cannot be known",
     "SKP205": "the nested skip leaves its child container (its stash or pop is outside it): a child "
               "is never split across partitions, so a skip wholly inside one child works",
     "SKP306": "both routes are in the same pipe with the same source partition and the same destination "

@@ -126,8 +126,10 @@ _RULES = (
          "none: a cost report", opt_in=True),
     Rule("SKP303", "profiled-skippable",
          "{func}() profiles layers in isolation; the skippable layers of this composition fail there",
-         "balance_by_time/balance_by_size applied to a composition with skippable layers",
-         "'has not been stashed' during profiling"),
+         "balance_by_time/balance_by_size applied to a composition with skippable layers whose skips "
+         "carry what the stashing layer computed",
+         "RuntimeError: Trying to backward through the graph a second time, during profiling (each "
+         "layer's backward runs alone, and a popped skip leads back into the stashing layer's graph)"),
     Rule("SKP304", "skippable-in-multiprocess-pipe",
          "{pipe} does not support skippable layers",
          "skippable layers given to fairscale's multi-process/async pipes or LazyModule lists",

@@ -783,9 +783,51 @@ class ForwardAnalysis:
             kind, name, Site(call, self.locator),
             Site(name_node, self.locator) if name_node is not None else None,
             yielded=yielded, discarded=discarded and kind == "pop", arity_problem=problem,
+            shares_output=kind == "stash" and problem is None and self._shares_output(call),
         )
         self.commands[id(call)] = command
         return command
+
+    def _shares_output(self, call: cst.Call) -> bool:
+        """Whether a stash in forward itself stashes a tensor that shares, with what forward
+        returns, autograd history that holds saved tensors: its expression reads a variable of
+        forward (not `self`, not the input when forward never rebinds it) that some `return` reads
+        too, and forward assigns that variable from a call or an operation other than + and -
+        (which save nothing for backward)."""
+        if self._active[-1] is not self._forward:
+            return False
+        tensor = next((arg.value for position, arg in enumerate(call.args)
+                       if (arg.keyword is None and position == 1)
+                       or (arg.keyword is not None and arg.keyword.value == "tensor")), None)
+        if tensor is None:
+            return False
+        params = _positional_names(self._forward)
+        values: dict[str, list[Optional[cst.CSTNode]]] = {}
+        for node in syntax.walk(self._forward.body, into_scopes=True):
+            bound: list[tuple[cst.CSTNode, Optional[cst.CSTNode]]] = []
+            if isinstance(node, cst.Assign):
+                bound = [(t.target, node.value) for t in node.targets]
+            elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)):
+                bound = [(node.target, node.value)]
+            elif isinstance(node, cst.AugAssign):
+                bound = [(node.target, None if isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign))
+                          else node)]
+            elif isinstance(node, cst.For):
+                bound = [(node.target, None)]
+            elif isinstance(node, cst.AsName):
+                bound = [(node.name, None)]
+            for target, value in bound:
+                for name in _target_names(target):
+                    values.setdefault(name, []).append(value)
+        local = set(params[1:]) | set(values)
+        if len(params) > 1 and params[1] not in values:
+            local.discard(params[1])  # the untouched input: the profilers detach it
+        shared = {n.value for n in syntax.walk(tensor) if isinstance(n, cst.Name)} & local
+        returned: set[str] = set()
+        for node in syntax.walk(self._forward.body):
+            if isinstance(node, cst.Return) and node.value is not None:
+                returned.update(n.value for n in syntax.walk(node.value) if isinstance(n, cst.Name))
+        return any(_saves_tensors(value) for name in shared & returned for value in values.get(name, ()))
 
     def _delegate_target(self, target: cst.BaseExpression) -> Optional[cst.FunctionDef]:
         """The method of this class that `yield from self.<method>(...)` runs, if that is what it is."""
@@ -918,6 +960,19 @@ def _describe(value: cst.BaseExpression, module: cst.Module) -> str:
 #: torch.nn classes whose call may return whatever their children return.
 _TORCH_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "Module", "Identity", "ParameterList",
                                "ParameterDict"})
+
+
+def _saves_tensors(value: Optional[cst.CSTNode]) -> bool:
+    """Whether computing an assigned value records tensors for backward, as far as its text shows:
+    a call or an operation other than + and - (an augmented `*=` counts, given as the statement)."""
+    if value is None:
+        return False
+    for node in syntax.walk(value):
+        if isinstance(node, (cst.Call, cst.AugAssign)):
+            return True
+        if isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, (cst.Add, cst.Subtract)):
+            return True
+    return False
 
 
 def _positional_names(func: cst.FunctionDef) -> list[str]:

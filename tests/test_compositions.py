@@ -431,3 +431,44 @@ def test_factory_and_loop_classes_are_declared_with_the_values_bound_at_the_clas
     assert codes(loop + "def test(x):\n    return nn.Sequential(made['skip'](), P())\n") == []
     # A factory nobody calls with known values stays unknown: the composition is not judged.
     assert codes(factory + "def test(n, x):\n    return nn.Sequential(S(), make(n)())\n") == []
+
+
+PROFILED = '''
+import torch
+from torchgpipe.balance import balance_by_time
+
+@skippable(stash=["skip"])
+class Encode(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        x = self.lin(x)
+        yield stash("skip", x)
+        return torch.relu(x)
+
+@skippable(stash=["skip"])
+class Apart(nn.Module):
+    def forward(self, x):
+        yield stash("skip", x * 2)
+        return x
+
+@skippable(pop=["skip"])
+class Drop(nn.Module):
+    def forward(self, x):
+        yield pop("skip")
+        return x
+'''
+
+
+def test_profiling_fails_only_where_a_popped_skip_shares_the_stashing_layers_output() -> None:
+    # Measured with both libraries in tests/runtime/test_oracle_conditions.py: a stash of the
+    # untouched input, or of a tensor computed apart from the output, profiles fine, and so does a
+    # pop whose tensor is thrown away.
+    assert codes(PROFILED + textwrap.dedent("""
+        fails = balance_by_time(2, nn.Sequential(Encode(), nn.ReLU(), P()), torch.empty(4, 4))
+        stashed_input = balance_by_time(2, nn.Sequential(S(), nn.ReLU(), P()), torch.empty(4, 4))
+        computed_apart = balance_by_time(2, nn.Sequential(Apart(), nn.ReLU(), P()), torch.empty(4, 4))
+        never_used = balance_by_time(2, nn.Sequential(Encode(), nn.ReLU(), Drop()), torch.empty(4, 4))
+    """)) == [(PROFILED.count("\n") + 2, "SKP303")]

@@ -41,9 +41,9 @@ def relevant(text: str) -> bool:
 
 
 def class_from_summary(name: str, kind: str, stash: Optional[frozenset[str]],
-                       pop: Optional[frozenset[str]]) -> ClassV:
+                       pop: Optional[frozenset[str]], output_stashes: frozenset[str] = frozenset()) -> ClassV:
     """A class of another project module, as the interpreter sees it."""
-    info = SkipInfo(name, stash, pop) if kind == "skippable" else None
+    info = SkipInfo(name, stash, pop, output_stashes=output_stashes) if kind == "skippable" else None
     return ClassV(name, kind, info)
 
 

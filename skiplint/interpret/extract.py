@@ -136,7 +136,8 @@ class Conversion:
                 return tuple(out)
 
             return Layer(index, key, value.label, "skippable", keys(info.stash), keys(info.pop),
-                         tuple(sorted(both)), site, discarded=info.discarded)
+                         tuple(sorted(both)), site, discarded=info.discarded,
+                         output_stashes=tuple(sorted(info.output_stashes & info.stash)))
         label = code(node) if node is not None else "?"
         return Layer(index, key, label, "unknown", site=site)
 

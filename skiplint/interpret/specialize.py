@@ -104,7 +104,8 @@ class Specializations(Core):
     def specializations(self) -> tuple[SkippableClass, ...]:
         """Each remembered execution as the class it made; none for a class statement run more
         often than the budget allows, or in a run that did not finish (its frames are not final).
-        The pops each made class discards are added to what its layers declare (`refined`)."""
+        What each made class discards and stashes of its output is added to what its layers declare
+        (`refined`)."""
         out = []
         for definition in self.definitions:
             if (self.definition_count[id(definition.node)] > self.budget.specializations
@@ -113,9 +114,10 @@ class Specializations(Core):
             made = self.specialized(definition)
             if made is not None:
                 out.append(made)
-                discarded = skip_info(made).discarded
-                if discarded:
-                    self.refined[id(definition.info)] = dataclasses.replace(definition.info, discarded=discarded)
+                facts = skip_info(made)
+                if facts.discarded or facts.output_stashes:
+                    self.refined[id(definition.info)] = dataclasses.replace(
+                        definition.info, discarded=facts.discarded, output_stashes=facts.output_stashes)
         return tuple(out)
 
     def specialized(self, definition: Definition) -> Optional[SkippableClass]:

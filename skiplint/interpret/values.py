@@ -51,6 +51,8 @@ class SkipInfo:
     pop: Optional[frozenset[str]]
     #: Popped names whose tensor forward discards, with the `pop(...)` call.
     discarded: tuple[tuple[str, Site], ...] = ()
+    #: Stashed names of which some stash shares autograd history with forward's output.
+    output_stashes: frozenset[str] = frozenset()
 
 
 @dataclass(eq=False)
@@ -275,5 +277,5 @@ def skip_info(cls: SkippableClass) -> SkipInfo:
     discarded = tuple((c.name, c.site) for c in (cls.forward.commands if cls.forward is not None else ())
                       if c.kind == "pop" and c.yielded and c.discarded and c.name is not None
                       and c.site is not None)
-    return SkipInfo(cls.name, stash, pop, discarded)
+    return SkipInfo(cls.name, stash, pop, discarded, cls.output_stashes)
 

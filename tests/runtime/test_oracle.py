@@ -32,6 +32,11 @@ def test_every_disagreement_is_a_documented_gap(results: list[oracle.Result]) ->
     assert not problems, "\n\n".join(oracle.describe(r) for r in problems)
 
 
+def test_abstentions_stay_under_three_percent(results: list[oracle.Result]) -> None:
+    abstained = [r for r in results if r.outcome == "abstained"]
+    assert len(abstained) * 100 < 3 * len(results), "\n\n".join(oracle.describe(r) for r in abstained)
+
+
 def test_every_known_gap_still_shows(results: list[oracle.Result]) -> None:
     assert oracle.stale_gaps(results) == []
 
@@ -70,8 +75,10 @@ def test_outcomes_are_the_product_of_the_two_verdicts() -> None:
         "analyzer-error", "analyzer-error"]
 
 
-def test_known_gaps_match_by_pattern() -> None:
-    gap = oracle.KNOWN_GAPS[0]
+def test_known_gaps_match_by_pattern(monkeypatch: pytest.MonkeyPatch) -> None:
+    gap = oracle.KnownGap((("planted", "profiled-skippable"), ("library", "fairscale")), "false-negative",
+                          "issue 0", "an example")
+    monkeypatch.setattr(oracle, "KNOWN_GAPS", (gap,))
     program = generate(1, "clean")
     labelled = type(program)(**{**program.__dict__, "planted": "profiled-skippable", "library": "fairscale"})
     assert gap.matches(labelled) and not gap.matches(program)

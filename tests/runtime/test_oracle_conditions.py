@@ -240,6 +240,24 @@ def test_profiling_a_stash_computed_apart_from_the_output_runs(lib: str) -> None
     assert sorted(profile(lib, model)) in ([1, 3], [2, 2])
 
 
+def output_stasher(skip: Any) -> nn.Module:
+    @skip.skippable(stash=["a"])
+    class StashOutput(nn.Module):
+        def forward(self, x: Any) -> Any:
+            y = x * 2
+            yield skip.stash("a", y)
+            return y
+
+    return StashOutput()
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+def test_profiling_a_discarded_pop_of_the_computed_output_runs(lib: str) -> None:
+    skip, _pipe = library(lib)
+    model = nn.Sequential(nn.Linear(3, 3), output_stasher(skip), nn.Linear(3, 3), popper(skip, "a", discard=True))
+    assert sorted(profile(lib, model)) in ([1, 3], [2, 2])
+
+
 @pytest.mark.parametrize("lib", sorted(LIBRARIES))
 def test_profiling_a_stash_of_the_computed_output_fails_in_backward(lib: str) -> None:
     skip, _pipe = library(lib)
