@@ -11,6 +11,7 @@ import textwrap
 from typing import Optional, Sequence
 
 from skiplint import rules
+from skiplint.limits import BUDGET
 
 #: Where docs/rules.md is published; a rule's section is its code in lower case.
 HELP_URL = "https://github.com/skiplint/skiplint/blob/main/docs/rules.md"
@@ -567,6 +568,14 @@ WHEN: dict[str, str] = {
               "leaves its module (bound at module level, or returned by a module-level function, "
               "so an importer may pipe it). A model built and only run plainly inside a function "
               "is not reported: the skip tracker tolerates a stash nobody pops",
+    "SKP117": "the module runs the class statement (the loop, or the factory's call) with names it can "
+              "read, and the variable forward reads holds another name once the code that built the "
+              "model has run; where the names agree (the last class of a loop), nothing is reported",
+    "SKP901": "the name cannot be known for a class the module makes: a name read from a factory's "
+              "parameter, a loop's variable or a class attribute is checked class by class when the "
+              f"module calls the factory (or runs the loop) with names it can read (up to "
+              f"{BUDGET.specializations} classes per class statement), and is reported here when it is computed at run time or the "
+              "factory is never called in the module",
     "SKP303": "some skip stashes something other than its layer's input unchanged (the profilers "
               "detach each layer's input, so a stashed input carries no graph and profiles fine), or "
               "some layer of the composition cannot be known",
