@@ -22,7 +22,7 @@ def _c(code: str) -> str:
 #: Codes whose failure a run can show; the others are silent or happen before a run can start.
 OBSERVABLE = frozenset(map(_c, (
     "SKP101", "SKP102", "SKP103", "SKP104", "SKP105", "SKP108", "SKP110", "SKP111", "SKP112",
-    "SKP114", "SKP201", "SKP202", "SKP203", "SKP204", "SKP301",
+    "SKP114", "SKP117", "SKP201", "SKP202", "SKP203", "SKP204", "SKP301",
 )))
 #: Codes checked by verify_skippables over the whole Sequential at once.
 VERIFY_CODES = frozenset(map(_c, ("SKP105", "SKP201", "SKP202", "SKP203", "SKP204")))
@@ -38,6 +38,9 @@ CONDITIONAL = _c("SKP111")
 #: Forward failures that a conditional (SKP111) explains when the static pass said so.
 _BY_CONDITION = {_c("SKP103"): "stashed", _c("SKP104"): "popped"}
 _REPEAT = _c("SKP110")
+#: An undeclared stash or pop that a late-bound name (SKP117) explains when the static pass said so.
+_LATE = _c("SKP117")
+_BY_LATE = frozenset(map(_c, ("SKP101", "SKP102")))
 
 
 @dataclass
@@ -88,6 +91,8 @@ def matches(s: StaticFinding, o: Observation) -> bool:
 
 
 def _conditional(o: Observation, static: list[StaticFinding]) -> Observation:
+    if o.code in _BY_LATE and any(s.code == _LATE and s.cls == o.cls and s.name == o.name for s in static):
+        return replace(o, code=_LATE)
     verb = _BY_CONDITION.get(o.code) if o.code is not None else None
     if verb is None:
         return o

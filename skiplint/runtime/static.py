@@ -80,7 +80,7 @@ def static_findings(paths: Iterable[str], finder: Optional[config.Finder] = None
         for d in result.diagnostics:
             args = message_args(d.code, d.message)
             cls = owners.get((d.code, d.line, d.col)) or args.get("cls")
-            name = args.get("name") or _quoted(args.get("skip"))
+            name = args.get("name") or args.get("now") or _quoted(args.get("skip"))  # SKP117: the name at run time
             layer = args.get("layer")
             out.append(StaticFinding(d.path, d.line, d.col, d.code, d.message, cls=cls, layer=layer, name=name))
     for problem in finder.problems:

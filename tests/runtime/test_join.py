@@ -45,6 +45,15 @@ def test_must_be_stashed_is_the_conditional_when_the_static_pass_said_so():
     assert verdicts[0].verdict == "confirmed"
 
 
+def test_an_undeclared_stash_is_the_late_binding_when_the_static_pass_said_so():
+    static = [finding("SKP117", cls="Save", name="x")]
+    observations, verdicts = join([obs("SKP101", "0", "Save", "x")], static, REACH)
+    assert observations[0].code == "SKP117" and observations[0].predicted
+    assert verdicts[0].verdict == "confirmed"
+    observations, verdicts = join([obs("SKP101", "0", "Save", "y")], static, REACH)
+    assert observations[0].code == "SKP101" and not observations[0].predicted
+
+
 def test_forward_failure_behind_a_verify_failure_is_one_root_cause():
     observations, _ = join([obs("SKP105", "2", "Load", "x", "verify_skippables"),
                             obs("SKP201", "2", "Load", "x")], [], REACH)
