@@ -26,11 +26,21 @@ def module_findings(facts: ModuleFacts) -> Iterator[Finding]:
     for command in facts.loose_commands:
         yield _not_yielded(command)
     certain = {id(f.site.node) for f in facts.findings if f.code == "SKP305" and f.site is not None}
+    late: dict[tuple[int, str, str], tuple[Finding, list[str]]] = {}
     for cls in facts.skippables:
         for finding in class_findings(cls):
             if finding.code == "SKP116" and finding.site is not None and id(finding.site.node) in certain:
                 continue
+            if finding.code == "SKP117" and finding.site is not None:
+                args = dict(finding.args)
+                key = (id(finding.site.node), args["var"], args["now"])
+                late.setdefault(key, (finding, []))[1].append(args["made"])
+                continue
             yield finding
+    for first, made in late.values():  # one statement, one mistake: the classes it made early, together
+        args = dict(first.args)
+        yield _finding("SKP117", first.site, var=args["var"], now=args["now"],
+                       made=", ".join(repr(name) for name in sorted(set(made))))
 
 
 def _not_yielded(command: Command) -> Finding:

@@ -87,8 +87,8 @@ _RULES = (
          "the tensor from yield pop(name) is discarded",
          "usually a forgotten merge of the skip", opt_in=True),
     Rule("SKP117", "late-bound-skip-name",
-         "forward reads '{var}' when it runs, when it holds '{now}', but this class was made for "
-         "'{made}': bind the name when the class is made (a class attribute, read as self.<attribute>)",
+         "forward reads '{var}' when it runs, when it holds '{now}', not the {made} it held when the class "
+         "was made: bind the name when the class is made (a class attribute, read as self.<attribute>)",
          "a class made in a loop or factory whose forward reads a variable rebound after the class "
          "was made",
          "RuntimeError: '{name}' has not been declared as stashable (or poppable), '{name}' being the "

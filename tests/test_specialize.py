@@ -77,7 +77,7 @@ def test_a_factory_called_with_a_computed_name_abstains_for_that_call() -> None:
     assert [(line, code) for line, _, code, _ in found] == [(5, "SKP901"), (8, "SKP901")]
 
 
-def test_late_binding_in_a_loop_is_one_skp117_per_class_made_early() -> None:
+def test_late_binding_in_a_loop_is_one_skp117_for_the_classes_made_early() -> None:
     found = report("""
         MADE = {}
         for name in ("enc0", "enc1", "enc2"):
@@ -89,9 +89,9 @@ def test_late_binding_in_a_loop_is_one_skp117_per_class_made_early() -> None:
 
             MADE[name] = Stasher
     """)
-    message = ("SKP117 forward reads 'name' when it runs, when it holds 'enc2', but this class was made "
-               "for '{}': bind the name when the class is made (a class attribute, read as self.<attribute>)")
-    assert found == [(7, 18, "SKP117", message.format("enc0")), (7, 18, "SKP117", message.format("enc1"))]
+    assert found == [(7, 18, "SKP117", "SKP117 forward reads 'name' when it runs, when it holds 'enc2', not "
+                                       "the 'enc0', 'enc1' it held when the class was made: bind the name when "
+                                       "the class is made (a class attribute, read as self.<attribute>)")]
 
 
 def test_late_binding_of_a_pop_inside_a_builder_function() -> None:
@@ -109,7 +109,7 @@ def test_late_binding_of_a_pop_inside_a_builder_function() -> None:
             return made
     """)
     assert [(line, col, code) for line, col, code, _ in found] == [(8, 30, "SKP117")]
-    assert "holds 'b', but this class was made for 'a'" in found[0][3]
+    assert "holds 'b', not the 'a' it held" in found[0][3]
 
 
 def test_a_class_attribute_binds_the_name_when_the_class_is_made() -> None:
