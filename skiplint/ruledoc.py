@@ -576,9 +576,12 @@ WHEN: dict[str, str] = {
               f"module calls the factory (or runs the loop) with names it can read (up to "
               f"{BUDGET.specializations} classes per class statement), and is reported here when it is computed at run time or the "
               "factory is never called in the module",
-    "SKP303": "some skip stashes something other than its layer's input unchanged (the profilers "
-              "detach each layer's input, so a stashed input carries no graph and profiles fine), or "
-              "some layer of the composition cannot be known",
+    "SKP303": "a layer stashes a tensor that shares autograd history (saved for backward) with its own "
+              "output and a later layer pops it and uses it: balance_by_time detaches each layer's input "
+              "and runs each layer's backward alone, so the popping layer's backward reaches history "
+              "that the stashing layer's backward freed. A stash of the layer's untouched input, a "
+              "tensor computed apart from the output, or a popped tensor that is thrown away profiles "
+              "fine; balance_by_size runs forward passes only and is not reported",
     "SKP205": "the nested skip leaves its child container (its stash or pop is outside it): a child "
               "is never split across partitions, so a skip wholly inside one child works",
     "SKP306": "both routes are in the same pipe with the same source partition and the same destination "

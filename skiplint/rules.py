@@ -126,8 +126,8 @@ _RULES = (
          "none: a cost report", opt_in=True),
     Rule("SKP303", "profiled-skippable",
          "{func}() profiles layers in isolation; the skippable layers of this composition fail there",
-         "balance_by_time/balance_by_size applied to a composition with skippable layers whose skips "
-         "carry what the stashing layer computed",
+         "balance_by_time applied to a composition with skippable layers whose skips carry what the "
+         "stashing layer computed",
          "RuntimeError: Trying to backward through the graph a second time, during profiling (each "
          "layer's backward runs alone, and a popped skip leads back into the stashing layer's graph)"),
     Rule("SKP304", "skippable-in-multiprocess-pipe",
