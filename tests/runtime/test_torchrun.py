@@ -4,6 +4,7 @@ raises or hangs named in the report within --timeout."""
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -47,6 +48,14 @@ def verdict(payload):
     return (payload["exit_code"], payload["reason"],
             sorted((s["line"], s["code"], s["verdict"]) for s in payload["static"]),
             sorted((o["code"], o["layer"], o["cls"], o["name"], o["predicted"]) for o in payload["observations"]))
+
+
+def assert_every_rank_ended(stderr, nproc, code):
+    """Every rank ended with `code`, except that torchrun may stop (SIGTERM, -15) those still running
+    when the first one has ended: which rank gets there first is the scheduler's choice."""
+    codes = worker_exit_codes(stderr)
+    assert set(codes) == set(range(nproc)), codes
+    assert set(codes.values()) <= {code, -signal.SIGTERM} and code in codes.values(), codes
 
 
 def worker_exit_codes(stderr):
@@ -98,7 +107,7 @@ def test_failing_fixture_has_the_single_process_verdict(nproc, fixture):
     assert verdict(payload) == verdict(reference)
     assert payload["exit_code"] == 1 and code != 0
     assert payload["balance"] == list(balance)
-    assert worker_exit_codes(stderr) == {rank: 1 for rank in range(nproc)}
+    assert_every_rank_ended(stderr, nproc, 1)
 
 
 def test_text_report_is_printed_once():
@@ -197,7 +206,7 @@ def test_a_rank_that_raises_is_named_in_the_report(faulty):
         "pipelining ScheduleGPipe (2 ranks)", "failed",
         f"rank 1 ({host}) raised RuntimeError during stage forward: only rank 1 fails here")
     assert payload["exit_code"] == 1 and payload["reason"] is None
-    assert worker_exit_codes(stderr) == {0: 1, 1: 1}
+    assert_every_rank_ended(stderr, 2, 1)
 
 
 def test_a_rank_that_hangs_ends_every_rank_within_the_timeout(faulty):
@@ -208,7 +217,7 @@ def test_a_rank_that_hangs_ends_every_rank_within_the_timeout(faulty):
     assert payload["reason"] == f"rank 1 ({host}) did not answer within 30s during stage forward"
     assert payload["exit_code"] == 2 and code != 0
     assert f"skiplint verify: rank 1 ({host}) did not answer within 30s during stage forward\n" in stderr
-    assert worker_exit_codes(stderr) == {0: 2, 1: 2}
+    assert_every_rank_ended(stderr, 2, 2)
 
 
 def test_a_rank_that_is_killed_is_named_by_its_last_step(faulty):
@@ -237,7 +246,7 @@ def test_more_ranks_than_layers_is_a_usage_error(tmp_path):
     payload = json.loads(stdout)
     assert payload["reason"] == "torchrun started 3 ranks but the model has 2 layers: one stage per rank needs at most 2 ranks"
     assert [s["name"] for s in payload["steps"]] == ["import", "build"]
-    assert worker_exit_codes(stderr) == {0: 2, 1: 2, 2: 2}
+    assert_every_rank_ended(stderr, 3, 2)
 
 
 def test_a_balance_that_does_not_match_the_ranks_is_a_usage_error():
@@ -246,7 +255,7 @@ def test_a_balance_that_does_not_match_the_ranks_is_a_usage_error():
     assert stdout == ""
     assert stderr.count("skiplint verify: --balance has 3 entries but torchrun started 2 ranks: give one entry "
                         "per rank\n") == 1
-    assert worker_exit_codes(stderr) == {0: 2, 1: 2}
+    assert_every_rank_ended(stderr, 2, 2)
 
 
 @pytest.mark.gpu
