@@ -715,12 +715,7 @@ class ForwardAnalysis:
         values: list[tuple[cst.BaseExpression, cst.FunctionDef]] = []
         for method in self.info.methods.values():
             for node in syntax.walk(method.body):
-                targets: list[cst.BaseExpression] = []
-                if isinstance(node, cst.Assign):
-                    targets = [t.target for t in node.targets]
-                elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-                    targets = [node.target]
-                for target in targets:
+                for target in assignment_targets(node):
                     if any(isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == "self"
                            and n.attr.value == attr for n in syntax.walk(target)):
                         if method.name.value != "__init__" or not isinstance(node, cst.Assign) or target is not \
@@ -802,23 +797,7 @@ class ForwardAnalysis:
         if tensor is None:
             return False
         params = _positional_names(self._forward)
-        values: dict[str, list[Optional[cst.CSTNode]]] = {}
-        for node in syntax.walk(self._forward.body, into_scopes=True):
-            bound: list[tuple[cst.CSTNode, Optional[cst.CSTNode]]] = []
-            if isinstance(node, cst.Assign):
-                bound = [(t.target, node.value) for t in node.targets]
-            elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)):
-                bound = [(node.target, node.value)]
-            elif isinstance(node, cst.AugAssign):
-                bound = [(node.target, None if isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign))
-                          else node)]
-            elif isinstance(node, cst.For):
-                bound = [(node.target, None)]
-            elif isinstance(node, cst.AsName):
-                bound = [(node.name, None)]
-            for target, value in bound:
-                for name in _target_names(target):
-                    values.setdefault(name, []).append(value)
+        values = self._bindings(self._forward)
         local = set(params[1:]) | set(values)
         if len(params) > 1 and params[1] not in values:
             local.discard(params[1])  # the untouched input: the profilers detach it
@@ -827,7 +806,7 @@ class ForwardAnalysis:
         for node in syntax.walk(self._forward.body):
             if isinstance(node, cst.Return) and node.value is not None:
                 returned.update(n.value for n in syntax.walk(node.value) if isinstance(n, cst.Name))
-        return any(_saves_tensors(value) for name in shared & returned for value in values.get(name, ()))
+        return any(_saves_tensors(value) for name in shared & returned for value in values.get(name) or ())
 
     def _delegate_target(self, target: cst.BaseExpression) -> Optional[cst.FunctionDef]:
         """The method of this class that `yield from self.<method>(...)` runs, if that is what it is."""
@@ -962,13 +941,24 @@ _TORCH_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "Module
                                "ParameterDict"})
 
 
-def _saves_tensors(value: Optional[cst.CSTNode]) -> bool:
+def assignment_targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The targets an assignment statement stores into (none for any other node)."""
+    if isinstance(node, cst.Assign):
+        return [t.target for t in node.targets]
+    if isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+        return [node.target]
+    return []
+
+
+def _saves_tensors(value: cst.CSTNode) -> bool:
     """Whether computing an assigned value records tensors for backward, as far as its text shows:
-    a call or an operation other than + and - (an augmented `*=` counts, given as the statement)."""
-    if value is None:
-        return False
+    a call or an operation other than + and - (an augmented assignment is given as the statement)."""
+    if isinstance(value, cst.AugAssign):
+        if not isinstance(value.operator, (cst.AddAssign, cst.SubtractAssign)):
+            return True
+        value = value.value
     for node in syntax.walk(value):
-        if isinstance(node, (cst.Call, cst.AugAssign)):
+        if isinstance(node, cst.Call):
             return True
         if isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, (cst.Add, cst.Subtract)):
             return True

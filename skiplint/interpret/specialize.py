@@ -56,12 +56,7 @@ def _assigned_on_self(node: cst.ClassDef) -> set[str]:
     """Attributes that some method of the class assigns through `self`."""
     out: set[str] = set()
     for inner in syntax.walk(node, into_scopes=True):
-        targets: list[cst.BaseExpression] = []
-        if isinstance(inner, cst.Assign):
-            targets = [t.target for t in inner.targets]
-        elif isinstance(inner, (cst.AnnAssign, cst.AugAssign)):
-            targets = [inner.target]
-        for target in targets:
+        for target in skippables.assignment_targets(inner):
             for part in syntax.walk(target):
                 if isinstance(part, cst.Attribute) and isinstance(part.value, cst.Name) and part.value.value == "self":
                     out.add(part.attr.value)
