@@ -62,7 +62,8 @@ class Core:
             id(cls.site.node) for cls in facts.skippables if cls.site is not None and computed(cls)}
         self.definitions: list[Definition] = []
         self.definition_count: dict[int, int] = {}
-        #: id(SkipInfo of one execution) -> what its specialization adds (the pops it discards).
+        #: id(SkipInfo of one execution) -> that with what its specialization adds (the pops it
+        #: discards, the stashes that share its output).
         self.refined: dict[int, SkipInfo] = {}
         #: The entry point running (one per `guarded` call), and those that did not finish.
         self.run_serial = 0
