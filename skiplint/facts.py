@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Literal, Optional, Sequence, TypeVar
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from skiplint import syntax
 from skiplint.limits import MAX_ALIGN_CHARS
 
 try:  # the code generator's state: private in libcst, stable across 1.x
@@ -144,46 +145,16 @@ class _Targeted(CodegenState):
         self.pending = waiting
 
 
-#: Fields that hold only trivia (whitespace, comments, punctuation): never a reported node.
-_TRIVIA_FIELDS = frozenset({
-    "whitespace_before", "whitespace_after", "whitespace_after_star", "whitespace_after_at",
-    "whitespace_before_colon", "whitespace_after_colon", "whitespace_after_def", "whitespace_after_class",
-    "whitespace_before_params", "whitespace_after_import", "whitespace_before_import",
-    "whitespace_after_from", "whitespace_after_in", "whitespace_before_in", "whitespace_after_for",
-    "whitespace_after_if", "whitespace_before_if", "whitespace_after_else", "whitespace_before_else",
-    "whitespace_after_lambda", "whitespace_after_return", "whitespace_after_yield",
-    "whitespace_after_await", "whitespace_after_arg", "whitespace_after_indicator",
-    "whitespace_after_param", "whitespace_after_key", "whitespace_after_value",
-    "leading_lines", "lines_after_decorators", "trailing_whitespace", "lpar", "rpar", "lbracket",
-    "rbracket", "lbrace", "rbrace", "comma", "semicolon", "header", "footer", "equal", "star",
-    "colon", "operator", "dot", "newline", "indent"})
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
 def _holders(module: cst.Module, targets: dict[int, cst.CSTNode]) -> Optional[dict[int, list[int]]]:
-    """For each top-level statement that holds targets, their ids (None when one is not found)."""
+    """For each top-level statement that holds targets, their ids (None when one is not found).
+    Reported nodes are never whitespace or punctuation, which syntax.walk leaves out."""
     left = set(targets)
     out: dict[int, list[int]] = {}
-    fields = _FIELDS
     for index, statement in enumerate(module.body):
-        stack: list[Any] = [statement]
-        pop, push, extend = stack.pop, stack.append, stack.extend
-        while stack:
-            node = pop()
+        for node in syntax.walk(statement, into_scopes=True):
             if id(node) in left:
                 left.discard(id(node))
                 out.setdefault(index, []).append(id(node))
-            kind = type(node)
-            names = fields.get(kind)
-            if names is None:
-                names = fields[kind] = (tuple(n for n in kind.__dataclass_fields__ if n not in _TRIVIA_FIELDS)
-                                        if issubclass(kind, cst.CSTNode) else ())
-            for name in names:
-                value = getattr(node, name)
-                if type(value) is tuple or type(value) is list:
-                    extend(value)
-                else:
-                    push(value)
         if not left:
             return out
     return None
