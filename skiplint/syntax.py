@@ -121,6 +121,15 @@ def walk(node: cst.CSTNode, *, into_scopes: bool = False) -> Iterator[cst.CSTNod
 
 def string_value(node: cst.CSTNode) -> Optional[str]:
     """The value of a plain (non-f, non-bytes) string literal, else None."""
+    if type(node) is cst.SimpleString:
+        raw = node.value
+        body = raw.lstrip("rRuU")
+        if (len(raw) - len(body) <= 1 and body[:1] in ("'", '"') and "\\" not in body
+                and "\r" not in body):
+            # No escapes and no line breaks to normalize: the text between the quotes, as
+            # evaluated_value (ast.literal_eval, a compile per string) would give it.
+            quotes = 3 if body[:3] in ("'''", '"""') and len(body) >= 6 else 1
+            return body[quotes:-quotes]
     if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
         try:
             value = node.evaluated_value
