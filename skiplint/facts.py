@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Literal, Optional, Sequence, TypeVar
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from skiplint import syntax
+from skiplint import parsing, syntax
 from skiplint.limits import MAX_ALIGN_CHARS
 
 try:  # the code generator's state: private in libcst, stable across 1.x
@@ -162,7 +162,19 @@ def _holders(module: cst.Module, targets: dict[int, cst.CSTNode]) -> Optional[di
 
 def _statement_starts(module: cst.Module, text: str) -> Optional[list[int]]:
     """The line where the code of each top-level statement of `module` begins (its leading
-    blank and comment lines included), from Python's own parser; None when it cannot tell."""
+    blank and comment lines included): from the guard's token scan of this text when it has one
+    line for each statement, else from Python's own parser; None when neither can tell."""
+    scanned = parsing.top_level_starts(text)
+    if scanned is not None and len(scanned) == len(module.body):
+        breaks = _line_starts(text)
+        found = []
+        for statement, offset in zip(module.body, scanned):
+            leading = len(statement.leading_lines)
+            decorators = getattr(statement, "decorators", ())
+            if decorators:
+                leading += len(decorators[0].leading_lines)
+            found.append(bisect.bisect_right(breaks, offset) - leading)
+        return found
     import ast
     import warnings
 

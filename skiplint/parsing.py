@@ -98,6 +98,9 @@ class _Scan:
         self.elifs: dict[int, int] = {}
         self.line_start = True
         self.line_pos = 0
+        #: Offsets of the logical lines that begin in column 0, with their first word ("" when
+        #: the line begins with anything but a name, "@" for a decorator).
+        self.tops: list[tuple[int, str]] = []
 
     def count(self, pos: int, weight: int = 1) -> None:
         self.tokens += 1
@@ -133,6 +136,8 @@ class _Scan:
     def statement(self, pos: int, word: str) -> None:
         """The first word of a logical line: elif chains nest in libcst's tree."""
         indent = pos - self.line_pos
+        if indent == 0:
+            self.tops.append((pos, word or self.text[pos]))
         for deeper in [key for key in self.elifs if key > indent]:
             del self.elifs[deeper]
         if word == "elif":
@@ -285,11 +290,39 @@ class _Scan:
 
 def hazard(text: str) -> Optional[tuple[str, int]]:
     """Why libcst must not be given this text (one line) and the offset where that shows, or None."""
+    scan = _Scan(text)
     try:
-        _Scan(text).code(0)
+        scan.code(0)
     except _Refused as refused:
         return str(refused), refused.pos
+    _LAST_SCAN[0] = (text, scan.tops)  # one store: a reader sees the pair whole
     return None
+
+
+#: The last text the scan accepted and its column-0 logical lines (see top_level_starts).
+_LAST_SCAN: list[tuple[str, list[tuple[int, str]]]] = [("", [])]
+#: Words that continue a compound statement begun on an earlier line.
+_CONTINUING = frozenset({"else", "elif", "except", "finally"})
+
+
+def top_level_starts(text: str) -> Optional[list[int]]:
+    """Offsets where the top-level statements of `text` begin (a decorated definition at its
+    first decorator), as the token scan saw them when `text` (this very object) was the last text
+    it accepted; None otherwise. One offset per statement of libcst's Module.body when the text
+    has no form feed before a statement (the scan reads such a line as indented)."""
+    scanned, tops = _LAST_SCAN[0]
+    if scanned is not text:
+        return None
+    starts: list[int] = []
+    decorated = False
+    for pos, word in tops:
+        if word in _CONTINUING:
+            decorated = False
+            continue
+        if not decorated:
+            starts.append(pos)
+        decorated = word == "@"
+    return starts
 
 
 # -- lines and positions ----------------------------------------------------------------------------
