@@ -68,6 +68,7 @@ def analyze_models(text: str, path: str, *, project: Optional[ProjectIndex] = No
         index = skippables.ModuleIndex(module)
         locator = Locator(module, text)  # one per module: all its findings are located in one pass
         facts = skippables.extract(module, path, text, index, locator)
+        index_.learn(path, text, index, facts)  # a later summary of this file needs no second parse
         if not interpret.relevant(text):
             return facts, ModelFacts(path)
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import os
 import re
 import sys
 import threading
@@ -17,6 +18,9 @@ from typing import Any, Callable, Iterable, Literal, Optional, Sequence, TypeVar
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
+
+from skiplint import parsing, syntax
+from skiplint.limits import MAX_ALIGN_CHARS
 
 try:  # the code generator's state: private in libcst, stable across 1.x
     from libcst._nodes.internal import CodegenState
@@ -141,46 +145,16 @@ class _Targeted(CodegenState):
         self.pending = waiting
 
 
-#: Fields that hold only trivia (whitespace, comments, punctuation): never a reported node.
-_TRIVIA_FIELDS = frozenset({
-    "whitespace_before", "whitespace_after", "whitespace_after_star", "whitespace_after_at",
-    "whitespace_before_colon", "whitespace_after_colon", "whitespace_after_def", "whitespace_after_class",
-    "whitespace_before_params", "whitespace_after_import", "whitespace_before_import",
-    "whitespace_after_from", "whitespace_after_in", "whitespace_before_in", "whitespace_after_for",
-    "whitespace_after_if", "whitespace_before_if", "whitespace_after_else", "whitespace_before_else",
-    "whitespace_after_lambda", "whitespace_after_return", "whitespace_after_yield",
-    "whitespace_after_await", "whitespace_after_arg", "whitespace_after_indicator",
-    "whitespace_after_param", "whitespace_after_key", "whitespace_after_value",
-    "leading_lines", "lines_after_decorators", "trailing_whitespace", "lpar", "rpar", "lbracket",
-    "rbracket", "lbrace", "rbrace", "comma", "semicolon", "header", "footer", "equal", "star",
-    "colon", "operator", "dot", "newline", "indent"})
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
 def _holders(module: cst.Module, targets: dict[int, cst.CSTNode]) -> Optional[dict[int, list[int]]]:
-    """For each top-level statement that holds targets, their ids (None when one is not found)."""
+    """For each top-level statement that holds targets, their ids (None when one is not found).
+    Reported nodes are never whitespace or punctuation, which syntax.walk leaves out."""
     left = set(targets)
     out: dict[int, list[int]] = {}
-    fields = _FIELDS
     for index, statement in enumerate(module.body):
-        stack: list[Any] = [statement]
-        pop, push, extend = stack.pop, stack.append, stack.extend
-        while stack:
-            node = pop()
+        for node in syntax.walk(statement, into_scopes=True):
             if id(node) in left:
                 left.discard(id(node))
                 out.setdefault(index, []).append(id(node))
-            kind = type(node)
-            names = fields.get(kind)
-            if names is None:
-                names = fields[kind] = (tuple(n for n in kind.__dataclass_fields__ if n not in _TRIVIA_FIELDS)
-                                        if issubclass(kind, cst.CSTNode) else ())
-            for name in names:
-                value = getattr(node, name)
-                if type(value) is tuple or type(value) is list:
-                    extend(value)
-                else:
-                    push(value)
         if not left:
             return out
     return None
@@ -188,7 +162,19 @@ def _holders(module: cst.Module, targets: dict[int, cst.CSTNode]) -> Optional[di
 
 def _statement_starts(module: cst.Module, text: str) -> Optional[list[int]]:
     """The line where the code of each top-level statement of `module` begins (its leading
-    blank and comment lines included), from Python's own parser; None when it cannot tell."""
+    blank and comment lines included): from the guard's token scan of this text when it has one
+    line for each statement, else from Python's own parser; None when neither can tell."""
+    scanned = parsing.top_level_starts(text)
+    if scanned is not None and len(scanned) == len(module.body):
+        breaks = _line_starts(text)
+        found = []
+        for statement, offset in zip(module.body, scanned):
+            leading = len(statement.leading_lines)
+            decorators = getattr(statement, "decorators", ())
+            if decorators:
+                leading += len(decorators[0].leading_lines)
+            found.append(bisect.bisect_right(breaks, offset) - leading)
+        return found
     import ast
     import warnings
 
@@ -222,8 +208,12 @@ def _statement_starts(module: cst.Module, text: str) -> Optional[list[int]]:
     return starts if at == len(body) else None
 
 
-#: What libcst's code generation leaves out of a module: a line holding only a backslash, form feeds.
-_DROPPED_BY_LIBCST = re.compile(r"^[ \t\f]*\\\r?\n|\f", re.M)
+
+
+#: What libcst's code generation may drop from a module or repeat in it: a line holding only a
+#: backslash, form feeds (dropped before an indent, or copied into the indentation it reuses).
+_DROPPED_BY_LIBCST = re.compile(r"(?:\A|(?<=[\r\n]))[ \t\f]*\\(?:\r\n|\r|\n)|\f")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def _by_statement(module: cst.Module, text: str, targets: dict[int, cst.CSTNode]
@@ -262,39 +252,143 @@ def _by_statement(module: cst.Module, text: str, targets: dict[int, cst.CSTNode]
     return found, ends
 
 
+def _kept(text: str) -> tuple[str, list[int], list[int]]:
+    """`text` without what _DROPPED_BY_LIBCST matches, with its kept runs: where each run starts
+    in the result and in `text` (two parallel sorted lists)."""
+    runs: list[str] = []
+    kept_at, text_at = [0], [0]
+    size = 0
+    for dropped in _DROPPED_BY_LIBCST.finditer(text):
+        start, end = dropped.span()
+        runs.append(text[text_at[-1]:start])
+        size += start - text_at[-1]
+        kept_at.append(size)
+        text_at.append(end)
+    runs.append(text[text_at[-1]:])
+    return "".join(runs), kept_at, text_at
+
+
 def _line_starts(text: str) -> list[int]:
     """Offsets where each line of `text` begins, lines ending as Python ends them (LF, CR LF, CR)."""
-    starts = [0]
-    index, size = 0, len(text)
-    while index < size:
-        char = text[index]
-        if char == "\r" and index + 1 < size and text[index + 1] == "\n":
-            index += 1
-        if char in "\r\n":
-            starts.append(index + 1)
-        index += 1
+    return [0] + [match.end() for match in _LINE_BREAK.finditer(text)]
+
+
+def _lines(text: str) -> list[int]:
+    """Where each line of `text` begins (no empty line after a final line break)."""
+    starts = _line_starts(text)
+    if len(starts) > 1 and starts[-1] == len(text):
+        starts.pop()
     return starts
+
+
+def _blocks(a: str, b: str) -> list[difflib.Match]:
+    return [block for block in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+            if block.size]
+
+
+def _in_blocks(blocks: list[difflib.Match], offset: int) -> Optional[int]:
+    index = bisect.bisect_right([block.a for block in blocks], offset) - 1
+    if index < 0 or offset >= blocks[index].a + blocks[index].size:
+        return None
+    return blocks[index].b + offset - blocks[index].a
+
+
+def _matched(a: str, b: str) -> Optional[Callable[[int], Optional[int]]]:
+    """A map from offsets of characters in `a` to offsets of the same characters in `b`, None
+    for a character `b` lacks; None when the texts differ by more than limits.MAX_ALIGN_CHARS.
+
+    Texts of as many lines are aligned line by line, and only the lines that differ character
+    by character; other texts only in the middle where they differ, after their common
+    beginning and end. The character alignment (difflib's) takes about the cube of its length."""
+    if a == b:
+        return lambda offset: offset
+    a_lines, b_lines = _lines(a), _lines(b)
+    if len(a_lines) == len(b_lines):
+        a_lines.append(len(a))
+        b_lines.append(len(b))
+        pairs: dict[int, tuple[str, str]] = {}
+        spent = 0
+        for row in range(len(a_lines) - 1):
+            one, other = a[a_lines[row]:a_lines[row + 1]], b[b_lines[row]:b_lines[row + 1]]
+            if one != other:
+                spent += len(one) + len(other)
+                if spent > MAX_ALIGN_CHARS:
+                    return None
+                pairs[row] = one, other
+        differing = {row: _blocks(one, other) for row, (one, other) in pairs.items()}
+
+        def by_line(offset: int) -> Optional[int]:
+            row = bisect.bisect_right(a_lines, offset) - 1
+            column = offset - a_lines[row]
+            if row in differing:
+                moved = _in_blocks(differing[row], column)
+                return None if moved is None else b_lines[row] + moved
+            return b_lines[row] + column
+        return by_line
+    head = len(os.path.commonprefix([a, b]))
+    tail = min(len(os.path.commonprefix([a[head:][::-1], b[head:][::-1]])), len(a) - head, len(b) - head)
+    if len(a) + len(b) - 2 * (head + tail) > MAX_ALIGN_CHARS:
+        return None
+    blocks = _blocks(a[head:len(a) - tail], b[head:len(b) - tail])
+
+    def by_middle(offset: int) -> Optional[int]:
+        if offset < head:
+            return offset
+        if offset >= len(a) - tail:
+            return offset + len(b) - len(a)
+        moved = _in_blocks(blocks, offset - head)
+        return None if moved is None else head + moved
+    return by_middle
+
+
+def _aligned(generated: str, source: str) -> Optional[Callable[[int], Optional[int]]]:
+    """A map from offsets of characters in libcst's `generated` code to the offsets of the same
+    characters in `source` (None for a character the source lacks), or None when the two cannot
+    be aligned within limits.MAX_ALIGN_CHARS.
+
+    The texts are compared without what libcst drops or repeats (_DROPPED_BY_LIBCST), in linear
+    time; they are then normally equal, else differ in a few lines (the indentation libcst gives
+    a statement after a line holding only a backslash, a final CR it leaves out)."""
+    plain, plain_at, generated_at = _kept(generated)
+    same, same_at, source_at = _kept(source)
+    inner = _matched(plain, same)
+    if inner is None:
+        return None
+
+    def through(offset: int) -> Optional[int]:
+        run = bisect.bisect_right(generated_at, offset) - 1
+        kept = plain_at[run] + offset - generated_at[run]
+        if run + 1 < len(plain_at) and kept >= plain_at[run + 1]:
+            return None  # a character libcst added
+        moved = inner(kept)
+        if moved is None:
+            return None
+        back = bisect.bisect_right(same_at, moved) - 1
+        return source_at[back] + moved - same_at[back]
+    return through
 
 
 def _moved(generated: str, source: str, starts: dict[int, tuple[int, int]], ends: dict[int, tuple[int, int]]
            ) -> Optional[tuple[dict[int, tuple[int, int]], dict[int, tuple[int, int]]]]:
     """Spans in libcst's generated code moved to the source text. The code generator rewrites a
     little of what Python's tokenizer skips (a line holding only a backslash, a form feed before
-    an indent), so the two texts are aligned and every reported token, which lies in text both
-    share, is moved by its block. None when one does not lie in a shared block."""
-    blocks = [block for block in difflib.SequenceMatcher(None, generated, source, autojunk=False)
-              .get_matching_blocks() if block.size]
-    firsts = [block.a for block in blocks]
+    an indent), so the two texts are aligned (see _aligned) and every reported token, which lies
+    in text both share, is moved with it. None when one does not lie in shared text, or the texts
+    differ too much to align."""
+    through = _aligned(generated, source)
+    if through is None:
+        return None
     g_lines, s_lines = _line_starts(generated), _line_starts(source)
 
     def point(line: int, column: int, end: bool) -> Optional[tuple[int, int]]:
         if not 0 < line <= len(g_lines):
             return None
         offset = g_lines[line - 1] + column - end  # an end is just after its last character
-        index = bisect.bisect_right(firsts, offset) - 1
-        if index < 0 or offset >= blocks[index].a + blocks[index].size:
+        if not 0 <= offset < len(generated):
             return None
-        moved = blocks[index].b + offset - blocks[index].a
+        moved = through(offset)
+        if moved is None:
+            return None
         row = bisect.bisect_right(s_lines, moved) - 1
         return row + 1, moved - s_lines[row] + end
 

@@ -34,15 +34,35 @@ OTHER = _Other()
 Binding = Union[str, _Other]
 
 
+#: For each node type met: 1 for an Attribute, 2 for a Name, 0 for anything else (isinstance
+#: against libcst's classes goes through ABCMeta's hook; a lookup by type does not).
+_CHAIN_KINDS: dict[type, int] = {}
+
+
+def _chain_kind(node_type: type) -> int:
+    kind = 1 if issubclass(node_type, cst.Attribute) else 2 if issubclass(node_type, cst.Name) else 0
+    _CHAIN_KINDS[node_type] = kind
+    return kind
+
+
 def dotted_name(node: cst.BaseExpression) -> str | None:
     """`a.b.c` for a Name/Attribute chain, None for anything else."""
+    kinds = _CHAIN_KINDS
+    kind = kinds.get(type(node))
+    if kind is None:
+        kind = _chain_kind(type(node))
+    if kind == 2:
+        return node.value  # type: ignore[attr-defined,no-any-return]
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if not isinstance(node, cst.Name):
+    while kind == 1:
+        parts.append(node.attr.value)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+        kind = kinds.get(type(node))
+        if kind is None:
+            kind = _chain_kind(type(node))
+    if kind != 2:
         return None
-    parts.append(node.value)
+    parts.append(node.value)  # type: ignore[attr-defined]
     return ".".join(reversed(parts))
 
 

@@ -98,6 +98,9 @@ class _Scan:
         self.elifs: dict[int, int] = {}
         self.line_start = True
         self.line_pos = 0
+        #: Offsets of the logical lines that begin in column 0, with their first word ("" when
+        #: the line begins with anything but a name, "@" for a decorator).
+        self.tops: list[tuple[int, str]] = []
 
     def count(self, pos: int, weight: int = 1) -> None:
         self.tokens += 1
@@ -133,6 +136,8 @@ class _Scan:
     def statement(self, pos: int, word: str) -> None:
         """The first word of a logical line: elif chains nest in libcst's tree."""
         indent = pos - self.line_pos
+        if indent == 0:
+            self.tops.append((pos, word or self.text[pos]))
         for deeper in [key for key in self.elifs if key > indent]:
             del self.elifs[deeper]
         if word == "elif":
@@ -144,53 +149,93 @@ class _Scan:
             self.elifs.pop(indent, None)
 
     def code(self, pos: int, field: bool = False) -> int:
-        """Scan code from `pos`; in an f-string field, stop after its closing brace."""
+        """Scan code from `pos`; in an f-string field, stop after its closing brace.
+
+        The common tokens are counted inline (the same arithmetic as count, separate, open and
+        close), with the token count and depth in locals written back before any other method
+        runs: this loop meets every token of every checked file."""
         text, end = self.text, len(self.text)
         base = self.depth
+        runs, lambdas = self.runs, self.lambdas
+        tokens, depth = self.tokens, self.depth
+        most_tokens, longest_run, deepest = limits.MAX_TOKENS, limits.MAX_EXPRESSION_RUN, limits.MAX_NESTING
+        match_token = _TOKEN.match
         while pos < end:
-            match = _TOKEN.match(text, pos)
+            match = match_token(text, pos)
             if match is None:  # pragma: no cover - `other` matches any character
                 break
             kind, pos = match.lastgroup or "other", match.end()
-            start = match.start(kind)
             if kind == "blank" or kind == "comment":
                 continue
             if kind == "newline":
-                if self.depth == 0:
-                    self.runs[-1] = 0
+                if depth == 0:
+                    runs[-1] = 0
                     self.line_start, self.line_pos = True, pos
                 continue
-            if self.line_start and self.depth == 0:
+            if self.line_start and depth == 0:
                 self.line_start = False
-                self.statement(start, match.group(kind) if kind == "name" else "")
-            if kind == "string":
-                pos = _end(_STRING_REST[match.group(kind).lstrip("rRbBuU")], text, pos)
-                self.count(start)
-            elif kind == "fstring":
-                self.count(start)
-                pos = self.fstring(pos, match.group(kind).lstrip("rRfFtT"))
-            elif kind == "name":
-                if match.group(kind) == "lambda":
-                    self.lambdas[-1] += 1
-                self.count(start)
+                self.statement(match.start(kind), match.group(kind) if kind == "name" else "")
+            if kind == "name" or kind == "op" or kind == "number" or kind == "other":
+                if kind == "name" and match.group(kind) == "lambda":
+                    lambdas[-1] += 1
+                tokens += 1
+                runs[-1] += 1
+                if tokens > most_tokens or runs[-1] > longest_run:
+                    self.tokens, self.depth = tokens - 1, depth
+                    runs[-1] -= 1
+                    self.count(match.start(kind))
             elif kind == "open":
-                self.open(start)
+                tokens += 1
+                runs[-1] += 2
+                if tokens > most_tokens or runs[-1] > longest_run or depth + 1 > deepest:
+                    self.tokens, self.depth = tokens - 1, depth
+                    runs[-1] -= 2
+                    self.open(match.start(kind))
+                depth += 1
+                runs.append(0)
+                lambdas.append(0)
             elif kind == "close":
-                if field and self.depth == base and match.group(kind) == "}":
+                if field and depth == base and match.group(kind) == "}":
+                    self.tokens, self.depth = tokens, depth
                     return pos
-                self.close(start)
-            elif kind == "separator":
-                self.separate(start)
+                if depth:
+                    depth -= 1
+                    runs.pop()
+                    lambdas.pop()
+                tokens += 1
+                runs[-1] += 1
+                if tokens > most_tokens or runs[-1] > longest_run:
+                    self.tokens, self.depth = tokens - 1, depth
+                    runs[-1] -= 1
+                    self.count(match.start(kind))
+            elif kind == "separator" or (kind == "colon" and not lambdas[-1] and not (field and depth == base)):
+                tokens += 1
+                if tokens > most_tokens:
+                    self.tokens = tokens - 1
+                    self.separate(match.start(kind))
+                runs[-1] = 0
             elif kind == "colon":
-                if field and self.depth == base:
+                if field and depth == base:
+                    self.tokens, self.depth = tokens, depth
                     return self.fstring_spec(pos)
-                if self.lambdas[-1]:
-                    self.lambdas[-1] -= 1  # a lambda's body continues its expression
-                    self.count(start)
-                else:
-                    self.separate(start)
+                lambdas[-1] -= 1  # a lambda's body continues its expression
+                tokens += 1
+                runs[-1] += 1
+                if tokens > most_tokens or runs[-1] > longest_run:
+                    self.tokens, self.depth = tokens - 1, depth
+                    runs[-1] -= 1
+                    self.count(match.start(kind))
             else:
-                self.count(start)
+                self.tokens, self.depth = tokens, depth
+                start = match.start(kind)
+                if kind == "string":
+                    pos = _end(_STRING_REST[match.group(kind).lstrip("rRbBuU")], text, pos)
+                    self.count(start)
+                else:  # fstring
+                    self.count(start)
+                    pos = self.fstring(pos, match.group(kind).lstrip("rRfFtT"))
+                tokens, depth = self.tokens, self.depth
+        self.tokens, self.depth = tokens, depth
         return pos
 
     def fstring(self, pos: int, quote: str) -> int:
@@ -245,11 +290,39 @@ class _Scan:
 
 def hazard(text: str) -> Optional[tuple[str, int]]:
     """Why libcst must not be given this text (one line) and the offset where that shows, or None."""
+    scan = _Scan(text)
     try:
-        _Scan(text).code(0)
+        scan.code(0)
     except _Refused as refused:
         return str(refused), refused.pos
+    _LAST_SCAN[0] = (text, scan.tops)  # one store: a reader sees the pair whole
     return None
+
+
+#: The last text the scan accepted and its column-0 logical lines (see top_level_starts).
+_LAST_SCAN: list[tuple[str, list[tuple[int, str]]]] = [("", [])]
+#: Words that continue a compound statement begun on an earlier line.
+_CONTINUING = frozenset({"else", "elif", "except", "finally"})
+
+
+def top_level_starts(text: str) -> Optional[list[int]]:
+    """Offsets where the top-level statements of `text` begin (a decorated definition at its
+    first decorator), as the token scan saw them when `text` (this very object) was the last text
+    it accepted; None otherwise. One offset per statement of libcst's Module.body when the text
+    has no form feed before a statement (the scan reads such a line as indented)."""
+    scanned, tops = _LAST_SCAN[0]
+    if scanned is not text:
+        return None
+    starts: list[int] = []
+    decorated = False
+    for pos, word in tops:
+        if word in _CONTINUING:
+            decorated = False
+            continue
+        if not decorated:
+            starts.append(pos)
+        decorated = word == "@"
+    return starts
 
 
 # -- lines and positions ----------------------------------------------------------------------------

@@ -11,6 +11,7 @@ all are the prefilter's (skiplint.prefilter); the CLI and the flake8 plugin shar
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 from typing import Optional, Union
@@ -18,7 +19,7 @@ from typing import Optional, Union
 import libcst as cst
 
 from skiplint import parsing, prefilter, skippables, sources
-from skiplint.facts import SkippableClass
+from skiplint.facts import ModuleFacts, SkippableClass
 from skiplint.imports import OTHER, Scope, dotted_name
 from skiplint.limits import MAX_REEXPORT
 from skiplint.prefilter import mentions_api
@@ -58,12 +59,19 @@ def summarize(path: str, data: bytes) -> ModuleSummary:
     except (sources.SourceError, parsing.ParseFailure):
         return ModuleSummary(path)
     index = skippables.ModuleIndex(module)
-    declared: dict[int, SkippableClass] = {}
+    facts = None
     if mentions_api(data):
         try:
             facts = skippables.extract(module, path, text, index)
         except RecursionError:
             return ModuleSummary(path)
+    return _summary(path, index, facts)
+
+
+def _summary(path: str, index: skippables.ModuleIndex, facts: Optional[ModuleFacts]) -> ModuleSummary:
+    """The summary of a parsed module, from its skippable facts (None: it names no API module)."""
+    declared: dict[int, SkippableClass] = {}
+    if facts is not None:
         declared = {id(c.site.node): c for c in facts.skippables if c.site is not None}
     classes: dict[str, ClassSummary] = {}
     for info in index.classes:
@@ -86,6 +94,10 @@ def summarize(path: str, data: bytes) -> ModuleSummary:
     stars = tuple(_star_module(stmt) for stmt, _ in index.imports
                   if isinstance(stmt, cst.ImportFrom) and isinstance(stmt.names, cst.ImportStar))
     return ModuleSummary(path, classes, imports, tuple(star for star in stars if star))
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
 
 
 def _star_module(stmt: cst.ImportFrom) -> str:
@@ -124,6 +136,9 @@ class ProjectIndex:
         #: The prefilter's walk and module locations (the process-wide one for the process-wide index).
         self.scan = scan if scan is not None else prefilter.ProjectScan()
         self._summaries: dict[tuple[str, prefilter.AliasKey], tuple[tuple[int, int], ModuleSummary]] = {}
+        #: Summaries of modules the run has analysed, by path and api-aliases: the digest of the
+        #: analysed text, whether it names an API module, and the summary (see learn).
+        self._learned: dict[tuple[str, prefilter.AliasKey], tuple[bytes, bool, ModuleSummary]] = {}
         self._reads = 0
 
     @property
@@ -147,8 +162,32 @@ class ProjectIndex:
         except sources.SourceError:
             return None
         self._reads += 1
-        summary = summarize(path, data)
+        summary = self._known(cache_key, data)
+        if summary is None:
+            summary = summarize(path, data)
         self._summaries[cache_key] = (key, summary)
+        return summary
+
+    def learn(self, path: str, text: str, index: skippables.ModuleIndex, facts: ModuleFacts) -> None:
+        """A module this run has parsed and extracted (its ModuleIndex and skippable facts, as
+        summarize makes them): if a summary of the file at `path` is asked for later and the
+        file still holds this text, it is made from these rather than by parsing it again."""
+        named = mentions_api(text)
+        path = os.path.abspath(path)  # as module_file names the modules whose summaries are asked for
+        self._learned[(path, prefilter.alias_key())] = (
+            _digest(text), named, _summary(path, index, facts if named else None))
+
+    def _known(self, cache_key: tuple[str, prefilter.AliasKey], data: bytes) -> Optional[ModuleSummary]:
+        learned = self._learned.get(cache_key)
+        if learned is None:
+            return None
+        digest, named, summary = learned
+        try:
+            text = sources.decode(data)
+        except sources.SourceError:
+            return None
+        if _digest(text) != digest or mentions_api(data) != named:
+            return None
         return summary
 
     def module_file(self, importer: str, module: str) -> Optional[str]:

@@ -31,6 +31,15 @@ _TRIVIA = frozenset({
 })
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
+#: What a field's value is, by its type: _NODE (a child), _MANY (a sequence of possible
+#: children) or _NONE (whitespace nodes, sentinels, strings). Caching by type keeps libcst's
+#: abstract base classes out of the walk (each isinstance against one is a slow hook).
+_NONE, _NODE, _MANY = 0, 1, 2
+_VALUE_KINDS: dict[type, int] = {}
+#: Whether a sequence item of this type is a child (any CSTNode).
+_ITEM_IS_NODE: dict[type, bool] = {}
+#: Whether a node of this type opens a scope (SCOPE_NODES).
+_OPENS_SCOPE: dict[type, bool] = {}
 
 
 def _fields(node_type: type) -> tuple[str, ...]:
@@ -41,36 +50,86 @@ def _fields(node_type: type) -> tuple[str, ...]:
     return names
 
 
+def _value_kind(value_type: type) -> int:
+    if issubclass(value_type, cst.CSTNode):
+        kind = _NONE if issubclass(value_type, (cst.BaseParenthesizableWhitespace, cst.MaybeSentinel)) else _NODE
+    elif issubclass(value_type, (tuple, list)):
+        kind = _MANY
+    else:
+        kind = _NONE
+    _VALUE_KINDS[value_type] = kind
+    return kind
+
+
+def _item_is_node(item_type: type) -> bool:
+    _ITEM_IS_NODE[item_type] = answer = issubclass(item_type, cst.CSTNode)
+    return answer
+
+
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    out: list[cst.CSTNode] = []
+    kinds, items = _VALUE_KINDS, _ITEM_IS_NODE
+    names = _FIELDS.get(type(node))
+    for name in names if names is not None else _fields(type(node)):
+        value = getattr(node, name)
+        kind = kinds.get(type(value))
+        if kind is None:
+            kind = _value_kind(type(value))
+        if kind == _NODE:
+            out.append(value)
+        elif kind == _MANY:
+            for item in value:
+                is_node = items.get(type(item))
+                if is_node is None:
+                    is_node = _item_is_node(type(item))
+                if is_node:
+                    out.append(item)
+    return out
+
+
 def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Direct child nodes in source order, skipping whitespace and punctuation fields."""
-    for name in _fields(type(node)):
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            if not isinstance(value, (cst.BaseParenthesizableWhitespace, cst.MaybeSentinel)):
-                yield value
-        elif isinstance(value, (tuple, list)):
-            for item in value:
-                if isinstance(item, cst.CSTNode):
-                    yield item
+    return iter(_children(node))
 
 
 #: Nodes that open a new scope: their bodies are not part of the enclosing function's flow.
 SCOPE_NODES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
+def _opens_scope(node_type: type) -> bool:
+    _OPENS_SCOPE[node_type] = answer = issubclass(node_type, SCOPE_NODES)
+    return answer
+
+
 def walk(node: cst.CSTNode, *, into_scopes: bool = False) -> Iterator[cst.CSTNode]:
     """Pre-order walk of a subtree; nested functions, classes and lambdas are not entered."""
     stack = [node]
+    pop, extend, scopes = stack.pop, stack.extend, _OPENS_SCOPE
     while stack:
-        current = stack.pop()
+        current = pop()
         yield current
-        if not into_scopes and current is not node and isinstance(current, SCOPE_NODES):
-            continue
-        stack.extend(reversed(list(children(current))))
+        if not into_scopes and current is not node:
+            opens = scopes.get(type(current))
+            if opens is None:
+                opens = _opens_scope(type(current))
+            if opens:
+                continue
+        found = _children(current)
+        found.reverse()
+        extend(found)
 
 
 def string_value(node: cst.CSTNode) -> Optional[str]:
     """The value of a plain (non-f, non-bytes) string literal, else None."""
+    if type(node) is cst.SimpleString:
+        raw = node.value
+        body = raw.lstrip("rRuU")
+        if (len(raw) - len(body) <= 1 and body[:1] in ("'", '"') and "\\" not in body
+                and "\r" not in body):
+            # No escapes and no line breaks to normalize: the text between the quotes, as
+            # evaluated_value (ast.literal_eval, a compile per string) would give it.
+            quotes = 3 if body[:3] in ("'''", '"""') and len(body) >= 6 else 1
+            return body[quotes:-quotes]
     if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
         try:
             value = node.evaluated_value

@@ -473,3 +473,78 @@ def test_engine_check_text_never_raises_on_hostile_text() -> None:
     for param in PLUGIN_TEXTS:
         (text,) = param.values
         engine.check_text(text, "hostile.py")
+
+
+def form_feeds_everywhere(functions: int, every: int, newline: str = "\n") -> str:
+    """A module whose every function has a form feed before the indentation of a statement, with
+    a skippable class whose forward holds a line of only a backslash and a form feed, and yields
+    a non-command (SKP108) after them, every `every` functions."""
+    parts = ["from torch import nn\nfrom torchgpipe.skip import skippable, stash\n\n\n"]
+    for i in range(functions):
+        parts.append(f"def f{i}(x):\n    y = x + {i}\n\x0c    return y\n\n\n")
+        if i % every == every - 1:
+            parts.append(f"@skippable(stash=['skip'])\nclass C{i}(nn.Module):\n    def forward(self, x):\n"
+                         "        z = x\n\\\n        yield stash('skip', z)\n\x0c        yield x * 2\n"
+                         "        return x\n\n\n")
+    return "".join(parts).replace("\n", newline)
+
+
+def python_skp108(text: str) -> list[tuple[int, int]]:
+    """(line, 1-based column) of each `yield x * 2` statement, as Python's parser places them."""
+    tree = ast.parse(text)
+    return [(node.lineno, node.col_offset + 1) for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Yield)
+            and isinstance(node.value.value, ast.BinOp)]
+
+
+def test_form_feeds_in_a_large_module_are_located_without_hanging(tmp_path: Path) -> None:
+    # libcst's generated code differs from this 280 KB source in 6,006 places; aligning the two
+    # character by character took hours. The timeout only guards against a hang.
+    text = form_feeds_everywhere(6000, 1000)
+    (tmp_path / "big.py").write_text(text, encoding="utf-8", newline="")
+    done = skiplint("big.py", cwd=tmp_path, timeout=300)
+    assert done.stderr == ""
+    assert done.returncode == 1
+    expected = [f"big.py:{line}:{column}: SKP108 forward of a @skippable class yields 'x * 2', which is not a "
+                "stash/pop command" for line, column in python_skp108(text)]
+    assert len(expected) == 6 and expected[0].startswith("big.py:5011:10:")
+    assert norm(done.stdout) == expected
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_locating_past_form_feeds_aligns_lines_not_characters(monkeypatch: pytest.MonkeyPatch,
+                                                              newline: str) -> None:
+    # The generated code and the source are compared without what libcst drops or repeats (in
+    # linear time); only lines that still differ (the last one of a CR-only file, whose final CR
+    # libcst leaves out) are aligned character by character, within limits.MAX_ALIGN_CHARS.
+    import difflib
+
+    from skiplint import facts
+
+    compared: list[int] = []
+
+    class Counting(difflib.SequenceMatcher):  # type: ignore[type-arg]
+        def __init__(self, junk: None, a: str, b: str, autojunk: bool = True) -> None:
+            compared.append(len(a) + len(b))
+            super().__init__(junk, a, b, autojunk)
+
+    monkeypatch.setattr(facts.difflib, "SequenceMatcher", Counting)
+    text = form_feeds_everywhere(1500, 500, newline)
+    diagnostics = engine.check_text(text, "big.py").diagnostics
+    assert [(d.line, d.col + 1, d.code) for d in diagnostics] == [
+        (line, column, "SKP108") for line, column in python_skp108(text)]
+    assert len(diagnostics) == 3
+    assert sum(compared) <= limits.MAX_ALIGN_CHARS
+    assert (compared != []) == (newline == "\r")
+
+
+def test_texts_too_different_to_align_are_not_aligned(monkeypatch: pytest.MonkeyPatch) -> None:
+    from skiplint import facts
+
+    monkeypatch.setattr(facts.difflib, "SequenceMatcher", None)  # never called past the limit
+    many = "".join(f"x{i} = {i}\n" for i in range(limits.MAX_ALIGN_CHARS))
+    assert facts._aligned(many, many.replace("=", " =")) is None
+    assert facts._aligned(many + "y = 1\n", "\x0c" + many + "y = 1\n\\\n") is not None
+    through = facts._aligned("a\x0c\nb = 1\n", "a\n\\\n\x0cb = 1\n")
+    assert through is not None
+    assert [through(offset) for offset in range(9)] == [0, None, 1, 5, 6, 7, 8, 9, 10]

@@ -16,38 +16,70 @@ from skiplint.interpret.values import (
 )
 
 
+#: The node types eval tells apart, in the order it tests them (an index into this is cached
+#: by node type: isinstance against libcst's classes goes through ABCMeta's hook).
+_EVAL_ORDER: tuple[Any, ...] = (
+    cst.Name,
+    cst.Integer,
+    (cst.SimpleString, cst.ConcatenatedString),
+    cst.Call,
+    cst.Attribute,
+    (cst.List, cst.Tuple),
+    cst.Dict,
+    (cst.ListComp, cst.GeneratorExp),
+    cst.Subscript,
+    cst.BinaryOperation,
+    cst.UnaryOperation,
+    cst.Comparison,
+    cst.BooleanOperation,
+    cst.IfExp,
+    cst.Lambda,
+)
+_EVAL_KINDS: dict[type, int] = {}
+
+
+def _eval_kind(node_type: type) -> int:
+    kind = next((i for i, classes in enumerate(_EVAL_ORDER) if issubclass(node_type, classes)), -1)
+    _EVAL_KINDS[node_type] = kind
+    return kind
+
+
 class Expressions(Core):
     """Evaluates expressions to abstract values."""
 
     def eval(self, node: cst.BaseExpression, env: Env) -> Any:
         self.tick()
-        if isinstance(node, cst.Name):
-            return self.name(node, env)
-        if isinstance(node, cst.Integer):
-            return self.integer(node.value)
-        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
-            value = syntax.string_value(node)
+        kind = _EVAL_KINDS.get(type(node))
+        if kind is None:
+            kind = _eval_kind(type(node))
+        expr: Any = node  # its type is known from kind
+        if kind == 0:
+            return self.name(expr, env)
+        if kind == 1:
+            return self.integer(expr.value)
+        if kind == 2:
+            value = syntax.string_value(expr)
             return UNKNOWN if value is None or not self.budget.allows_length(len(value)) else value
-        if isinstance(node, cst.Call):
-            return self.call_expr(node, env)
-        if isinstance(node, cst.Attribute):
-            return self.attribute(node, env)
-        if isinstance(node, (cst.List, cst.Tuple)):
+        if kind == 3:
+            return self.call_expr(expr, env)
+        if kind == 4:
+            return self.attribute(expr, env)
+        if kind == 5:
             items: list[tuple[Any, Optional[cst.CSTNode]]] = []
-            for element in node.elements:
+            for element in expr.elements:
                 if isinstance(element, cst.StarredElement):
                     inner = self.iterate(self.eval(element.value, env), with_nodes=True, spread=True)
                     if inner is None:
-                        return ListV([], isinstance(node, cst.Tuple), tainted=True)
+                        return ListV([], isinstance(expr, cst.Tuple), tainted=True)
                     items.extend(inner)
                 else:
                     items.append((self.eval(element.value, env), element.value))
             for value, _ in items:
                 place(value)
-            return ListV(items, isinstance(node, cst.Tuple))
-        if isinstance(node, cst.Dict):
+            return ListV(items, isinstance(expr, cst.Tuple))
+        if kind == 6:
             result = DictV({}, ordered=False)
-            for entry in node.elements:
+            for entry in expr.elements:
                 if not isinstance(entry, cst.DictElement):
                     return DictV({}, tainted=True)
                 key = self.eval(entry.key, env)
@@ -56,37 +88,37 @@ class Expressions(Core):
                 result.items[key] = (self.eval(entry.value, env), entry.value)
                 place(result.items[key][0])
             return result
-        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
-            return self.comprehension(node, env)
-        if isinstance(node, cst.Subscript):
-            return self.subscript(node, env)
-        if isinstance(node, cst.BinaryOperation):
-            left = self.eval(node.left, env)
-            right = self.eval(node.right, env)
-            return binary(left, type(node.operator), right, self.budget)
-        if isinstance(node, cst.UnaryOperation):
-            value = self.eval(node.expression, env)
-            if isinstance(node.operator, cst.Minus) and is_int(value):
+        if kind == 7:
+            return self.comprehension(expr, env)
+        if kind == 8:
+            return self.subscript(expr, env)
+        if kind == 9:
+            left = self.eval(expr.left, env)
+            right = self.eval(expr.right, env)
+            return binary(left, type(expr.operator), right, self.budget)
+        if kind == 10:
+            value = self.eval(expr.expression, env)
+            if isinstance(expr.operator, cst.Minus) and is_int(value):
                 return -value
-            if isinstance(node.operator, cst.Not) and isinstance(value, (bool, int, str)):
+            if isinstance(expr.operator, cst.Not) and isinstance(value, (bool, int, str)):
                 return not value
             return UNKNOWN
-        if isinstance(node, cst.Comparison):
-            return self.comparison(node, env)
-        if isinstance(node, cst.BooleanOperation):
-            left = self.eval(node.left, env)
+        if kind == 11:
+            return self.comparison(expr, env)
+        if kind == 12:
+            left = self.eval(expr.left, env)
             if not isinstance(left, (bool, int, str)) and left is not None:
                 return UNKNOWN
-            if isinstance(node.operator, cst.And):
-                return self.eval(node.right, env) if left else left
-            return left if left else self.eval(node.right, env)
-        if isinstance(node, cst.IfExp):
-            test = self.eval(node.test, env)
+            if isinstance(expr.operator, cst.And):
+                return self.eval(expr.right, env) if left else left
+            return left if left else self.eval(expr.right, env)
+        if kind == 13:
+            test = self.eval(expr.test, env)
             if isinstance(test, (bool, int, str)) or test is None:
-                return self.eval(node.body if test else node.orelse, env)
+                return self.eval(expr.body if test else expr.orelse, env)
             return UNKNOWN
-        if isinstance(node, cst.Lambda):
-            return LambdaV(node, env)
+        if kind == 14:
+            return LambdaV(expr, env)
         return UNKNOWN
 
     def integer(self, literal: str) -> Any:

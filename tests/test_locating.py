@@ -1,0 +1,73 @@
+"""The Locator places reported nodes from the code of only the top-level statements that hold
+them; where those statements begin comes from the guard's token scan, else from Python's parser."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from skiplint import facts, parsing
+
+MODULE = textwrap.dedent('''\
+    """Doc."""
+    import a; import b
+
+    # a comment
+    @dec
+    # between decorators
+    @other(
+        1,
+    )
+    class C:
+        x = """
+    not a statement
+    """
+
+
+    if a:
+        pass
+    elif b:
+        pass
+    else:
+        pass
+    try:
+        pass
+    except E:
+        pass
+    finally:
+        pass
+    x = (1,
+    2)
+    y = 1 + \\
+    2
+    async def f():
+        pass
+    @d
+    async def g(): pass
+    while x: break
+''')
+
+
+def test_scan_starts_agree_with_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = parsing.parse_module(MODULE)
+    scanned = parsing.top_level_starts(MODULE)
+    assert scanned is not None and len(scanned) == len(module.body) == 10
+    from_scan = facts._statement_starts(module, MODULE)
+    monkeypatch.setattr(parsing, "top_level_starts", lambda text: None)
+    assert from_scan == facts._statement_starts(module, MODULE) == [1, 2, 3, 14, 22, 28, 30, 32, 34, 36]
+
+
+def test_scan_starts_are_only_for_the_last_text_scanned() -> None:
+    parsing.parse_module(MODULE)
+    assert parsing.top_level_starts(MODULE) is not None
+    assert parsing.top_level_starts(MODULE.replace("Doc", "Doc")[:-1] + "\n") is None  # equal, not the same
+    parsing.parse_module("x = 1\n")
+    assert parsing.top_level_starts(MODULE) is None
+
+
+def test_positions_from_the_scan() -> None:
+    module = parsing.parse_module(MODULE)
+    locator = facts.Locator(module, MODULE)
+    cls, branch, last = module.body[2], module.body[3], module.body[-1]
+    assert [locator.position(node) for node in (cls, branch, last)] == [(10, 0), (16, 0), (36, 0)]
