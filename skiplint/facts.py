@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Literal, Optional, Sequence, TypeVar
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from skiplint import parsing, syntax
+from skiplint import parsing, sources, syntax
 from skiplint.limits import MAX_ALIGN_CHARS
 
 try:  # the code generator's state: private in libcst, stable across 1.x
@@ -166,7 +166,7 @@ def _statement_starts(module: cst.Module, text: str) -> Optional[list[int]]:
     line for each statement, else from Python's own parser; None when neither can tell."""
     scanned = parsing.top_level_starts(text)
     if scanned is not None and len(scanned) == len(module.body):
-        breaks = _line_starts(text)
+        breaks = sources.line_starts(text)
         found = []
         for statement, offset in zip(module.body, scanned):
             leading = len(statement.leading_lines)
@@ -213,7 +213,6 @@ def _statement_starts(module: cst.Module, text: str) -> Optional[list[int]]:
 #: What libcst's code generation may drop from a module or repeat in it: a line holding only a
 #: backslash, form feeds (dropped before an indent, or copied into the indentation it reuses).
 _DROPPED_BY_LIBCST = re.compile(r"(?:\A|(?<=[\r\n]))[ \t\f]*\\(?:\r\n|\r|\n)|\f")
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def _by_statement(module: cst.Module, text: str, targets: dict[int, cst.CSTNode]
@@ -268,14 +267,9 @@ def _kept(text: str) -> tuple[str, list[int], list[int]]:
     return "".join(runs), kept_at, text_at
 
 
-def _line_starts(text: str) -> list[int]:
-    """Offsets where each line of `text` begins, lines ending as Python ends them (LF, CR LF, CR)."""
-    return [0] + [match.end() for match in _LINE_BREAK.finditer(text)]
-
-
 def _lines(text: str) -> list[int]:
     """Where each line of `text` begins (no empty line after a final line break)."""
-    starts = _line_starts(text)
+    starts = sources.line_starts(text)
     if len(starts) > 1 and starts[-1] == len(text):
         starts.pop()
     return starts
@@ -378,7 +372,7 @@ def _moved(generated: str, source: str, starts: dict[int, tuple[int, int]], ends
     through = _aligned(generated, source)
     if through is None:
         return None
-    g_lines, s_lines = _line_starts(generated), _line_starts(source)
+    g_lines, s_lines = sources.line_starts(generated), sources.line_starts(source)
 
     def point(line: int, column: int, end: bool) -> Optional[tuple[int, int]]:
         if not 0 < line <= len(g_lines):

@@ -115,7 +115,7 @@ class _Source:
             self.tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
             raise _NotFixable(f"Python cannot parse the file ({type(error).__name__})") from None
-        self.starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+        self.starts = sources.line_starts(text)
         self.parents: dict[ast.AST, ast.AST] = {}
         for parent in ast.walk(self.tree):
             for child in ast.iter_child_nodes(parent):
@@ -157,7 +157,7 @@ class _Source:
         """The significant tokens of a statement: (string, start offset, end offset)."""
         start, end = self.span(node)
         segment = self.text[start:end]
-        starts = [0] + [m.end() for m in _LINE_BREAK.finditer(segment)]
+        starts = sources.line_starts(segment)
         out = []
         try:
             for token in tokenize.generate_tokens(io.StringIO(segment, newline="").readline):
