@@ -77,16 +77,22 @@ class Scope:
     def bind(self, name: str, value: Binding) -> None:
         self.bindings.setdefault(name, []).append(value)
 
-    def lookup(self, name: str) -> list[Binding] | None:
-        """The bindings that `name` refers to from this scope (Python's LEGB, class scopes skipped)."""
+    def owner(self, name: str) -> Scope | None:
+        """The scope whose binding `name` refers to from this scope (Python's LEGB, class scopes
+        skipped)."""
         scope: Scope | None = self
         first = True
         while scope is not None:
             if (first or scope.kind != "class") and name in scope.bindings:
-                return scope.bindings[name]
+                return scope
             first = False
             scope = scope.parent
         return None
+
+    def lookup(self, name: str) -> list[Binding] | None:
+        """The bindings that `name` refers to from this scope."""
+        owner = self.owner(name)
+        return owner.bindings[name] if owner is not None else None
 
     def _resolutions(self, node: cst.BaseExpression) -> set[str] | None:
         """Every imported qualified name the expression may refer to; None if any binding is local."""

@@ -40,18 +40,6 @@ class Definition:
     info: SkipInfo
 
 
-def _owner(scope: Scope, name: str) -> Optional[Scope]:
-    """The scope whose binding `name` refers to from `scope` (Python's rule, class scopes skipped)."""
-    current: Optional[Scope] = scope
-    first = True
-    while current is not None:
-        if (first or current.kind != "class") and name in current.bindings:
-            return current
-        first = False
-        current = current.parent
-    return None
-
-
 def _assigned_on_self(node: cst.ClassDef) -> set[str]:
     """Attributes that some method of the class assigns through `self`."""
     out: set[str] = set()
@@ -144,7 +132,7 @@ class Specializations(Core):
                 return None
             if id(node) in in_decorators:
                 return self.strings(then(node.value))
-            owner = _owner(where, node.value)
+            owner = where.owner(node.value)
             if owner is None or id(owner) not in enclosing:
                 return None  # forward's own variable, or a builtin
             known, now = definition.env.find(node.value)
