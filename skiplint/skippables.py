@@ -289,14 +289,14 @@ def _skippable_arguments(call: cst.Call) -> Optional[dict[str, Optional[cst.Base
 
 # -- commands inside forward ---------------------------------------------------------------------
 
-def _arity_problem(kind: Kind, call: cst.Call) -> tuple[Optional[str], Optional[cst.BaseExpression], bool]:
-    """(problem, name expression, arguments knowable) for a stash/pop call."""
+def _arity_problem(kind: Kind, call: cst.Call) -> tuple[Optional[str], dict[str, cst.BaseExpression], bool]:
+    """(problem, the arguments bound to `name` and `tensor`, arguments knowable) for a stash/pop call."""
     params = ("name", "tensor") if kind == "stash" else ("name",)
     bound: dict[str, cst.BaseExpression] = {}
     positional = 0
     for arg in call.args:
         if arg.star:
-            return None, None, False
+            return None, {}, False
         if arg.keyword is None:
             if positional < len(params):
                 bound[params[positional]] = arg.value
@@ -304,17 +304,16 @@ def _arity_problem(kind: Kind, call: cst.Call) -> tuple[Optional[str], Optional[
         else:
             key = arg.keyword.value
             if key not in params:
-                return f"got an unexpected keyword argument '{key}'", bound.get("name"), True
+                return f"got an unexpected keyword argument '{key}'", bound, True
             bound[key] = arg.value
-    name = bound.get("name")
     if positional > len(params):
         expected = "a name and a tensor" if kind == "stash" else "only the skip name"
-        return f"takes {expected}, but {positional} arguments were given", name, True
-    if name is None:
-        return "is missing the skip name", None, True
+        return f"takes {expected}, but {positional} arguments were given", bound, True
+    if "name" not in bound:
+        return "is missing the skip name", bound, True
     if kind == "stash" and "tensor" not in bound:
-        return "is missing the tensor to stash: write stash(name, tensor)", name, True
-    return None, name, True
+        return "is missing the tensor to stash: write stash(name, tensor)", bound, True
+    return None, bound, True
 
 
 @dataclass
@@ -367,6 +366,8 @@ class ForwardAnalysis:
         self._command_vars: set[str] = set()
         self._forward = forward
         self._bindings_cache: dict[int, dict[str, Optional[list[cst.CSTNode]]]] = {}
+        #: Names that forward's `return` statements read (computed at the first stash).
+        self._returned: Optional[set[str]] = None
         self.exits: Optional[frozenset[frozenset[Key]]] = None
         try:
             out = self._block(syntax.statements(forward.body), {frozenset()}, self._scope(forward))
@@ -767,7 +768,8 @@ class ForwardAnalysis:
         existing = self.commands.get(id(call))
         if existing is not None:
             return existing
-        problem, name_node, knowable = _arity_problem(kind, call)
+        problem, bound, knowable = _arity_problem(kind, call)
+        name_node = bound.get("name")
         if not knowable:
             self.unknown.add(kind)
             return None
@@ -778,12 +780,12 @@ class ForwardAnalysis:
             kind, name, Site(call, self.locator),
             Site(name_node, self.locator) if name_node is not None else None,
             yielded=yielded, discarded=discarded and kind == "pop", arity_problem=problem,
-            shares_output=kind == "stash" and problem is None and self._shares_output(call),
+            shares_output=kind == "stash" and problem is None and self._shares_output(bound["tensor"]),
         )
         self.commands[id(call)] = command
         return command
 
-    def _shares_output(self, call: cst.Call) -> bool:
+    def _shares_output(self, tensor: cst.BaseExpression) -> bool:
         """Whether a stash in forward itself stashes a tensor that shares, with what forward
         returns, autograd history that holds saved tensors: its expression reads a variable of
         forward (not `self`, not the input when forward never rebinds it) that some `return` reads
@@ -791,22 +793,17 @@ class ForwardAnalysis:
         (which save nothing for backward)."""
         if self._active[-1] is not self._forward:
             return False
-        tensor = next((arg.value for position, arg in enumerate(call.args)
-                       if (arg.keyword is None and position == 1)
-                       or (arg.keyword is not None and arg.keyword.value == "tensor")), None)
-        if tensor is None:
-            return False
         params = _positional_names(self._forward)
         values = self._bindings(self._forward)
         local = set(params[1:]) | set(values)
         if len(params) > 1 and params[1] not in values:
             local.discard(params[1])  # the untouched input: the profilers detach it
         shared = {n.value for n in syntax.walk(tensor) if isinstance(n, cst.Name)} & local
-        returned: set[str] = set()
-        for node in syntax.walk(self._forward.body):
-            if isinstance(node, cst.Return) and node.value is not None:
-                returned.update(n.value for n in syntax.walk(node.value) if isinstance(n, cst.Name))
-        return any(_saves_tensors(value) for name in shared & returned for value in values.get(name) or ())
+        if self._returned is None:
+            self._returned = {n.value for node in syntax.walk(self._forward.body)
+                              if isinstance(node, cst.Return) and node.value is not None
+                              for n in syntax.walk(node.value) if isinstance(n, cst.Name)}
+        return any(_saves_tensors(value) for name in shared & self._returned for value in values.get(name) or ())
 
     def _delegate_target(self, target: cst.BaseExpression) -> Optional[cst.FunctionDef]:
         """The method of this class that `yield from self.<method>(...)` runs, if that is what it is."""
@@ -1077,7 +1074,7 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
             continue
         loose_kind = _command_kind(scope.api(call.func))
         if loose_kind is not None:
-            name_node = _arity_problem(loose_kind, call)[1]
+            name_node = _arity_problem(loose_kind, call)[1].get("name")
             loose_name = static_string(index, scope, name_node) if name_node is not None else None
             loose.append(Command(loose_kind, loose_name, Site(call, locator), yielded=False))
 
