@@ -90,7 +90,9 @@ def matches(s: StaticFinding, o: Observation) -> bool:
     return _layer_matches(s.layer, o) or (s.layer is None and s.cls is not None and s.cls == o.cls)
 
 
-def _conditional(o: Observation, static: list[StaticFinding]) -> Observation:
+def _explained(o: Observation, static: list[StaticFinding]) -> Observation:
+    """The observation under the code of the static finding that explains it better: a late-bound
+    name (SKP117) for an undeclared stash or pop, a conditional (SKP111) for one not done."""
     if o.code in _BY_LATE and any(s.code == _LATE and s.cls == o.cls and s.name == o.name for s in static):
         return replace(o, code=_LATE)
     verb = _BY_CONDITION.get(o.code) if o.code is not None else None
@@ -129,7 +131,7 @@ def join(observations: list[Observation], static: list[StaticFinding],
     joined_obs = []
     confirmed: set[int] = set()
     for o in observations:
-        o = _conditional(o, static)
+        o = _explained(o, static)
         hits = [i for i, s in enumerate(static) if matches(s, o)]
         confirmed.update(hits)
         joined_obs.append(replace(o, predicted=bool(hits)))
