@@ -66,7 +66,7 @@ class ModuleIndex:
     # -- the pass --------------------------------------------------------------------------
     def _block(self, stmts: Sequence[cst.CSTNode], scope: Scope, guarded: bool) -> None:
         for stmt in stmts:
-            if isinstance(stmt, cst.SimpleStatementLine):
+            if type(stmt) is cst.SimpleStatementLine:
                 for small in stmt.body:
                     self._small(small, scope, guarded)
             elif isinstance(stmt, cst.BaseCompoundStatement):
@@ -80,45 +80,48 @@ class ModuleIndex:
             self._block(suite.body, scope, guarded)
 
     def _small(self, small: cst.BaseSmallStatement, scope: Scope, guarded: bool) -> None:
-        if isinstance(small, (cst.Import, cst.ImportFrom)):
+        kind = type(small)  # node types compared by identity: see _BINDING_NODES
+        if kind is cst.Import or kind is cst.ImportFrom:
             for local, qual in import_bindings(small):
                 scope.bind(local, qual)
             self.imports.append((small, guarded))
-        elif isinstance(small, cst.Assign):
+        elif kind is cst.Assign:
             for target in small.targets:
                 self._bind_target(target.target, scope)
-            if scope is self.scope and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            if scope is self.scope and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
                 self.constants[small.targets[0].target.value] = small.value
-            if isinstance(small.value, cst.Call):
+            if type(small.value) is cst.Call:
                 self.statement_calls.append((small.value, scope, small))
-            elif isinstance(small.value, cst.Lambda):
+            elif type(small.value) is cst.Lambda:
                 self.statement_lambdas.append((small.value, scope))
-        elif isinstance(small, cst.AnnAssign):
+        elif kind is cst.AnnAssign:
             self._bind_target(small.target, scope)
-            if scope is self.scope and isinstance(small.target, cst.Name) and small.value is not None:
+            if scope is self.scope and type(small.target) is cst.Name and small.value is not None:
                 self.constants[small.target.value] = small.value
-        elif isinstance(small, cst.AugAssign):
+        elif kind is cst.AugAssign:
             self._bind_target(small.target, scope)
-            if isinstance(small.target, cst.Name) and scope is self.scope:
+            if type(small.target) is cst.Name and scope is self.scope:
                 self.assign_count[small.target.value] = 2  # not a constant
-        elif isinstance(small, (cst.Expr, cst.Return)) and isinstance(small.value, cst.Call):
+        elif (kind is cst.Expr or kind is cst.Return) and type(small.value) is cst.Call:
             self.statement_calls.append((small.value, scope, small))
-        elif isinstance(small, cst.Return) and isinstance(small.value, cst.Lambda):
+        elif kind is cst.Return and type(small.value) is cst.Lambda:
             self.statement_lambdas.append((small.value, scope))
 
     def _bind_target(self, target: cst.BaseExpression, scope: Scope) -> None:
-        if isinstance(target, cst.Name):
+        kind = type(target)
+        if kind is cst.Name:
             scope.bind(target.value, OTHER)
             if scope is self.scope:
                 self.assign_count[target.value] = self.assign_count.get(target.value, 0) + 1
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif kind is cst.Tuple or kind is cst.List:
             for element in target.elements:
                 self._bind_target(element.value, scope)
-        elif isinstance(target, cst.StarredElement):
+        elif kind is cst.StarredElement:
             self._bind_target(target.value, scope)
 
     def _compound(self, stmt: cst.BaseCompoundStatement, scope: Scope, guarded: bool) -> None:
-        if isinstance(stmt, cst.FunctionDef):
+        kind = type(stmt)
+        if kind is cst.FunctionDef:
             scope.bind(stmt.name.value, OTHER)
             inner = Scope("function", scope)
             params = stmt.params
@@ -130,17 +133,17 @@ class ModuleIndex:
             self.scopes[id(stmt)] = inner
             self.functions.append((stmt, scope))
             self._suite(stmt.body, inner, guarded=False)
-        elif isinstance(stmt, cst.ClassDef):
+        elif kind is cst.ClassDef:
             scope.bind(stmt.name.value, OTHER)
             body = Scope("class", scope)
             info = ClassInfo(stmt, scope, body)
             if isinstance(stmt.body, cst.IndentedBlock):
                 for item in stmt.body.body:
-                    if isinstance(item, cst.FunctionDef):
+                    if type(item) is cst.FunctionDef:
                         info.methods[item.name.value] = item
             self.classes.append(info)
             self._suite(stmt.body, body, guarded=False)
-        elif isinstance(stmt, (cst.Try, cst.TryStar)):
+        elif kind is cst.Try or kind is cst.TryStar:
             catches = any(_catches_import_error(h) for h in stmt.handlers)
             self._suite(stmt.body, scope, guarded or catches)
             for handler in stmt.handlers:
@@ -150,24 +153,24 @@ class ModuleIndex:
             for extra in (stmt.orelse, stmt.finalbody):
                 if extra is not None:
                     self._suite(extra.body, scope, guarded)
-        elif isinstance(stmt, (cst.For, cst.While, cst.If)):
-            if isinstance(stmt, cst.For):
+        elif kind is cst.For or kind is cst.While or kind is cst.If:
+            if kind is cst.For:
                 self._bind_target(stmt.target, scope)
             self._suite(stmt.body, scope, guarded)
             orelse = stmt.orelse
             while orelse is not None:
-                if isinstance(orelse, cst.If):
+                if type(orelse) is cst.If:
                     self._suite(orelse.body, scope, guarded)
                     orelse = orelse.orelse
                 else:
                     self._suite(orelse.body, scope, guarded)
                     orelse = None
-        elif isinstance(stmt, cst.With):
+        elif kind is cst.With:
             for with_item in stmt.items:
                 if with_item.asname is not None:
                     self._bind_target(with_item.asname.name, scope)
             self._suite(stmt.body, scope, guarded)
-        elif isinstance(stmt, cst.Match):
+        elif kind is cst.Match:
             for case in stmt.cases:
                 self._suite(case.body, scope, guarded)
 
@@ -339,6 +342,14 @@ class _Paths:
     continues: set[frozenset[Key]] = field(default_factory=set)
 
 
+#: The nodes that bind a function's local names (`_bindings`). Concrete libcst node classes have no
+#: subclasses, so the hot walks compare a node's type by identity: isinstance against libcst's
+#: ABCMeta classes costs a Python-level __instancecheck__ call per miss.
+_BINDING_NODES = frozenset({
+    cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.WithItem, cst.NamedExpr, cst.Global,
+    cst.Nonlocal, cst.Import, cst.ImportFrom, cst.FunctionDef, cst.ClassDef, cst.ExceptHandler, cst.Del,
+    cst.MatchAs, cst.MatchStar})
+
 _BRANCHING = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
 
 
@@ -386,7 +397,7 @@ class ForwardAnalysis:
                 break  # the rest is unreachable
             for observer in self._observers:
                 observer.update(out.normal)
-            if isinstance(stmt, cst.SimpleStatementLine):
+            if type(stmt) is cst.SimpleStatementLine:
                 for small in stmt.body:
                     if not out.normal:
                         break
@@ -405,15 +416,16 @@ class ForwardAnalysis:
     def _small(self, small: cst.BaseSmallStatement, states: set[frozenset[Key]], scope: Scope) -> _Paths:
         events = self._events(small, scope)
         states = self._apply(events, states, scope)
-        if isinstance(small, cst.Return):
+        kind = type(small)
+        if kind is cst.Return:
             if self._stack:
                 self.early_exits.append(self._stack[0])
             return _Paths(returns=states)
-        if isinstance(small, cst.Raise):
+        if kind is cst.Raise:
             return _Paths()
-        if isinstance(small, cst.Break):
+        if kind is cst.Break:
             return _Paths(breaks=states)
-        if isinstance(small, cst.Continue):
+        if kind is cst.Continue:
             return _Paths(continues=states)
         return _Paths(normal=states)
 
@@ -544,18 +556,19 @@ class ForwardAnalysis:
         return events
 
     def _collect(self, node: cst.CSTNode, scope: Scope, events: list[_Event], parent_stmt: cst.CSTNode) -> None:
-        if isinstance(node, syntax.SCOPE_NODES):
+        node_type = type(node)
+        if node_type in syntax.SCOPE_TYPES:
             return
-        if isinstance(node, cst.Yield):
+        if node_type is cst.Yield:
             self.is_generator = True
             self._yield(node, scope, events, parent_stmt)
             return
-        if isinstance(node, cst.Call):
+        if node_type is cst.Call:
             kind = _command_kind(scope.api(node.func))
             if kind is not None:
                 self._loose_command(node, kind, scope, events, parent_stmt)
                 return
-        if isinstance(node, cst.IfExp):
+        if node_type is cst.IfExp:
             self._collect(node.test, scope, events, parent_stmt)
             for branch in (node.body, node.orelse):
                 inner: list[_Event] = []
@@ -563,7 +576,7 @@ class ForwardAnalysis:
                 if inner:
                     events.append(_Event("maybe", inner=inner))
             return
-        if isinstance(node, cst.BooleanOperation):
+        if node_type is cst.BooleanOperation:
             self._collect(node.left, scope, events, parent_stmt)
             inner = []
             self._collect(node.right, scope, inner, parent_stmt)
@@ -669,44 +682,46 @@ class ForwardAnalysis:
                 found.append(value)
 
         for node in syntax.walk(func.body):
-            if isinstance(node, cst.Assign):
+            kind = type(node)
+            if kind not in _BINDING_NODES:
+                continue
+            if kind is cst.Assign:
                 for target in node.targets:
-                    if isinstance(target.target, cst.Name):
+                    if type(target.target) is cst.Name:
                         add(target.target.value, node.value)
                     else:
                         for name in _target_names(target.target):
                             add(name, None)
-            elif isinstance(node, cst.AnnAssign):
+            elif kind is cst.AnnAssign:
                 if node.value is not None:
                     for name in _target_names(node.target):
-                        add(name, node.value if isinstance(node.target, cst.Name) else None)
-            elif isinstance(node, cst.AugAssign):
+                        add(name, node.value if type(node.target) is cst.Name else None)
+            elif kind is cst.AugAssign:
                 for name in _target_names(node.target):
                     add(name, node)
-            elif isinstance(node, (cst.For, cst.CompFor)):
+            elif kind is cst.For or kind is cst.CompFor:
                 for name in _target_names(node.target):
                     add(name, None)
-            elif isinstance(node, cst.WithItem) and node.asname is not None:
-                for name in _target_names(node.asname.name):
-                    add(name, None)
-            elif isinstance(node, cst.NamedExpr):
+            elif kind is cst.WithItem:
+                if node.asname is not None:
+                    for name in _target_names(node.asname.name):
+                        add(name, None)
+            elif kind is cst.NamedExpr or kind is cst.Del:
                 for name in _target_names(node.target):
                     add(name, None)
-            elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            elif kind is cst.Global or kind is cst.Nonlocal:
                 for item in node.names:
                     add(item.name.value, None)
-            elif isinstance(node, (cst.Import, cst.ImportFrom)):
+            elif kind is cst.Import or kind is cst.ImportFrom:
                 for local, _qualified in import_bindings(node):
                     add(local, None)
-            elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            elif kind is cst.FunctionDef or kind is cst.ClassDef:
                 add(node.name.value, None)
-            elif isinstance(node, cst.ExceptHandler) and node.name is not None:
-                for name in _target_names(node.name.name):
-                    add(name, None)
-            elif isinstance(node, cst.Del):
-                for name in _target_names(node.target):
-                    add(name, None)
-            elif isinstance(node, (cst.MatchAs, cst.MatchStar)) and node.name is not None:
+            elif kind is cst.ExceptHandler:
+                if node.name is not None:
+                    for name in _target_names(node.name.name):
+                        add(name, None)
+            elif node.name is not None:  # MatchAs, MatchStar
                 add(node.name.value, None)
         self._bindings_cache[id(func)] = out
         return out
@@ -1116,10 +1131,10 @@ def _wrapping_calls(index: ModuleIndex) -> Iterator[tuple[cst.Call, Scope]]:
         pending: list[tuple[cst.BaseExpression, int]] = [(start, 0)]
         while pending:
             node, depth = pending.pop()
-            if isinstance(node, cst.Lambda):
+            if type(node) is cst.Lambda:
                 if depth < BUDGET.nesting:
                     pending.append((node.body, depth + 1))
-            elif isinstance(node, cst.Call):
+            elif type(node) is cst.Call:
                 yield node, scope
                 if depth < BUDGET.nesting:
                     pending.extend((arg.value, depth + 1) for arg in node.args)
@@ -1182,7 +1197,7 @@ def _first_command_yield(index: ModuleIndex, info: ClassInfo,
                          forward: cst.FunctionDef) -> Optional[tuple[str, cst.CSTNode]]:
     scope = index.scopes[id(forward)]
     for node in syntax.walk(forward.body):
-        if isinstance(node, cst.Yield) and isinstance(node.value, cst.Call):
+        if type(node) is cst.Yield and type(node.value) is cst.Call:
             kind = scope.api(node.value.func)
             if kind in ("stash", "pop"):
                 return kind, node

@@ -94,6 +94,9 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 #: Nodes that open a new scope: their bodies are not part of the enclosing function's flow.
 SCOPE_NODES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+#: The same, for comparing a node's type by identity (concrete libcst node classes have no
+#: subclasses; isinstance against them runs ABCMeta's Python-level check on every miss).
+SCOPE_TYPES = frozenset(SCOPE_NODES)
 
 
 def _opens_scope(node_type: type) -> bool:

@@ -15,6 +15,9 @@ from skiplint.interpret.values import (
     UNKNOWN, ApiV, ClassV, DictV, ExternalV, FuncV, LambdaV, LayerV, ListV, SeqV, SkipInfo, class_method,
 )
 
+#: What a call's callee must be for `_code_nests` to follow it: a name or a dotted name.
+_CALLEE_TYPES = frozenset({cst.Name, cst.Attribute})
+
 
 class Classes(Core):
     """Defines and instantiates classes."""
@@ -90,12 +93,12 @@ class Classes(Core):
         found = "no"
         for inner in syntax.walk(node, into_scopes=True):
             self.tick()  # walking code costs as much as running it
-            if not (isinstance(inner, cst.Call) and isinstance(inner.func, (cst.Name, cst.Attribute))):
-                continue
+            if type(inner) is not cst.Call or type(inner.func) not in _CALLEE_TYPES:
+                continue  # node types compared by identity: libcst's concrete classes have no subclasses
             head = inner.func
-            while isinstance(head, cst.Attribute):
+            while type(head) is cst.Attribute:
                 head = head.value  # type: ignore[assignment]
-            if isinstance(head, cst.Name) and head.value == "self":
+            if type(head) is cst.Name and head.value == "self":
                 continue  # the class's own methods: walked as part of its body
             verdict = self._callee_nests(inner.func, env, seen, depth)
             if verdict == "skippable":

@@ -22,7 +22,7 @@ class Statements(Core):
     def block(self, stmts: Sequence[cst.CSTNode], env: Env) -> None:
         for stmt in stmts:
             self.tick()
-            if isinstance(stmt, cst.SimpleStatementLine):
+            if type(stmt) is cst.SimpleStatementLine:
                 for small in stmt.body:
                     self.small(small, env)
             else:
@@ -36,41 +36,43 @@ class Statements(Core):
             self.block(suite.body, env)
 
     def small(self, small: cst.BaseSmallStatement, env: Env) -> None:
-        if isinstance(small, cst.Assign):
+        kind = type(small)  # compared by identity: libcst's concrete node classes have no subclasses
+        if kind is cst.Assign:
             value = self.eval(small.value, env)
             for target in small.targets:
                 self.assign(target.target, value, env, small.value)
-        elif isinstance(small, cst.AnnAssign):
+        elif kind is cst.AnnAssign:
             if small.value is not None:
                 self.assign(small.target, self.eval(small.value, env), env, small.value)
-        elif isinstance(small, cst.AugAssign):
+        elif kind is cst.AugAssign:
             self.aug_assign(small, env)
-        elif isinstance(small, cst.Expr):
+        elif kind is cst.Expr:
             self.eval(small.value, env)
-        elif isinstance(small, cst.Return):
+        elif kind is cst.Return:
             raise Return(self.eval(small.value, env) if small.value is not None else None)
-        elif isinstance(small, cst.Break):
+        elif kind is cst.Break:
             raise Break
-        elif isinstance(small, cst.Continue):
+        elif kind is cst.Continue:
             raise Continue
-        elif isinstance(small, (cst.Global, cst.Nonlocal)):
+        elif kind is cst.Global or kind is cst.Nonlocal:
             for item in small.names:
                 self.set(item.name.value, UNKNOWN, env)
-        elif isinstance(small, cst.Del):
+        elif kind is cst.Del:
             self.taint_targets([small.target], env)
-        elif isinstance(small, cst.Raise):
+        elif kind is cst.Raise:
             raise Return(UNKNOWN)
 
     def compound(self, stmt: cst.BaseCompoundStatement, env: Env) -> None:
-        if isinstance(stmt, cst.FunctionDef):
+        kind = type(stmt)
+        if kind is cst.FunctionDef:
             self.set(stmt.name.value, FuncV(stmt, env), env)
-        elif isinstance(stmt, cst.ClassDef):
+        elif kind is cst.ClassDef:
             self.set(stmt.name.value, self.define_class(stmt, env), env)
-        elif isinstance(stmt, cst.If):
+        elif kind is cst.If:
             self.if_(stmt, env)
-        elif isinstance(stmt, cst.For):
+        elif kind is cst.For:
             self.for_(stmt, env)
-        elif isinstance(stmt, cst.With):
+        elif kind is cst.With:
             for item in stmt.items:
                 self.eval(item.item, env)
                 if item.asname is not None:
