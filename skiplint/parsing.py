@@ -36,14 +36,18 @@ class ParseFailure(Exception):
 
 # -- the token scan ---------------------------------------------------------------------------------
 
+#: The common tokens come first (a match tries the alternatives in order): a name not followed
+#: by a quote (so never a string's prefix) and not starting with a digit (so never a number) is a
+#: name whatever follows it; `word` is a name that only the alternatives before it could claim.
 _TOKEN = re.compile(r"""[ \t\f]*(?:
-    (?P<blank>\\(?:\r\n|\r|\n)|\\?\Z)
+    (?P<name>(?!\d)\w+(?![\w'"]))
   | (?P<newline>\r\n|\r|\n)
+  | (?P<blank>\\(?:\r\n|\r|\n)|\\?\Z)
   | (?P<comment>\#[^\r\n]*)
   | (?P<string>[rRbBuU]{0,2}(?:'''|\"\"\"|'|\"))
   | (?P<fstring>[rR]?[fFtT][rR]?(?:'''|\"\"\"|'|\"))
   | (?P<number>0[xXoObB][\w]*|(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d[\d_]*)?[jJ]?)
-  | (?P<name>\w+)
+  | (?P<word>\w+)
   | (?P<open>[(\[{])
   | (?P<close>[)\]}])
   | (?P<separator>[,;]|=(?!=)|(?:\*\*|//|>>|<<|[-+*/%@&|^])=)
@@ -164,7 +168,8 @@ class _Scan:
             match = match_token(text, pos)
             if match is None:  # pragma: no cover - `other` matches any character
                 break
-            kind, pos = match.lastgroup or "other", match.end()
+            key, pos = match.lastgroup or "other", match.end()
+            kind = "name" if key == "word" else key
             if kind == "blank" or kind == "comment":
                 continue
             if kind == "newline":
@@ -174,28 +179,28 @@ class _Scan:
                 continue
             if self.line_start and depth == 0:
                 self.line_start = False
-                self.statement(match.start(kind), match.group(kind) if kind == "name" else "")
+                self.statement(match.start(key), match.group(key) if kind == "name" else "")
             if kind == "name" or kind == "op" or kind == "number" or kind == "other":
-                if kind == "name" and match.group(kind) == "lambda":
+                if kind == "name" and match.group(key) == "lambda":
                     lambdas[-1] += 1
                 tokens += 1
                 runs[-1] += 1
                 if tokens > most_tokens or runs[-1] > longest_run:
                     self.tokens, self.depth = tokens - 1, depth
                     runs[-1] -= 1
-                    self.count(match.start(kind))
+                    self.count(match.start(key))
             elif kind == "open":
                 tokens += 1
                 runs[-1] += 2
                 if tokens > most_tokens or runs[-1] > longest_run or depth + 1 > deepest:
                     self.tokens, self.depth = tokens - 1, depth
                     runs[-1] -= 2
-                    self.open(match.start(kind))
+                    self.open(match.start(key))
                 depth += 1
                 runs.append(0)
                 lambdas.append(0)
             elif kind == "close":
-                if field and depth == base and match.group(kind) == "}":
+                if field and depth == base and match.group(key) == "}":
                     self.tokens, self.depth = tokens, depth
                     return pos
                 if depth:
@@ -207,12 +212,12 @@ class _Scan:
                 if tokens > most_tokens or runs[-1] > longest_run:
                     self.tokens, self.depth = tokens - 1, depth
                     runs[-1] -= 1
-                    self.count(match.start(kind))
+                    self.count(match.start(key))
             elif kind == "separator" or (kind == "colon" and not lambdas[-1] and not (field and depth == base)):
                 tokens += 1
                 if tokens > most_tokens:
                     self.tokens = tokens - 1
-                    self.separate(match.start(kind))
+                    self.separate(match.start(key))
                 runs[-1] = 0
             elif kind == "colon":
                 if field and depth == base:
@@ -224,16 +229,16 @@ class _Scan:
                 if tokens > most_tokens or runs[-1] > longest_run:
                     self.tokens, self.depth = tokens - 1, depth
                     runs[-1] -= 1
-                    self.count(match.start(kind))
+                    self.count(match.start(key))
             else:
                 self.tokens, self.depth = tokens, depth
-                start = match.start(kind)
+                start = match.start(key)
                 if kind == "string":
-                    pos = _end(_STRING_REST[match.group(kind).lstrip("rRbBuU")], text, pos)
+                    pos = _end(_STRING_REST[match.group(key).lstrip("rRbBuU")], text, pos)
                     self.count(start)
                 else:  # fstring
                     self.count(start)
-                    pos = self.fstring(pos, match.group(kind).lstrip("rRfFtT"))
+                    pos = self.fstring(pos, match.group(key).lstrip("rRfFtT"))
                 tokens, depth = self.tokens, self.depth
         self.tokens, self.depth = tokens, depth
         return pos
