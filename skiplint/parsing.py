@@ -56,6 +56,7 @@ _TOKEN = re.compile(r"""[ \t\f]*(?:
   | (?P<other>.)
 )""", re.VERBOSE | re.DOTALL)
 
+_INDENT = re.compile(r"[ \t\f]*")
 #: The rest of a string after its opening quote, up to and including the closing quote (or the
 #: end of the line, or of the text, when it is not closed).
 _STRING_REST = {
@@ -102,6 +103,8 @@ class _Scan:
         self.elifs: dict[int, int] = {}
         self.line_start = True
         self.line_pos = 0
+        #: The indentation of the last logical line that began at bracket depth 0.
+        self.indentation = ""
         #: Offsets of the logical lines that begin in column 0, with their first word ("" when
         #: the line begins with anything but a name, "@" for a decorator).
         self.tops: list[tuple[int, str]] = []
@@ -140,6 +143,7 @@ class _Scan:
     def statement(self, pos: int, word: str) -> None:
         """The first word of a logical line: elif chains nest in libcst's tree."""
         indent = pos - self.line_pos
+        self.indentation = self.text[self.line_pos:pos]
         if indent == 0:
             self.tops.append((pos, word or self.text[pos]))
         for deeper in [key for key in self.elifs if key > indent]:
@@ -151,6 +155,21 @@ class _Scan:
                                f"elif branches in a row)", pos)
         elif word != "else":
             self.elifs.pop(indent, None)
+
+    def lone_backslash(self, start: int, after: int) -> None:
+        """A logical line that begins with a backslash continuation (a line holding only `\\`).
+        Python indents the statement that follows as that line (as the next line when the
+        backslash is in column 0); libcst keeps it in the block of the line before. Where the two
+        differ, libcst's tree would nest the statement wrongly."""
+        text = self.text
+        code = _INDENT.match(text, after)
+        ahead = code.end()
+        if ahead >= len(text) or text[ahead] in "#\r\n\\":
+            return  # no statement follows on the continued line
+        python = text[self.line_pos:start] or code.group()
+        if python != self.indentation:
+            raise _Refused("a line holding only a backslash before a change of indentation (libcst would nest "
+                           "the statement after it in another block than Python does)", start)
 
     def code(self, pos: int, field: bool = False) -> int:
         """Scan code from `pos`; in an f-string field, stop after its closing brace.
@@ -171,6 +190,8 @@ class _Scan:
             key, pos = match.lastgroup or "other", match.end()
             kind = "name" if key == "word" else key
             if kind == "blank" or kind == "comment":
+                if kind == "blank" and self.line_start and depth == 0 and pos < end:
+                    self.lone_backslash(match.start(key), pos)
                 continue
             if kind == "newline":
                 if depth == 0:

@@ -231,6 +231,65 @@ def test_parser_hazard_accepts_what_python_accepts() -> None:
     assert limits.parser_hazard("x = '" + "(" * 5000 + "'\n# " + "[" * 5000 + "\n") is None
 
 
+LONE = ("a line holding only a backslash before a change of indentation (libcst would nest the statement "
+        "after it in another block than Python does)")
+
+
+@pytest.mark.parametrize(("backslash", "following", "python_nests_it"), [
+    ("\\", "    y = 2", False),         # Python indents it as the next line: out of the if block
+    ("\\", "        y = 2", True),
+    ("    \\", "    y = 2", False),     # as the backslash's line
+    ("    \\", "        y = 2", False),
+    ("        \\", "    y = 2", True),
+    ("        \\", "        y = 2", True),
+])
+def test_lone_backslash_is_refused_where_libcst_nests_differently(backslash: str, following: str,
+                                                                   python_nests_it: bool) -> None:
+    """libcst 1.9 keeps the statement after a line holding only a backslash in the block before it
+    in every one of these cases; Python does only where the flag says. The scan refuses exactly
+    the others, and the statement's block in libcst's tree is Python's whenever it accepts."""
+    import libcst as cst
+
+    source = "def f(x):\n    if x:\n        x = 1\n" + backslash + "\n" + following + "\n    return x\n"
+    in_if = len(ast.parse(source).body[0].body[0].body) == 2  # type: ignore[attr-defined]
+    assert in_if is python_nests_it
+    if python_nests_it:
+        assert limits.parser_hazard(source) is None
+        function = cst.parse_module(source).body[0]
+        assert len(function.body.body[0].body.body) == 2  # type: ignore[attr-defined]
+    else:
+        assert limits.parser_hazard(source) == LONE
+
+
+def test_lone_backslash_before_a_comment_or_at_the_same_indentation_is_accepted() -> None:
+    assert limits.parser_hazard("def f(x):\n    if x:\n        x = 1\n    \\\n    # note\n    return x\n") is None
+    assert limits.parser_hazard("x = 1\n\\\ny = 2\n") is None
+    assert limits.parser_hazard("s = \'\'\'\n    \\\ny\'\'\'\n") is None  # inside a string: not code
+    assert limits.parser_hazard("x = (1,\n    \\\n2)\n") is None  # inside brackets: no indentation
+
+
+def test_lone_backslash_that_would_invent_a_finding_is_one_skp900_line(tmp_path: Path) -> None:
+    # libcst read this `yield stash(...)` as inside the `if` block: a false SKP111 (stashed on some
+    # paths only). Python runs it on every path.
+    source = API + textwrap.dedent("""\
+        from torch import nn
+
+
+        @skippable(stash=["skip"])
+        class Stash(nn.Module):
+            def forward(self, x):
+                if x is None:
+                    x = x + 1
+                \\
+                yield stash("skip", x)
+                return x
+        """)
+    (tmp_path / "m.py").write_text(source)
+    done = skiplint("m.py", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (2, "")
+    assert norm(done.stdout) == [f"m.py:10:9: SKP900 could not check this file: {LONE}"]
+
+
 def test_syntax_newer_than_the_parser_is_one_line(tmp_path: Path) -> None:
     source = API + "x = settings.timeout ?? 10\n"  # PEP 505, which no Python has (yet)
     line = check_tree(tmp_path, write("future.py", source.encode()), "syntax error", where=":2:22:")
