@@ -163,6 +163,7 @@ class _Scan:
         differ, libcst's tree would nest the statement wrongly."""
         text = self.text
         code = _INDENT.match(text, after)
+        assert code is not None  # it matches the empty string
         ahead = code.end()
         if ahead >= len(text) or text[ahead] in "#\r\n\\":
             return  # no statement follows on the continued line

@@ -80,12 +80,12 @@ class ModuleIndex:
             self._block(suite.body, scope, guarded)
 
     def _small(self, small: cst.BaseSmallStatement, scope: Scope, guarded: bool) -> None:
-        kind = type(small)  # node types compared by identity: see _BINDING_NODES
-        if kind is cst.Import or kind is cst.ImportFrom:
+        # node types compared by identity: see _BINDING_NODES
+        if type(small) is cst.Import or type(small) is cst.ImportFrom:
             for local, qual in import_bindings(small):
                 scope.bind(local, qual)
             self.imports.append((small, guarded))
-        elif kind is cst.Assign:
+        elif type(small) is cst.Assign:
             for target in small.targets:
                 self._bind_target(target.target, scope)
             if scope is self.scope and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
@@ -94,34 +94,32 @@ class ModuleIndex:
                 self.statement_calls.append((small.value, scope, small))
             elif type(small.value) is cst.Lambda:
                 self.statement_lambdas.append((small.value, scope))
-        elif kind is cst.AnnAssign:
+        elif type(small) is cst.AnnAssign:
             self._bind_target(small.target, scope)
             if scope is self.scope and type(small.target) is cst.Name and small.value is not None:
                 self.constants[small.target.value] = small.value
-        elif kind is cst.AugAssign:
+        elif type(small) is cst.AugAssign:
             self._bind_target(small.target, scope)
             if type(small.target) is cst.Name and scope is self.scope:
                 self.assign_count[small.target.value] = 2  # not a constant
-        elif (kind is cst.Expr or kind is cst.Return) and type(small.value) is cst.Call:
+        elif (type(small) is cst.Expr or type(small) is cst.Return) and type(small.value) is cst.Call:
             self.statement_calls.append((small.value, scope, small))
-        elif kind is cst.Return and type(small.value) is cst.Lambda:
+        elif type(small) is cst.Return and type(small.value) is cst.Lambda:
             self.statement_lambdas.append((small.value, scope))
 
     def _bind_target(self, target: cst.BaseExpression, scope: Scope) -> None:
-        kind = type(target)
-        if kind is cst.Name:
+        if type(target) is cst.Name:
             scope.bind(target.value, OTHER)
             if scope is self.scope:
                 self.assign_count[target.value] = self.assign_count.get(target.value, 0) + 1
-        elif kind is cst.Tuple or kind is cst.List:
+        elif type(target) is cst.Tuple or type(target) is cst.List:
             for element in target.elements:
                 self._bind_target(element.value, scope)
-        elif kind is cst.StarredElement:
+        elif type(target) is cst.StarredElement:
             self._bind_target(target.value, scope)
 
     def _compound(self, stmt: cst.BaseCompoundStatement, scope: Scope, guarded: bool) -> None:
-        kind = type(stmt)
-        if kind is cst.FunctionDef:
+        if type(stmt) is cst.FunctionDef:
             scope.bind(stmt.name.value, OTHER)
             inner = Scope("function", scope)
             params = stmt.params
@@ -133,7 +131,7 @@ class ModuleIndex:
             self.scopes[id(stmt)] = inner
             self.functions.append((stmt, scope))
             self._suite(stmt.body, inner, guarded=False)
-        elif kind is cst.ClassDef:
+        elif type(stmt) is cst.ClassDef:
             scope.bind(stmt.name.value, OTHER)
             body = Scope("class", scope)
             info = ClassInfo(stmt, scope, body)
@@ -143,7 +141,7 @@ class ModuleIndex:
                         info.methods[item.name.value] = item
             self.classes.append(info)
             self._suite(stmt.body, body, guarded=False)
-        elif kind is cst.Try or kind is cst.TryStar:
+        elif type(stmt) is cst.Try or type(stmt) is cst.TryStar:
             catches = any(_catches_import_error(h) for h in stmt.handlers)
             self._suite(stmt.body, scope, guarded or catches)
             for handler in stmt.handlers:
@@ -153,8 +151,8 @@ class ModuleIndex:
             for extra in (stmt.orelse, stmt.finalbody):
                 if extra is not None:
                     self._suite(extra.body, scope, guarded)
-        elif kind is cst.For or kind is cst.While or kind is cst.If:
-            if kind is cst.For:
+        elif type(stmt) is cst.For or type(stmt) is cst.While or type(stmt) is cst.If:
+            if type(stmt) is cst.For:
                 self._bind_target(stmt.target, scope)
             self._suite(stmt.body, scope, guarded)
             orelse = stmt.orelse
@@ -165,12 +163,12 @@ class ModuleIndex:
                 else:
                     self._suite(orelse.body, scope, guarded)
                     orelse = None
-        elif kind is cst.With:
+        elif type(stmt) is cst.With:
             for with_item in stmt.items:
                 if with_item.asname is not None:
                     self._bind_target(with_item.asname.name, scope)
             self._suite(stmt.body, scope, guarded)
-        elif kind is cst.Match:
+        elif type(stmt) is cst.Match:
             for case in stmt.cases:
                 self._suite(case.body, scope, guarded)
 
@@ -416,16 +414,15 @@ class ForwardAnalysis:
     def _small(self, small: cst.BaseSmallStatement, states: set[frozenset[Key]], scope: Scope) -> _Paths:
         events = self._events(small, scope)
         states = self._apply(events, states, scope)
-        kind = type(small)
-        if kind is cst.Return:
+        if type(small) is cst.Return:
             if self._stack:
                 self.early_exits.append(self._stack[0])
             return _Paths(returns=states)
-        if kind is cst.Raise:
+        if type(small) is cst.Raise:
             return _Paths()
-        if kind is cst.Break:
+        if type(small) is cst.Break:
             return _Paths(breaks=states)
-        if kind is cst.Continue:
+        if type(small) is cst.Continue:
             return _Paths(continues=states)
         return _Paths(normal=states)
 
@@ -556,19 +553,18 @@ class ForwardAnalysis:
         return events
 
     def _collect(self, node: cst.CSTNode, scope: Scope, events: list[_Event], parent_stmt: cst.CSTNode) -> None:
-        node_type = type(node)
-        if node_type in syntax.SCOPE_TYPES:
+        if type(node) in syntax.SCOPE_TYPES:
             return
-        if node_type is cst.Yield:
+        if type(node) is cst.Yield:
             self.is_generator = True
             self._yield(node, scope, events, parent_stmt)
             return
-        if node_type is cst.Call:
+        if type(node) is cst.Call:
             kind = _command_kind(scope.api(node.func))
             if kind is not None:
                 self._loose_command(node, kind, scope, events, parent_stmt)
                 return
-        if node_type is cst.IfExp:
+        if type(node) is cst.IfExp:
             self._collect(node.test, scope, events, parent_stmt)
             for branch in (node.body, node.orelse):
                 inner: list[_Event] = []
@@ -576,7 +572,7 @@ class ForwardAnalysis:
                 if inner:
                     events.append(_Event("maybe", inner=inner))
             return
-        if node_type is cst.BooleanOperation:
+        if type(node) is cst.BooleanOperation:
             self._collect(node.left, scope, events, parent_stmt)
             inner = []
             self._collect(node.right, scope, inner, parent_stmt)
@@ -682,47 +678,47 @@ class ForwardAnalysis:
                 found.append(value)
 
         for node in syntax.walk(func.body):
-            kind = type(node)
-            if kind not in _BINDING_NODES:
+            if type(node) not in _BINDING_NODES:
                 continue
-            if kind is cst.Assign:
+            if type(node) is cst.Assign:
                 for target in node.targets:
                     if type(target.target) is cst.Name:
                         add(target.target.value, node.value)
                     else:
                         for name in _target_names(target.target):
                             add(name, None)
-            elif kind is cst.AnnAssign:
+            elif type(node) is cst.AnnAssign:
                 if node.value is not None:
                     for name in _target_names(node.target):
                         add(name, node.value if type(node.target) is cst.Name else None)
-            elif kind is cst.AugAssign:
+            elif type(node) is cst.AugAssign:
                 for name in _target_names(node.target):
                     add(name, node)
-            elif kind is cst.For or kind is cst.CompFor:
+            elif type(node) is cst.For or type(node) is cst.CompFor:
                 for name in _target_names(node.target):
                     add(name, None)
-            elif kind is cst.WithItem:
+            elif type(node) is cst.WithItem:
                 if node.asname is not None:
                     for name in _target_names(node.asname.name):
                         add(name, None)
-            elif kind is cst.NamedExpr or kind is cst.Del:
+            elif type(node) is cst.NamedExpr or type(node) is cst.Del:
                 for name in _target_names(node.target):
                     add(name, None)
-            elif kind is cst.Global or kind is cst.Nonlocal:
+            elif type(node) is cst.Global or type(node) is cst.Nonlocal:
                 for item in node.names:
                     add(item.name.value, None)
-            elif kind is cst.Import or kind is cst.ImportFrom:
+            elif type(node) is cst.Import or type(node) is cst.ImportFrom:
                 for local, _qualified in import_bindings(node):
                     add(local, None)
-            elif kind is cst.FunctionDef or kind is cst.ClassDef:
+            elif type(node) is cst.FunctionDef or type(node) is cst.ClassDef:
                 add(node.name.value, None)
-            elif kind is cst.ExceptHandler:
+            elif type(node) is cst.ExceptHandler:
                 if node.name is not None:
                     for name in _target_names(node.name.name):
                         add(name, None)
-            elif node.name is not None:  # MatchAs, MatchStar
-                add(node.name.value, None)
+            elif type(node) is cst.MatchAs or type(node) is cst.MatchStar:
+                if node.name is not None:
+                    add(node.name.value, None)
         self._bindings_cache[id(func)] = out
         return out
 
@@ -921,7 +917,6 @@ def _constant_truth(node: cst.BaseExpression) -> Optional[bool]:
     if isinstance(node, cst.Integer):
         return int(node.value, 0) != 0
     return None
-
 
 
 _LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,

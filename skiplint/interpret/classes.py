@@ -97,7 +97,7 @@ class Classes(Core):
                 continue  # node types compared by identity: libcst's concrete classes have no subclasses
             head = inner.func
             while type(head) is cst.Attribute:
-                head = head.value  # type: ignore[assignment]
+                head = head.value
             if type(head) is cst.Name and head.value == "self":
                 continue  # the class's own methods: walked as part of its body
             verdict = self._callee_nests(inner.func, env, seen, depth)

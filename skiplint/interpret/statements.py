@@ -36,43 +36,42 @@ class Statements(Core):
             self.block(suite.body, env)
 
     def small(self, small: cst.BaseSmallStatement, env: Env) -> None:
-        kind = type(small)  # compared by identity: libcst's concrete node classes have no subclasses
-        if kind is cst.Assign:
+        # compared by identity: libcst's concrete node classes have no subclasses
+        if type(small) is cst.Assign:
             value = self.eval(small.value, env)
             for target in small.targets:
                 self.assign(target.target, value, env, small.value)
-        elif kind is cst.AnnAssign:
+        elif type(small) is cst.AnnAssign:
             if small.value is not None:
                 self.assign(small.target, self.eval(small.value, env), env, small.value)
-        elif kind is cst.AugAssign:
+        elif type(small) is cst.AugAssign:
             self.aug_assign(small, env)
-        elif kind is cst.Expr:
+        elif type(small) is cst.Expr:
             self.eval(small.value, env)
-        elif kind is cst.Return:
+        elif type(small) is cst.Return:
             raise Return(self.eval(small.value, env) if small.value is not None else None)
-        elif kind is cst.Break:
+        elif type(small) is cst.Break:
             raise Break
-        elif kind is cst.Continue:
+        elif type(small) is cst.Continue:
             raise Continue
-        elif kind is cst.Global or kind is cst.Nonlocal:
+        elif type(small) is cst.Global or type(small) is cst.Nonlocal:
             for item in small.names:
                 self.set(item.name.value, UNKNOWN, env)
-        elif kind is cst.Del:
+        elif type(small) is cst.Del:
             self.taint_targets([small.target], env)
-        elif kind is cst.Raise:
+        elif type(small) is cst.Raise:
             raise Return(UNKNOWN)
 
     def compound(self, stmt: cst.BaseCompoundStatement, env: Env) -> None:
-        kind = type(stmt)
-        if kind is cst.FunctionDef:
+        if type(stmt) is cst.FunctionDef:
             self.set(stmt.name.value, FuncV(stmt, env), env)
-        elif kind is cst.ClassDef:
+        elif type(stmt) is cst.ClassDef:
             self.set(stmt.name.value, self.define_class(stmt, env), env)
-        elif kind is cst.If:
+        elif type(stmt) is cst.If:
             self.if_(stmt, env)
-        elif kind is cst.For:
+        elif type(stmt) is cst.For:
             self.for_(stmt, env)
-        elif kind is cst.With:
+        elif type(stmt) is cst.With:
             for item in stmt.items:
                 self.eval(item.item, env)
                 if item.asname is not None:
