@@ -315,3 +315,15 @@ def test_wrapping_through_a_lambda_or_partial_is_followed(wrap: str) -> None:
     assert [(c.name, sorted(c.stash.name_set)) for c in facts.skippables] == [("Impl", ["skip"])]
     result = engine.check_text(HEADER + body, "t.py", engine.Selection())
     assert [(d.code, d.line - HEADER.count("\n"), d.col) for d in result.diagnostics] == [("SKP114", 2, 4)]
+
+
+def test_concrete_libcst_node_classes_have_no_subclasses() -> None:
+    """The hot walks (skippables, the interpreter, syntax.SCOPE_TYPES) compare a node's type by
+    identity, which equals isinstance only while no concrete node class has a subclass."""
+    import inspect
+
+    concrete = [cls for cls in vars(cst).values()
+                if inspect.isclass(cls) and issubclass(cls, cst.CSTNode) and not inspect.isabstract(cls)
+                and not cls.__name__.startswith("Base")]
+    assert len(concrete) > 100
+    assert [cls.__name__ for cls in concrete if cls.__subclasses__()] == []
