@@ -158,9 +158,10 @@ class _Scan:
 
     def lone_backslash(self, start: int, after: int) -> None:
         """A logical line that begins with a backslash continuation (a line holding only `\\`).
-        Python indents the statement that follows as that line (as the next line when the
-        backslash is in column 0); libcst keeps it in the block of the line before. Where the two
-        differ, libcst's tree would nest the statement wrongly."""
+        Python 3.10 and later indent the statement that follows as that line (as the next line
+        when the backslash is in column 0); libcst, like Python 3.9, keeps it in the block of the
+        line before. Where the two differ, the file's blocks depend on the Python that runs it:
+        refused on every Python, so that every Python gives the same verdict."""
         text = self.text
         code = _INDENT.match(text, after)
         assert code is not None  # it matches the empty string
@@ -169,8 +170,8 @@ class _Scan:
             return  # no statement follows on the continued line
         python = text[self.line_pos:start] or code.group()
         if python != self.indentation:
-            raise _Refused("a line holding only a backslash before a change of indentation (libcst would nest "
-                           "the statement after it in another block than Python does)", start)
+            raise _Refused("a line holding only a backslash before a change of indentation (Python 3.10+ "
+                           "puts the next statement in another block than libcst and Python 3.9 do)", start)
 
     def code(self, pos: int, field: bool = False) -> int:
         """Scan code from `pos`; in an f-string field, stop after its closing brace.
