@@ -22,13 +22,19 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 from skiplint import prefilter, rules, sources
 
-try:  # Python 3.11+
-    import tomllib as _toml
-except ImportError:  # pragma: no cover - exercised on Python < 3.11 only
-    try:
-        import tomli as _toml  # type: ignore[no-redef]
-    except ImportError:
-        _toml = None  # type: ignore[assignment]
+
+def _toml() -> Any:
+    """The TOML reader (tomllib, or tomli before Python 3.11), or None without one; imported only
+    when a TOML file names skiplint, since the flake8 plugin imports this module for every run."""
+    try:  # Python 3.11+
+        import tomllib
+        return tomllib
+    except ImportError:  # pragma: no cover - exercised on Python < 3.11 only
+        try:
+            import tomli
+            return tomli
+        except ImportError:
+            return None
 
 #: Where configuration is looked for in each directory, in this order, with the section's name.
 CONFIG_FILES: tuple[tuple[str, str], ...] = (
@@ -356,11 +362,12 @@ def read_section(path: str) -> tuple[Optional[dict[str, Any]], list[Problem]]:
     if name.endswith(".toml"):  # pyproject.toml, or a TOML file named with --config
         if b"skiplint" not in data:
             return None, []
-        if _toml is None:
+        toml = _toml()
+        if toml is None:
             return None, [Problem(path, "", "[tool.skiplint] skipped: reading pyproject.toml needs "
                                             "Python 3.11+ or the tomli package")]
         try:
-            document = _toml.loads(data.decode("utf-8"))
+            document = toml.loads(data.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as error:
             return None, [Problem(path, "", f"not valid TOML, ignored: {str(error).splitlines()[0]}")]
         section = document.get("tool", {}).get("skiplint") if isinstance(document.get("tool"), dict) else None
