@@ -105,6 +105,8 @@ class _Scan:
         self.line_pos = 0
         #: The indentation of the last logical line that began at bracket depth 0.
         self.indentation = ""
+        #: The current logical line began with a lone backslash that keeps `indentation`.
+        self.continued = False
         #: Offsets of the logical lines that begin in column 0, with their first word ("" when
         #: the line begins with anything but a name, "@" for a decorator).
         self.tops: list[tuple[int, str]] = []
@@ -143,7 +145,10 @@ class _Scan:
     def statement(self, pos: int, word: str) -> None:
         """The first word of a logical line: elif chains nest in libcst's tree."""
         indent = pos - self.line_pos
-        self.indentation = self.text[self.line_pos:pos]
+        if self.continued:  # its first line is the backslash's: the indentation is unchanged
+            self.continued = False
+        else:
+            self.indentation = self.text[self.line_pos:pos]
         if indent == 0:
             self.tops.append((pos, word or self.text[pos]))
         for deeper in [key for key in self.elifs if key > indent]:
@@ -172,6 +177,7 @@ class _Scan:
         if python != self.indentation:
             raise _Refused("a line holding only a backslash before a change of indentation (Python 3.10+ "
                            "puts the next statement in another block than libcst and Python 3.9 do)", start)
+        self.continued = True
 
     def code(self, pos: int, field: bool = False) -> int:
         """Scan code from `pos`; in an f-string field, stop after its closing brace.

@@ -265,6 +265,8 @@ def test_lone_backslash_is_refused_where_libcst_nests_differently(backslash: str
 def test_lone_backslash_before_a_comment_or_at_the_same_indentation_is_accepted() -> None:
     assert limits.parser_hazard("def f(x):\n    if x:\n        x = 1\n    \\\n    # note\n    return x\n") is None
     assert limits.parser_hazard("x = 1\n\\\ny = 2\n") is None
+    # Two in a row at the same indentation: the second compares with the first statement's.
+    assert limits.parser_hazard("def f(x):\n    a = 1\n    \\\n    y = 1\n    \\\n    z = 2\n") is None
     assert limits.parser_hazard("s = \'\'\'\n    \\\ny\'\'\'\n") is None  # inside a string: not code
     assert limits.parser_hazard("x = (1,\n    \\\n2)\n") is None  # inside brackets: no indentation
 
