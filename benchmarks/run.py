@@ -72,14 +72,59 @@ def ensure_venv(venv: str, requirements: Sequence[str], check: str, python: str)
     return exe
 
 
+#: What `pip install .` takes from the checkout (setup.cfg reads the README as the description).
+PACKAGE_FILES = ("setup.cfg", "pyproject.toml", "README.md")
+
+
+def checkout_digest() -> str:
+    """A digest of what `pip install .` takes from this checkout: the package and its metadata."""
+    digest = hashlib.sha256()
+    named = [os.path.join(REPO, name) for name in PACKAGE_FILES]
+    for here, dirs, files in os.walk(os.path.join(REPO, "skiplint")):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        named.extend(os.path.join(here, name) for name in sorted(files) if not name.endswith(".pyc"))
+    for path in named:
+        digest.update(os.path.relpath(path, REPO).encode() + b"\0")
+        with open(path, "rb") as handle:
+            digest.update(handle.read() + b"\0")
+    return digest.hexdigest()
+
+
+def install_checkout(exe: str) -> None:
+    """`pip install` this checkout's package from a clean copy (an in-tree build would reuse the
+    checkout's build/ directory, where files deleted from the package live on)."""
+    with tempfile.TemporaryDirectory() as copy:
+        for name in PACKAGE_FILES:
+            shutil.copy2(os.path.join(REPO, name), copy)
+        shutil.copytree(os.path.join(REPO, "skiplint"), os.path.join(copy, "skiplint"),
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        subprocess.run([exe, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                        "--force-reinstall", "--no-deps", copy], check=True)
+
+
 def skiplint_python(venvs: str, python: str) -> str:
-    """An interpreter that imports this checkout's skiplint with flake8 and libcst."""
-    probe = ("import os, skiplint, flake8, libcst; "
-             f"assert os.path.realpath(os.path.dirname(skiplint.__file__)) == "
-             f"os.path.realpath({os.path.join(REPO, 'skiplint')!r})")
-    if subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0:
-        return sys.executable
-    return ensure_venv(os.path.join(venvs, "skiplint"), ["-e", REPO], probe, python)
+    """An interpreter with this checkout's skiplint installed as users install it (`pip install
+    .`: byte-compiled by pip, no editable install's import hook in front of every import), with
+    flake8 and libcst; reinstalled whenever the checkout's package differs from what it holds."""
+    venv = os.path.join(venvs, "skiplint")
+    exe = ensure_venv(venv, ["libcst", "flake8", "tomli; python_version < '3.11'"], "import flake8, libcst", python)
+    stamp = os.path.join(venv, "skiplint-checkout.sha256")
+    digest = checkout_digest()
+    try:
+        with open(stamp, encoding="utf-8") as handle:
+            current = handle.read().strip() == digest
+    except OSError:
+        current = False
+    if not current:
+        log(f"installing this checkout into {venv} ...")
+        install_checkout(exe)
+        with open(stamp, "w", encoding="utf-8") as handle:
+            handle.write(digest + "\n")
+    where = subprocess.run([exe, "-c", "import os, skiplint; print(os.path.dirname(skiplint.__file__))"],
+                           capture_output=True, text=True, check=True, cwd=tempfile.gettempdir()).stdout.strip()
+    if not os.path.realpath(where).startswith(os.path.realpath(venv) + os.sep):
+        raise SystemExit(f"{venv}: skiplint is imported from {where}, not from the installed copy")
+    return exe
 
 
 def package_dir(python: str, package: str) -> str:
@@ -314,16 +359,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out = os.path.abspath(args.out)
     venvs = os.path.join(out, "venvs")
     os.makedirs(venvs, exist_ok=True)
-    # Bytecode caches as a user's installation has them: pip compiles what it installs, but this
-    # checkout's own modules would be recompiled by every process (a 2x distortion on one file).
+    # Bytecode caches as a user's installation has them (pip compiled the installed packages; the
+    # benchmark's own scripts would otherwise be compiled again by every process).
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
     log("environments ...")
     py = skiplint_python(venvs, args.python)
-    # As pip leaves an installed package: byte-compiled (an editable checkout under
-    # PYTHONDONTWRITEBYTECODE would otherwise compile every module of skiplint on every run,
-    # while the peers' packages were compiled when pip installed them).
-    subprocess.run([py, "-m", "compileall", "-q", os.path.join(REPO, "skiplint")], env=env, check=True)
     torch_py = ensure_venv(os.path.join(venvs, "torch"), [TORCH_PIN],
                            "import importlib.metadata as m; assert m.version('torch').startswith('2.13.0')",
                            args.python)
