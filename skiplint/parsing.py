@@ -39,8 +39,10 @@ class ParseFailure(Exception):
 #: The common tokens come first (a match tries the alternatives in order): a name not followed
 #: by a quote (so never a string's prefix) and not starting with a digit (so never a number) is a
 #: name whatever follows it; `word` is a name that only the alternatives before it could claim.
+#: `lambda` has its own group: its colon does not end the expression.
 _TOKEN = re.compile(r"""[ \t\f]*(?:
-    (?P<name>(?!\d)\w+(?![\w'"]))
+    (?P<lambda>lambda(?!\w))
+  | (?P<name>(?!\d)\w+(?![\w'"]))
   | (?P<newline>\r\n|\r|\n)
   | (?P<blank>\\(?:\r\n|\r|\n)|\\?\Z)
   | (?P<comment>\#[^\r\n]*)
@@ -188,49 +190,60 @@ class _Scan:
         text, end = self.text, len(self.text)
         base = self.depth
         runs, lambdas = self.runs, self.lambdas
-        tokens, depth = self.tokens, self.depth
+        tokens, depth, line_start = self.tokens, self.depth, self.line_start
         most_tokens, longest_run, deepest = limits.MAX_TOKENS, limits.MAX_EXPRESSION_RUN, limits.MAX_NESTING
         match_token = _TOKEN.match
         while pos < end:
             match = match_token(text, pos)
             if match is None:  # pragma: no cover - `other` matches any character
                 break
-            key, pos = match.lastgroup or "other", match.end()
-            kind = "name" if key == "word" else key
-            if kind == "blank" or kind == "comment":
-                if kind == "blank" and self.line_start and depth == 0 and pos < end:
-                    self.lone_backslash(match.start(key), pos)
+            kind, pos = match.lastgroup or "other", match.end()
+            if kind == "name":  # the most common token: its whole path first
+                if line_start and depth == 0:
+                    line_start = False
+                    self.statement(match.start(kind), match.group(kind))
+                tokens += 1
+                runs[-1] += 1
+                if tokens > most_tokens or runs[-1] > longest_run:
+                    self.tokens, self.depth, self.line_start = tokens - 1, depth, line_start
+                    runs[-1] -= 1
+                    self.count(match.start(kind))
                 continue
             if kind == "newline":
                 if depth == 0:
                     runs[-1] = 0
-                    self.line_start, self.line_pos = True, pos
+                    line_start, self.line_pos = True, pos
                 continue
-            if self.line_start and depth == 0:
-                self.line_start = False
-                self.statement(match.start(key), match.group(key) if kind == "name" else "")
-            if kind == "name" or kind == "op" or kind == "number" or kind == "other":
-                if kind == "name" and match.group(key) == "lambda":
+            if kind == "blank" or kind == "comment":
+                if kind == "blank" and line_start and depth == 0 and pos < end:
+                    self.lone_backslash(match.start(kind), pos)
+                continue
+            if line_start and depth == 0:
+                line_start = False
+                word = match.group(kind) if kind == "word" or kind == "lambda" else ""
+                self.statement(match.start(kind), word)
+            if kind == "op" or kind == "number" or kind == "word" or kind == "lambda" or kind == "other":
+                if kind == "lambda":
                     lambdas[-1] += 1
                 tokens += 1
                 runs[-1] += 1
                 if tokens > most_tokens or runs[-1] > longest_run:
-                    self.tokens, self.depth = tokens - 1, depth
+                    self.tokens, self.depth, self.line_start = tokens - 1, depth, line_start
                     runs[-1] -= 1
-                    self.count(match.start(key))
+                    self.count(match.start(kind))
             elif kind == "open":
                 tokens += 1
                 runs[-1] += 2
                 if tokens > most_tokens or runs[-1] > longest_run or depth + 1 > deepest:
-                    self.tokens, self.depth = tokens - 1, depth
+                    self.tokens, self.depth, self.line_start = tokens - 1, depth, line_start
                     runs[-1] -= 2
-                    self.open(match.start(key))
+                    self.open(match.start(kind))
                 depth += 1
                 runs.append(0)
                 lambdas.append(0)
             elif kind == "close":
-                if field and depth == base and match.group(key) == "}":
-                    self.tokens, self.depth = tokens, depth
+                if field and depth == base and match.group(kind) == "}":
+                    self.tokens, self.depth, self.line_start = tokens, depth, line_start
                     return pos
                 if depth:
                     depth -= 1
@@ -239,37 +252,37 @@ class _Scan:
                 tokens += 1
                 runs[-1] += 1
                 if tokens > most_tokens or runs[-1] > longest_run:
-                    self.tokens, self.depth = tokens - 1, depth
+                    self.tokens, self.depth, self.line_start = tokens - 1, depth, line_start
                     runs[-1] -= 1
-                    self.count(match.start(key))
+                    self.count(match.start(kind))
             elif kind == "separator" or (kind == "colon" and not lambdas[-1] and not (field and depth == base)):
                 tokens += 1
                 if tokens > most_tokens:
-                    self.tokens = tokens - 1
-                    self.separate(match.start(key))
+                    self.tokens, self.line_start = tokens - 1, line_start
+                    self.separate(match.start(kind))
                 runs[-1] = 0
             elif kind == "colon":
                 if field and depth == base:
-                    self.tokens, self.depth = tokens, depth
+                    self.tokens, self.depth, self.line_start = tokens, depth, line_start
                     return self.fstring_spec(pos)
                 lambdas[-1] -= 1  # a lambda's body continues its expression
                 tokens += 1
                 runs[-1] += 1
                 if tokens > most_tokens or runs[-1] > longest_run:
-                    self.tokens, self.depth = tokens - 1, depth
+                    self.tokens, self.depth, self.line_start = tokens - 1, depth, line_start
                     runs[-1] -= 1
-                    self.count(match.start(key))
+                    self.count(match.start(kind))
             else:
-                self.tokens, self.depth = tokens, depth
-                start = match.start(key)
+                self.tokens, self.depth, self.line_start = tokens, depth, line_start
+                start = match.start(kind)
                 if kind == "string":
-                    pos = _end(_STRING_REST[match.group(key).lstrip("rRbBuU")], text, pos)
+                    pos = _end(_STRING_REST[match.group(kind).lstrip("rRbBuU")], text, pos)
                     self.count(start)
                 else:  # fstring
                     self.count(start)
-                    pos = self.fstring(pos, match.group(key).lstrip("rRfFtT"))
-                tokens, depth = self.tokens, self.depth
-        self.tokens, self.depth = tokens, depth
+                    pos = self.fstring(pos, match.group(kind).lstrip("rRfFtT"))
+                tokens, depth, line_start = self.tokens, self.depth, self.line_start
+        self.tokens, self.depth, self.line_start = tokens, depth, line_start
         return pos
 
     def fstring(self, pos: int, quote: str) -> int:
