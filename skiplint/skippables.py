@@ -809,11 +809,11 @@ class ForwardAnalysis:
         local = set(params[1:]) | set(values)
         if len(params) > 1 and params[1] not in values:
             local.discard(params[1])  # the untouched input: the profilers detach it
-        shared = {n.value for n in syntax.walk(tensor) if isinstance(n, cst.Name)} & local
+        shared = {n.value for n in syntax.walk(tensor) if type(n) is cst.Name} & local
         if self._returned is None:
             self._returned = {n.value for node in syntax.walk(self._forward.body)
-                              if isinstance(node, cst.Return) and node.value is not None
-                              for n in syntax.walk(node.value) if isinstance(n, cst.Name)}
+                              if type(node) is cst.Return and node.value is not None
+                              for n in syntax.walk(node.value) if type(n) is cst.Name}
         return any(_saves_tensors(value) for name in shared & self._returned for value in values.get(name) or ())
 
     def _delegate_target(self, target: cst.BaseExpression) -> Optional[cst.FunctionDef]:
