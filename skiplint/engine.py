@@ -8,7 +8,7 @@ from typing import Any, Iterable, Optional
 
 import libcst as cst
 
-from skiplint import checks, interpret, noqa, parsing, pipes, prefilter, rules, skippables, sources
+from skiplint import checks, interpret, noqa, parsing, pipes, prefilter, projectscan, rules, skippables, sources
 from skiplint.diagnostics import Diagnostic, FileResult as FileResult, Selection as Selection, error_text, shown
 from skiplint.parsing import ParseFailure as ParseFailure
 from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts, SkippableClass
@@ -26,7 +26,7 @@ def mentions_api(text: str) -> bool:
     return prefilter.mentions_api(text)
 
 
-def _scan(project: Optional[ProjectIndex]) -> prefilter.ProjectScan:
+def _scan(project: Optional[ProjectIndex]) -> projectscan.ProjectScan:
     return (project or INDEX).scan
 
 

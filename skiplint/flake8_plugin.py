@@ -16,7 +16,6 @@ import warnings
 from typing import Any, Iterator, Optional, Sequence
 
 from skiplint import __version__, config, filenoqa, prefilter, rules, sources
-from skiplint.diagnostics import Selection, error_text
 
 
 class SkiplintChecker:
@@ -35,8 +34,9 @@ class SkiplintChecker:
     #: The project's configuration of each file, read once per directory in each process.
     finder: Optional[config.Finder] = None
     #: What the plugin reports: every code, opt-in ones only when named in full in flake8's
-    #: --select/--extend-select (so `flake8 --select SKP` reports what `skiplint` reports).
-    selection: Selection = Selection()
+    #: --select/--extend-select (so `flake8 --select SKP` reports what `skiplint` reports); () for
+    #: every code. Kept as codes: the engine's Selection is built only for a file that needs it.
+    selected_codes: tuple[str, ...] = ()
 
     @classmethod
     def add_options(cls, option_manager: Any) -> None:
@@ -70,8 +70,7 @@ class SkiplintChecker:
         cls.finder = None
         named = {code.strip() for option in ("select", "extend_select")
                  for code in (getattr(options, option, None) or ())}
-        cls.selection = Selection(select=tuple(
-            code for code in rules.RULES if code not in rules.OPT_IN or code in named))
+        cls.selected_codes = tuple(code for code in rules.RULES if code not in rules.OPT_IN or code in named)
 
     @classmethod
     def settings_for(cls, filename: str) -> config.Config:
@@ -94,12 +93,16 @@ class SkiplintChecker:
                 if not prefilter.wanted(text, self.filename):
                     return
                 from skiplint import engine
+                from skiplint.diagnostics import Selection
 
-                result = engine.check_text(text, self.filename, self.selection, apply_noqa=False,
-                                           prefiltered=True, max_unroll=settings.max_unroll)
+                selection = Selection(select=self.selected_codes)
+                result = engine.check_text(text, self.filename, selection, apply_noqa=False, prefiltered=True,
+                                           max_unroll=settings.max_unroll)
             except Exception as error:  # an analyzer bug: shown, never silent
                 if os.environ.get("SKIPLINT_DEBUG"):
                     raise
+                from skiplint.diagnostics import error_text
+
                 message = rules.RULES["SKP902"].format(what="this file", error=error_text(error))
                 yield 1, 0, message, type(self)
                 return

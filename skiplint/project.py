@@ -6,7 +6,7 @@ resolved by parsing that module once: its summary (which classes are @skippable 
 which are Sequential subclasses, what its imports bind) is read with the same import table as the
 analysis, and cached by path, size, mtime and the api-aliases in force (an alias decides what is
 skippable). Locating modules and the cheap walk that decides whether a file needs the analysis at
-all are the prefilter's (skiplint.prefilter); the CLI and the flake8 plugin share one index.
+all are the prefilter's (skiplint.projectscan); the CLI and the flake8 plugin share one index.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from skiplint import parsing, prefilter, skippables, sources
+from skiplint import parsing, prefilter, projectscan, skippables, sources
 from skiplint.facts import ModuleFacts, SkippableClass
 from skiplint.imports import OTHER, Scope, dotted_name
 from skiplint.limits import MAX_REEXPORT
@@ -132,9 +132,9 @@ def _base_kind(node: cst.ClassDef, scope: Scope, known: dict[str, ClassSummary])
 class ProjectIndex:
     """Module summaries by path and api-aliases, valid while the module's size and mtime hold."""
 
-    def __init__(self, scan: Optional[prefilter.ProjectScan] = None) -> None:
+    def __init__(self, scan: Optional[projectscan.ProjectScan] = None) -> None:
         #: The prefilter's walk and module locations (the process-wide one for the process-wide index).
-        self.scan = scan if scan is not None else prefilter.ProjectScan()
+        self.scan = scan if scan is not None else projectscan.ProjectScan()
         self._summaries: dict[tuple[str, prefilter.AliasKey], tuple[tuple[int, int], ModuleSummary]] = {}
         #: Summaries of modules the run has analysed, by path and api-aliases: the digest of the
         #: analysed text, whether it names an API module, and the summary (see learn).
@@ -233,13 +233,13 @@ class ProjectIndex:
         return None
 
     def imports_project_skippables(self, path: str, data: Union[bytes, str]) -> bool:
-        """The prefilter's second half (see prefilter.ProjectScan): no module is parsed."""
+        """The prefilter's second half (see projectscan.ProjectScan): no module is parsed."""
         return self.scan.imports_project_skippables(path, data)
 
 
 #: The process-wide index: the CLI's run and each flake8 worker process share one, and its walk
 #: is the prefilter's.
-INDEX = ProjectIndex(prefilter.SCAN)
+INDEX = ProjectIndex(projectscan.SCAN)
 
 
 def class_resolver(index: ProjectIndex, path: str) -> "Resolver":

@@ -205,6 +205,7 @@ except SystemExit:
     pass
 print("heavy:", sorted(m for m in ("libcst", "skiplint.engine", "skiplint.project") if m in sys.modules),
       file=sys.stderr)
+print("loaded:", sorted(m for m in sys.modules if m.startswith("skiplint.")), file=sys.stderr)
 """
 
 
@@ -213,10 +214,21 @@ def test_nothing_heavy_is_imported_for_a_file_without_the_api(tmp_path: Path, do
     write(tmp_path, {"driver.py": DRIVER, "linear.py": NON_API, "api.py": TYPO.replace("mypkg.api", "torchgpipe.skip")})
     argv = ["driver.py", door] + (["--select", "SKP"] if door == "flake8" else [])
     plain = run(*argv, "linear.py", cwd=tmp_path)
-    assert plain.stdout == "" and plain.stderr.splitlines()[-1] == "heavy: []"
+    assert plain.stdout == "" and plain.stderr.splitlines()[-2] == "heavy: []"
     api = run(*argv, "api.py", cwd=tmp_path)
     assert "SKP101" in api.stdout
-    assert api.stderr.splitlines()[-1] == "heavy: ['libcst', 'skiplint.engine', 'skiplint.project']"
+    assert api.stderr.splitlines()[-2] == "heavy: ['libcst', 'skiplint.engine', 'skiplint.project']"
+
+
+def test_the_flake8_plugin_loads_only_the_front_for_a_file_without_the_api_or_sequential(tmp_path: Path) -> None:
+    """What flake8 pays for the plugin on such a file (most files of a project): the configuration
+    lookup and the prefilter; not the project walk, the diagnostics or the limits."""
+    write(tmp_path, {"driver.py": DRIVER, "plain.py": "import os\n\nprint(os.sep)\n"})
+    plain = run("driver.py", "flake8", "--select", "SKP", "plain.py", cwd=tmp_path)
+    assert plain.stdout == ""
+    assert plain.stderr.splitlines()[-1] == ("loaded: ['skiplint.config', 'skiplint.filenoqa', "
+                                             "'skiplint.flake8_plugin', 'skiplint.prefilter', "
+                                             "'skiplint.rules', 'skiplint.sources']")
 
 
 @pytest.mark.parametrize("options", [["--format", "json"], ["--format", "sarif"], ["--format", "github"],
@@ -225,7 +237,7 @@ def test_no_report_format_or_job_count_imports_anything_heavy_for_files_without_
         tmp_path: Path, options: list[str]) -> None:
     write(tmp_path, {"driver.py": DRIVER, "linear.py": NON_API, "conv.py": NON_API.replace("Linear", "Conv")})
     plain = run("driver.py", "skiplint", *options, "linear.py", "conv.py", cwd=tmp_path)
-    assert plain.stderr.splitlines()[-1] == "heavy: []", plain.stderr
+    assert plain.stderr.splitlines()[-2] == "heavy: []", plain.stderr
 
 
 SITECUSTOMIZE = """\

@@ -72,7 +72,7 @@ def test_opt_in_codes_only_when_named_in_full(
     """As the CLI: `flake8 --select SKP` reports what `skiplint` reports; SKP116 must be named."""
     options = argparse.Namespace(select=select, extend_select=extend_select,
                                  skiplint_api_aliases="", skiplint_max_unroll=None)
-    monkeypatch.setattr(SkiplintChecker, "selection", SkiplintChecker.selection)
+    monkeypatch.setattr(SkiplintChecker, "selected_codes", SkiplintChecker.selected_codes)
     SkiplintChecker.parse_options(options)
     codes = {message.split()[0] for _, _, message in plugin_results(SOURCE)}
     assert codes == expected
