@@ -198,17 +198,6 @@ class _Scan:
             if match is None:  # pragma: no cover - `other` matches any character
                 break
             kind, pos = match.lastgroup or "other", match.end()
-            if kind == "name":  # the most common token: its whole path first
-                if line_start and depth == 0:
-                    line_start = False
-                    self.statement(match.start(kind), match.group(kind))
-                tokens += 1
-                runs[-1] += 1
-                if tokens > most_tokens or runs[-1] > longest_run:
-                    self.tokens, self.depth, self.line_start = tokens - 1, depth, line_start
-                    runs[-1] -= 1
-                    self.count(match.start(kind))
-                continue
             if kind == "newline":
                 if depth == 0:
                     runs[-1] = 0
@@ -220,9 +209,10 @@ class _Scan:
                 continue
             if line_start and depth == 0:
                 line_start = False
-                word = match.group(kind) if kind == "word" or kind == "lambda" else ""
+                word = match.group(kind) if kind == "name" or kind == "word" or kind == "lambda" else ""
                 self.statement(match.start(kind), word)
-            if kind == "op" or kind == "number" or kind == "word" or kind == "lambda" or kind == "other":
+            if kind == "name" or kind == "op" or kind == "number" or kind == "word" or kind == "lambda" \
+                    or kind == "other":
                 if kind == "lambda":
                     lambdas[-1] += 1
                 tokens += 1
