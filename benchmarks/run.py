@@ -76,28 +76,34 @@ def ensure_venv(venv: str, requirements: Sequence[str], check: str, python: str)
 PACKAGE_FILES = ("setup.cfg", "pyproject.toml", "README.md")
 
 
-def checkout_digest() -> str:
-    """A digest of what `pip install .` takes from this checkout: the package and its metadata."""
-    digest = hashlib.sha256()
-    named = [os.path.join(REPO, name) for name in PACKAGE_FILES]
+def package_files() -> list[str]:
+    """What `pip install .` takes from this checkout, relative to it: the metadata files and the
+    package's sources (no bytecode caches)."""
+    found = list(PACKAGE_FILES)
     for here, dirs, files in os.walk(os.path.join(REPO, "skiplint")):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        named.extend(os.path.join(here, name) for name in sorted(files) if not name.endswith(".pyc"))
-    for path in named:
-        digest.update(os.path.relpath(path, REPO).encode() + b"\0")
-        with open(path, "rb") as handle:
+        found.extend(os.path.relpath(os.path.join(here, name), REPO) for name in sorted(files)
+                     if not name.endswith(".pyc"))
+    return found
+
+
+def checkout_digest(files: Sequence[str]) -> str:
+    """A digest of these checkout files: names and contents."""
+    digest = hashlib.sha256()
+    for name in files:
+        digest.update(name.encode() + b"\0")
+        with open(os.path.join(REPO, name), "rb") as handle:
             digest.update(handle.read() + b"\0")
     return digest.hexdigest()
 
 
-def install_checkout(exe: str) -> None:
-    """`pip install` this checkout's package from a clean copy (an in-tree build would reuse the
+def install_checkout(exe: str, files: Sequence[str]) -> None:
+    """`pip install` a clean copy of these checkout files (an in-tree build would reuse the
     checkout's build/ directory, where files deleted from the package live on)."""
     with tempfile.TemporaryDirectory() as copy:
-        for name in PACKAGE_FILES:
-            shutil.copy2(os.path.join(REPO, name), copy)
-        shutil.copytree(os.path.join(REPO, "skiplint"), os.path.join(copy, "skiplint"),
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        for name in files:
+            os.makedirs(os.path.dirname(os.path.join(copy, name)), exist_ok=True)
+            shutil.copy2(os.path.join(REPO, name), os.path.join(copy, name))
         subprocess.run([exe, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                         "--force-reinstall", "--no-deps", copy], check=True)
 
@@ -109,7 +115,8 @@ def skiplint_python(venvs: str, python: str) -> str:
     venv = os.path.join(venvs, "skiplint")
     exe = ensure_venv(venv, ["libcst", "flake8", "tomli; python_version < '3.11'"], "import flake8, libcst", python)
     stamp = os.path.join(venv, "skiplint-checkout.sha256")
-    digest = checkout_digest()
+    files = package_files()
+    digest = checkout_digest(files)
     try:
         with open(stamp, encoding="utf-8") as handle:
             current = handle.read().strip() == digest
@@ -117,7 +124,7 @@ def skiplint_python(venvs: str, python: str) -> str:
         current = False
     if not current:
         log(f"installing this checkout into {venv} ...")
-        install_checkout(exe)
+        install_checkout(exe, files)
         with open(stamp, "w", encoding="utf-8") as handle:
             handle.write(digest + "\n")
     where = subprocess.run([exe, "-c", "import os, skiplint; print(os.path.dirname(skiplint.__file__))"],
