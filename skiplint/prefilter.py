@@ -91,11 +91,12 @@ class LazyPattern:
 #: Qualified name -> API symbol. api-aliases add rows for the duration of a file (`using_aliases`).
 API: dict[str, str] = _api_table()
 
-#: What a file must name for it to be parsed at all: an API module (torchgpipe, fairscale, or
-#: torch.distributed.pipeline / _pipeline in any spelling, never torch's newer `pipelining`) on an
-#: import line. Nothing resolves to the API without such an import (a project's own re-exports
-#: are api-aliases, with needles of their own), so a mention in a comment or docstring is no hit.
-#: Lines end where Python's tokenizer ends them: at \n, \r\n or a lone \r.
+#: The common spelling of what a file must name for it to be parsed at all: an API module
+#: (torchgpipe, fairscale, or torch.distributed.pipeline / _pipeline in any spelling, never torch's
+#: newer `pipelining`) on a line that begins with the import. Nothing resolves to the API without
+#: an import (a project's own re-exports are api-aliases, with needles of their own), so a
+#: mention in a comment or docstring is no hit. Lines end where Python's tokenizer ends them: at
+#: \n, \r\n or a lone \r. Other import forms are read by the import reader (`mentions_api`).
 _PREFILTER_PATTERN = (r"(?m)(?:^|(?<=\r))[ \t]*(?:from|import)[ \t][^\r\n]*?"
                       r"(?:torchgpipe|fairscale|distributed\._?pipeline(?!ing)|distributed import \(?\s*_?pipeline\b)")
 _PREFILTER = LazyPattern(_PREFILTER_PATTERN.encode())
@@ -117,14 +118,28 @@ def prefilter_needles() -> tuple[bytes, ...]:
 
 
 def mentions_api(data: Union[bytes, str]) -> bool:
-    """Does the file name an API module on an import line, or a module of an active api-alias?"""
+    """Does the file import an API module (or a module of an active api-alias) in a way the
+    analysis can resolve? A file without a needle cannot; an import line that begins with the
+    import (nearly every file that can) is found by the pattern; any other text with a needle is
+    read by the import reader (skiplint.projectscan.imports_api), so no import form is missed."""
     if isinstance(data, str):
-        return any(needle.decode() in data for needle in _ALIAS_NEEDLES) or (
-            any(needle.decode() in data for needle in PREFILTER_NEEDLES) and _PREFILTER_TEXT.search(data) is not None)
-    if any(needle in data for needle in _ALIAS_NEEDLES):
-        return True
-    # Every hit of the pattern contains a needle; `in` is many times faster than the pattern.
-    return any(needle in data for needle in PREFILTER_NEEDLES) and _PREFILTER.search(data) is not None
+        if any(needle.decode() in data for needle in _ALIAS_NEEDLES):
+            return True
+        if not any(needle.decode() in data for needle in PREFILTER_NEEDLES):
+            return False
+        if _PREFILTER_TEXT.search(data) is not None:
+            return True
+    else:
+        if any(needle in data for needle in _ALIAS_NEEDLES):
+            return True
+        # Every hit of the pattern contains a needle; `in` is many times faster than the pattern.
+        if not any(needle in data for needle in PREFILTER_NEEDLES):
+            return False
+        if _PREFILTER.search(data) is not None:
+            return True
+    from skiplint import projectscan
+
+    return projectscan.imports_api(data)
 
 
 def active_aliases() -> bool:

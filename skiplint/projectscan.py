@@ -11,13 +11,15 @@ loading the flake8 plugin does not pay for it.
 from __future__ import annotations
 
 import os
+import re
 import tokenize
 from dataclasses import dataclass
 from typing import Optional, Union
 
 from skiplint import sources
 from skiplint.limits import MAX_REEXPORT, MAX_STATEMENT_LINES, MODULE_HOPS
-from skiplint.prefilter import AliasKey, LazyPattern, active_aliases, alias_key, mentions_api
+from skiplint.prefilter import (REMOVED_MODULES, AliasKey, LazyPattern, active_aliases, alias_key,
+                                mentions_api)
 
 
 # -- reading import statements with the tokenizer ------------------------------------------------
@@ -50,7 +52,8 @@ class Imported:
 #: statement's `:` on the same line. Each candidate is then read by the tokenizer.
 #: (Separate patterns, each with a literal first character, are several times faster than one.)
 _STATEMENTS = tuple(LazyPattern(prefix + rb"[ \t\f]*((?:from|import)\b)") for prefix in (rb"\n", rb";", rb":"))
-_FIRST_STATEMENT = LazyPattern(rb"[ \t\f]*((?:from|import)\b)")
+#: The text's first line may follow a UTF-8 byte-order mark (Python skips it).
+_FIRST_STATEMENT = LazyPattern(rb"(?:\xef\xbb\xbf)?[ \t\f]*((?:from|import)\b)")
 _CR_STATEMENT = LazyPattern(rb"\r[ \t\f]*((?:from|import)\b)")
 _LINE_END = LazyPattern(rb"\r\n|\r|\n")
 _SKIPPED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT})
@@ -254,6 +257,40 @@ def read_imports(data: Union[bytes, str]) -> list[Imported]:
         tokens, end = _statement_tokens(data, start)
         found.extend(_statement(tokens))
     return found
+
+
+#: An attribute chain (spaces, line breaks and backslash continuations allowed around its dots)
+#: from a local name bound to `torch` or `torch.distributed` down to the removed pipeline package.
+_THROUGH_TORCH = {
+    "torch": rb"(?:\s|\\)*\.(?:\s|\\)*distributed(?:\s|\\)*\.(?:\s|\\)*_?pipeline(?!\w)",
+    "torch.distributed": rb"(?:\s|\\)*\.(?:\s|\\)*_?pipeline(?!\w)",
+}
+#: Module roots whose every import may reach the API (the torch spellings are REMOVED_MODULES).
+_API_PACKAGES = frozenset({"torchgpipe", "fairscale"})
+
+
+def imports_api(data: Union[bytes, str]) -> bool:
+    """Whether an import statement anywhere in the module binds a name through which the analysis
+    can reach the API: a module or name of torchgpipe or fairscale, a removed torch pipeline module
+    (SKP401), or `torch` / `torch.distributed` as a local name L that the text follows to
+    `L.distributed.pipeline` / `L.pipeline` (skiplint.imports resolves names through imports only).
+
+    The prefilter's second chance for a text that holds an API needle where its pattern sees no
+    import line: statements after `try:`, `;` or a byte-order mark, continued by a backslash, a
+    removed module among other names, the API as an attribute of torch."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    for imported in read_imports(data):
+        if imported.module.startswith("."):
+            continue
+        full = imported.module if imported.name in (None, "*") else f"{imported.module}.{imported.name}"
+        if full.partition(".")[0] in _API_PACKAGES or any(
+                full == removed or full.startswith(removed + ".") for removed in REMOVED_MODULES):
+            return True
+        chain = _THROUGH_TORCH.get(imported.qualified)
+        if chain is not None and re.search(rb"(?<![\w.])" + re.escape(imported.local.encode()) + chain, data):
+            return True
+    return False
 
 
 # -- locating a project's modules ----------------------------------------------------------------

@@ -1,6 +1,11 @@
-"""The prefilter: a file is parsed only when an import line names an API module."""
+"""The prefilter: a file is parsed only when an import binds a name that can reach the API, in
+whatever form Python accepts the import; and the CLI and flake8 then report what the analysis finds."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,9 +22,27 @@ from skiplint import imports
     "from torch.distributed import (\n    _pipeline,\n)\n",
     "from torch.distributed._pipeline.sync import Pipe\n",
     "try:\n    from fairscale.nn.pipe.skip import (\n        pop)\nexcept ImportError:\n    pass\n",
+    # Forms the line pattern does not see; the import reader does.
+    "try: from torchgpipe.skip import stash\nexcept ImportError: stash = None\n",
+    "if TYPE_CHECKING: import fairscale\n",
+    "def build(): from fairscale.nn import Pipe\n",
+    "x = 1;import torchgpipe\n",
+    "import os\n\x0cfrom torchgpipe.skip import pop\n",
+    "from \\\n    torchgpipe.skip import pop\n",
+    "from torch.distributed import rpc, pipeline\n",
+    "from torch.distributed import rpc, _pipeline as old\n",
+    "import torch\nPipe = torch.distributed.pipeline.sync.Pipe\n",
+    "import torch as T\n@T . distributed.\\\n  _pipeline.sync.skip.skippable(stash=['a'])\nclass A: pass\n",
+    "import torch.distributed as dist\nx = (dist\n     .pipeline)\n",
+    "from torch import distributed\nx = distributed.pipeline.sync.skip.stash\n",
 ])
 def test_imports_of_the_api_pass(source: str) -> None:
     assert imports.mentions_api(source) and imports.mentions_api(source.encode())
+
+
+@pytest.mark.parametrize("source", ["from torchgpipe.skip import stash\n", "import fairscale\n"])
+def test_an_import_after_a_byte_order_mark_passes(source: str) -> None:
+    assert imports.mentions_api("\ufeff" + source) and imports.mentions_api(b"\xef\xbb\xbf" + source.encode())
 
 
 @pytest.mark.parametrize("source", [
@@ -29,6 +52,65 @@ def test_imports_of_the_api_pass(source: str) -> None:
     "import torch.distributed.pipelining\n",
     "from cutlass import pipeline\n",
     'name = "torchgpipe"\n',
+    "import torch\n# the data pipeline, then torchgpipe and fairscale in a comment\nx = 1\n",
+    "import torch\nimport cutlass.pipeline\nx = cutlass.pipeline.PipelineAsync\n",
+    "from torch import nn\nx = nn.pipeline\n",
+    "import torch\nx = torch.distributed.pipelining.pipeline\n",
 ])
 def test_mentions_that_cannot_resolve_to_the_api_do_not(source: str) -> None:
     assert not imports.mentions_api(source) and not imports.mentions_api(source.encode())
+
+
+#: One layer with an undeclared stash (SKP101 at line 4 of the class) and an unused declaration
+#: (SKP103), reached through each import form; {api} is how the decorator and stash are spelled.
+_LAYER = """
+
+@{api}skippable(stash=["a"])
+class Layer(nn.Module):
+    def forward(self, x):
+        yield {api}stash("b", x)
+        return x
+"""
+
+#: file -> (header, the API's spelling in the layer, the expected SKP401 line or 0)
+_FORMS = {
+    "after_try.py": ("try: from torchgpipe.skip import skippable, stash\nexcept ImportError: raise\n", "", 0),
+    "form_feed.py": ("import os\n\x0cfrom torchgpipe.skip import skippable, stash\n", "", 0),
+    "continued.py": ("from \\\n    fairscale.nn.pipe.skip import skippable, stash\n", "", 0),
+    "among_names.py": ("from torch.distributed import rpc, pipeline\n", "pipeline.sync.skip.", 1),
+    "torch_attribute.py": ("import torch\n", "torch.distributed.pipeline.sync.skip.", 0),
+    "bom.py": ("\ufefffrom torchgpipe.skip import skippable, stash\n", "", 0),
+}
+
+
+def _form_tree(root: Path) -> dict[str, list[tuple[int, int, str]]]:
+    expected: dict[str, list[tuple[int, int, str]]] = {}
+    for name, (header, api, removed) in _FORMS.items():
+        text = header + "from torch import nn\n" + _LAYER.format(api=api)
+        (root / name).write_text(text, encoding="utf-8")
+        lines = text.split("\n")  # not splitlines(): a form feed ends no line
+        decorator = next(i for i, line in enumerate(lines, 1) if "skippable(" in line and "import" not in line)
+        declared = lines[decorator - 1].index('"a"') + 1
+        call = lines[decorator + 2].index(api + "stash(") + 1
+        found = [(decorator, declared, "SKP103"), (decorator + 3, call, "SKP101")]
+        expected[name] = ([(removed, 1, "SKP401")] if removed else []) + found
+    return expected
+
+
+def _reported(out: str) -> dict[str, list[tuple[int, int, str]]]:
+    found: dict[str, list[tuple[int, int, str]]] = {}
+    for line in out.splitlines():
+        path, row, col, rest = line.split(":", 3)
+        found.setdefault(Path(path).name, []).append((int(row), int(col), rest.split()[0]))
+    return found
+
+
+@pytest.mark.parametrize("door", ["cli -j 1", "cli -j 2", "flake8"])
+def test_every_door_reports_what_each_import_form_reaches(tmp_path: Path, door: str) -> None:
+    expected = _form_tree(tmp_path)
+    command = ([sys.executable, "-m", "flake8", "--select", "SKP", "."] if door == "flake8" else
+               [sys.executable, "-m", "skiplint", "-j", door[-1], "."])
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.stderr == ""
+    assert _reported(run.stdout) == expected
+    assert run.returncode == 1
