@@ -225,6 +225,9 @@ def run_check(argv: Sequence[str]) -> int:
         return EXIT_UNCHECKED
     tasks = list(finder.discover(args.paths))  # "-" comes back as itself, in its place
     report_problems(finder)
+    if not tasks and not finder.fatal:
+        # Not an error (a hook may run where there is nothing to check), but never a silent pass.
+        _say(f"skiplint: no Python files to check in {' '.join(args.paths) or '.'}")
 
     from skiplint import formats, parallel
 

@@ -331,7 +331,7 @@ def test_exclude_replaces_the_built_in_list_and_extend_exclude_adds(tmp_path: Pa
 
 def test_a_file_named_on_the_command_line_is_always_checked(inproc, tmp_path: Path) -> None:
     write(tmp_path, {"build/model.py": UNDECLARED, ".venv/model.py": UNDECLARED})
-    assert inproc("--isolated", "-j", "1") == (0, "", "")
+    assert inproc("--isolated", "-j", "1") == (0, "", "skiplint: no Python files to check in .\n")
     assert inproc("--isolated", "-j", "1", "build/model.py", ".venv/model.py") == (
         1, f"build/model.py:{FINDING}\n.venv/model.py:{FINDING}\n", "")
     assert inproc("--isolated", "-j", "1", "build")[0] == 1  # a named directory is walked

@@ -174,6 +174,15 @@ def test_unreadable_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "could not fix this file" in capsys.readouterr().err
 
 
+def test_no_files_to_fix_is_said_and_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "notes.txt").write_text("not Python\n", encoding="utf-8")
+    assert cli.main(["fix", "--isolated", str(tmp_path / "docs")]) == 0
+    assert capsys.readouterr() == ("", f"skiplint fix: no Python files to fix in {tmp_path / 'docs'}\n")
+    assert cli.main(["fix", "--isolated", "-q", str(tmp_path / "docs")]) == 0
+    assert capsys.readouterr() == ("", "")
+
+
 def test_pre_commit_hooks() -> None:
     text = (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
     assert "- id: skiplint\n" in text and "entry: skiplint\n" in text

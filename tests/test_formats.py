@@ -172,7 +172,11 @@ def test_text_options_output_statistics_source(tmp_path: Path, capsys: pytest.Ca
 
 def test_exit_statuses(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    assert run(capsys, "--isolated")[0] == 0  # no files at all
+    # No files at all: not an error, but said (a mistyped directory or exclude checks nothing).
+    assert run(capsys, "--isolated") == (0, "", "skiplint: no Python files to check in .\n")
+    (tmp_path / "docs").mkdir()
+    assert run(capsys, "--isolated", "docs", "--extend-exclude", "x") == (
+        0, "", "skiplint: no Python files to check in docs\n")
     (tmp_path / "clean.py").write_text("import torchgpipe\n", encoding="utf-8")
     assert run(capsys, "--isolated", "clean.py")[0] == 0
     (tmp_path / "broken.py").write_text("import torchgpipe\ndef (:\n", encoding="utf-8")
