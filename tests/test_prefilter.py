@@ -114,3 +114,22 @@ def test_every_door_reports_what_each_import_form_reaches(tmp_path: Path, door: 
     assert run.stderr == ""
     assert _reported(run.stdout) == expected
     assert run.returncode == 1
+
+
+def test_a_project_module_behind_a_byte_order_mark_and_try_is_learned(tmp_path: Path) -> None:
+    from skiplint import engine
+    from skiplint.project import ProjectIndex
+
+    (tmp_path / "kit").mkdir()
+    (tmp_path / "kit" / "__init__.py").write_text("", encoding="utf-8")
+    parts = ("\ufefftry: from torchgpipe.skip import skippable, stash, pop\nexcept ImportError: raise\n"
+             "from torch import nn\n" + _LAYER.format(api="").replace('"b"', '"a"') +
+             '\n\n@skippable(pop=["a"])\nclass Back(nn.Module):\n    def forward(self, x):\n'
+             '        a = yield pop("a")\n        return x + a\n')
+    (tmp_path / "kit" / "parts.py").write_text(parts, encoding="utf-8")
+    model = tmp_path / "model.py"
+    model.write_text("\ufefffrom torch import nn\nfrom kit.parts import Back, Layer\n\n"
+                     "model = nn.Sequential(Back(), Layer())\n", encoding="utf-8")
+    result = engine.check_file(str(model), project=ProjectIndex())
+    assert [(d.line, d.col, d.code) for d in result.diagnostics] == [(4, 22, "SKP201"), (4, 30, "SKP202")]
+    assert engine.check_file(str(tmp_path / "kit" / "parts.py"), project=ProjectIndex()).diagnostics == ()
