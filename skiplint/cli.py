@@ -227,7 +227,7 @@ def run_check(argv: Sequence[str]) -> int:
     report_problems(finder)
     if not tasks and not finder.fatal:
         # Not an error (a hook may run where there is nothing to check), but never a silent pass.
-        _say(f"skiplint: no Python files to check in {' '.join(args.paths) or '.'}")
+        _say(f"skiplint: no Python files to check in {' '.join(args.paths)}")
 
     from skiplint import formats, parallel
 

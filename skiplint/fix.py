@@ -637,7 +637,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for problem in finder.problems:
         print(problem, file=sys.stderr)
     if not tasks and not finder.fatal:
-        say(f"skiplint fix: no Python files to fix in {' '.join(args.paths) or '.'}")
+        say(f"skiplint fix: no Python files to fix in {' '.join(args.paths)}")
     status = EXIT_OK
     for path, settings in tasks:
         outcome = fix_file(path, settings, args.target, codes, write=not args.diff)

@@ -104,6 +104,7 @@ _PREFILTER_TEXT = LazyPattern(_PREFILTER_PATTERN)
 #: Plain substrings for the same purpose, for tools that want needles (any hit of the pattern
 #: contains one of these).
 PREFILTER_NEEDLES = (b"torchgpipe", b"fairscale", b"pipeline")
+_PREFILTER_NEEDLES_TEXT = tuple(needle.decode() for needle in PREFILTER_NEEDLES)
 
 #: Needles and (alias, API name) pairs of the api-aliases in force (see `using_aliases`).
 _ALIAS_NEEDLES: list[bytes] = []
@@ -123,20 +124,18 @@ def mentions_api(data: Union[bytes, str]) -> bool:
     import (nearly every file that can) is found by the pattern; any other text with a needle is
     read by the import reader (skiplint.projectscan.imports_api), so no import form is missed."""
     if isinstance(data, str):
-        if any(needle.decode() in data for needle in _ALIAS_NEEDLES):
-            return True
-        if not any(needle.decode() in data for needle in PREFILTER_NEEDLES):
-            return False
-        if _PREFILTER_TEXT.search(data) is not None:
-            return True
+        aliases: Iterable[Any] = (needle.decode() for needle in _ALIAS_NEEDLES)
+        needles: Iterable[Any] = _PREFILTER_NEEDLES_TEXT
+        pattern = _PREFILTER_TEXT
     else:
-        if any(needle in data for needle in _ALIAS_NEEDLES):
-            return True
-        # Every hit of the pattern contains a needle; `in` is many times faster than the pattern.
-        if not any(needle in data for needle in PREFILTER_NEEDLES):
-            return False
-        if _PREFILTER.search(data) is not None:
-            return True
+        aliases, needles, pattern = _ALIAS_NEEDLES, PREFILTER_NEEDLES, _PREFILTER
+    if any(needle in data for needle in aliases):
+        return True
+    # Every hit of the pattern contains a needle; `in` is many times faster than the pattern.
+    if not any(needle in data for needle in needles):
+        return False
+    if pattern.search(data) is not None:
+        return True
     from skiplint import projectscan
 
     return projectscan.imports_api(data)
