@@ -1,7 +1,8 @@
 """Every limit of the static analysis, in one place; past a limit the analysis abstains.
 
 The parser limits (the last block) keep from libcst's native parser what would crash it or take
-minutes: skiplint/parsing.py scans the tokens of every text against them before parsing.
+minutes: skiplint/parsing.py holds every text to them before parsing (with quick bounds where
+they suffice, else with its token scan).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 #: Texts shorter than this cannot reach any parser limit but MAX_NESTING; kept for callers that
-#: test it (the token scan itself runs on every text).
+#: test it (every text is held to the limits, however short).
 SAFE_LENGTH = 1000
 
 

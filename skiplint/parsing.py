@@ -326,8 +326,115 @@ class _Scan:
         return pos
 
 
+# -- the quick bounds: most texts are far inside every limit ------------------------------------------
+# The scan above meets every token in a Python loop. A text that no f-string, backslash continuation
+# or long chain can be in is judged with a few passes of the regex engine instead: its strings and
+# comments blanked (the scan's own patterns), its brackets and line breaks are all that is left
+# to follow, and each limit has a bound that is never below the scan's count. When a bound
+# cannot tell, the scan decides; what the bounds accept, the scan accepts too, with the same
+# column-0 lines (tests/test_parsing.py holds the two to that).
+
+#: The word before a quote that makes it an f-string (or t-string): the scan's `fstring` prefix, or
+#: anything after a number (the only token that a word-character token may follow directly).
+_FSTRING_WORD = re.compile(r"[rR]?[fFtT][rR]?|\d\w*")
+#: A backslash continuation: the scan's `blank` token (a lone one changes its blocks).
+_CONTINUATION = re.compile(r"\\[\r\n]")
+#: A comment or a string, from its quote: the scan's `comment` and `string` tokens.
+_QUIET = re.compile("|".join([r"#[^\r\n]*"] + [re.escape(quote) + _STRING_REST[quote].pattern
+                                                  for quote in ("'''", '"""', "'", '"')]))
+#: What is left to follow once strings and comments are blanked.
+_STRUCTURE = re.compile(r"[(\[{]|[)\]}]|\r\n|\r|\n")
+_OPENS = frozenset("([{")
+_CLOSES = frozenset(")]}")
+#: A name or a word at the head of a line (what `statement` is given; a number gives its first character).
+_HEAD_WORD = re.compile(r"(?!\d)\w+")
+_STRING_PREFIX = re.compile(r"[rRbBuU]{1,2}")
+
+
+class _FStringMet(Exception):
+    """The quick bounds meet what may be an f-string: its fields are code, so the scan decides."""
+
+
+def _blank(match: re.Match[str]) -> str:
+    """A string becomes one placeholder character (one token) and blanks, a comment blanks.
+    Every string before the first f-string is found at its quote, so is that f-string."""
+    found = match.group()
+    if found[0] == "#":
+        return " " * len(found)
+    text, start = match.string, match.start()
+    word = start
+    while word and (text[word - 1].isalnum() or text[word - 1] == "_"):  # what \w matches
+        word -= 1
+    if word < start and _FSTRING_WORD.fullmatch(text, word, start):
+        raise _FStringMet
+    return "S" + " " * (len(found) - 1)
+
+
+def _tokens_at_most(quiet: str, start: int, end: int) -> int:
+    """A bound on the tokens of quiet[start:end]: each holds a character other than a blank."""
+    part = quiet[start:end]
+    return len(part) - sum(part.count(blank) for blank in " \t\f\r\n")
+
+
+def _head(text: str, pos: int) -> str:
+    """The word the scan records for a logical line beginning at `pos` (see _Scan.statement)."""
+    word = _HEAD_WORD.match(text, pos)
+    if word is None:
+        return text[pos]
+    after = word.end()
+    if after < len(text) and text[after] in "'\"" and _STRING_PREFIX.fullmatch(word.group()):
+        return text[pos]  # a string's prefix
+    return word.group()
+
+
+def _quick_tops(text: str) -> Optional[list[tuple[int, str]]]:
+    """The scan's column-0 lines of a text that the bounds show to be inside every limit, or
+    None when they cannot (the exact scan then decides)."""
+    if (len(text) > limits.MAX_TOKENS or text.count("elif") > limits.MAX_ELIF_CHAIN
+            or _CONTINUATION.search(text)):
+        return None
+    try:
+        quiet = _QUIET.sub(_blank, text)
+    except _FStringMet:
+        return None
+    # A logical line's expression runs weigh at most two per token (an open bracket weighs two).
+    longest = limits.MAX_EXPRESSION_RUN // 2
+    deepest = limits.MAX_NESTING
+    opens, closes = _OPENS, _CLOSES
+    tops: list[tuple[int, str]] = []
+    depth = line = 0  # line: where the current logical line began
+    ends = len(quiet)
+    if quiet.endswith("\\"):
+        quiet = quiet[:-1] + " "  # the scan's `blank` at the end of the text: no token
+    for match in _STRUCTURE.finditer(quiet):
+        found = match.group()
+        if found in opens:
+            depth += 1
+            if depth > deepest:
+                return None
+        elif found in closes:
+            depth -= 1
+            if depth < 0:
+                return None  # a stray close: the scan does not count below zero
+        elif depth == 0:
+            if line < ends and quiet[line] not in " \t\f\r\n":
+                tops.append((line, _head(text, line)))
+            start, line = line, match.end()
+            if match.start() - start > longest and _tokens_at_most(quiet, start, match.start()) > longest:
+                return None
+    if line < ends and quiet[line] not in " \t\f\r\n":
+        tops.append((line, _head(text, line)))
+    if ends - line > longest and _tokens_at_most(quiet, line, ends) > longest:
+        return None
+    return tops
+
+
 def hazard(text: str) -> Optional[tuple[str, int]]:
     """Why libcst must not be given this text (one line) and the offset where that shows, or None."""
+    tops = _quick_tops(text)
+    if tops is not None:
+        _LAST_SCAN[0] = (text, tops)
+        return None
     scan = _Scan(text)
     try:
         scan.code(0)

@@ -8,10 +8,13 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from skiplint import parsing
+from skiplint import engine, parsing
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+SETTINGS = settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 #: What libcst's validation refuses in a hand-built node (Name._validate: an empty identifier).
 INVALID_NAME = ""
 
@@ -43,6 +46,12 @@ def test_trees_are_the_ones_libcst_builds_with_validation() -> None:
         compared += 1
     assert compared > 100
     assert gaps == ["parse_libcst_validation_gap.py"]
+
+
+def test_the_validation_gap_fixture_is_checked_at_exact_places() -> None:
+    path = FIXTURES / "parse_libcst_validation_gap.py"
+    result = engine.check_text(path.read_text(encoding="utf-8"), str(path))
+    assert [(d.line, d.col, d.code) for d in result.diagnostics] == [(12, 18, "SKP103"), (15, 14, "SKP101")]  # 0-based columns
 
 
 def test_valid_python_that_libcst_validation_refuses_is_checked() -> None:
@@ -118,3 +127,74 @@ def test_a_libcst_without_post_init_validation_is_left_as_it_is(monkeypatch: pyt
     monkeypatch.setattr(cst, "parse_module", parse)
     assert parsing.parse_module("z = 3\n").code == "z = 3\n"
     assert during == [original]
+
+
+# -- the quick bounds of the token scan -------------------------------------------------------------
+
+def _scan(text: str) -> tuple[str | None, list[tuple[int, str]]]:
+    scan = parsing._Scan(text)
+    try:
+        scan.code(0)
+    except parsing._Refused as refused:
+        return str(refused), scan.tops
+    return None, scan.tops
+
+
+def _agrees(text: str) -> bool:
+    """Whether the quick bounds took the text; when they did, the exact scan accepts it too and
+    finds the same column-0 lines."""
+    quick = parsing._quick_tops(text)
+    if quick is None:
+        return False
+    refused, tops = _scan(text)
+    assert refused is None, (text, refused)
+    assert quick == tops, text
+    return True
+
+
+def test_quick_bounds_take_the_fixtures_and_agree_with_the_scan() -> None:
+    taken = [path.name for path in _parses() if _agrees(path.read_text(encoding="utf-8"))]
+    assert len(taken) > 100
+
+
+@pytest.mark.parametrize("text", [
+    'x = f"{a}"\n', "x = F'{a}'\n", 'x = rf"{a}"\n', 'x = fR"""{a}"""\n', 'x = t"{a}"\n',
+    'x = 1if"{a}"\n',  # a number, then an f-string
+    'x = 1\\\n    + 2\n', "if x:\n    \\\r    y = 1\n",  # backslash continuations
+    "x = )(\n",  # a stray close: the scan stays at depth 0
+    "x = " + "(" * 201 + ")" * 201 + "\n",
+    "x = [" + "a, " * 10 + "a" * 1501 + "]\n",  # one long run of characters
+    "if a:\n    pass\n" + "elif a:\n    pass\n" * 2001,
+    "x = 1\n" * 20_000,  # longer than the token limit
+    "x = [" + "a, " * 2000 + "]\n",  # the scan's runs end at each comma; the bound's at the line
+])
+def test_quick_bounds_leave_to_the_scan_what_they_cannot_bound(text: str) -> None:
+    assert parsing._quick_tops(text) is None
+    refused, _ = _scan(text)
+    verdict = parsing.hazard(text)
+    assert (verdict is None and refused is None) or (verdict is not None and verdict[0] == refused)
+
+
+@pytest.mark.parametrize("text", [
+    "x = 'out' + \"last\" + '''it'''\n",  # words ending in f or t before a closing quote
+    'x = b"a" + rb"b" + Rb"c" + u"d" + bb"e" + fb"g" + abcf"h"\n',
+    "@decorator\nclass A:\n    pass\n\n\nelse_ = 1\n# comment at column 0\n  # indented\n",
+    '"""doc"""\nx = (1,\n     2)\n\fy = 3\n\vz = 4\n',
+    "\ufeffx = 1\r\ny = [\r\n  2]\rz = 3",
+    "x = '''a\n(\n''' + ')' + \"#\"  # ( [\nq = 1\n",
+    "2 + x\nélan = 1\n_a = 2\nlambda: 0\n.5\n²x = 1\n",
+    "if a:\n    pass\n" + "elif a:\n    pass\n" * 1999,
+    "x = " + "(" * 200 + ")" * 200 + "\n",
+    "x = [" + "a, " * 400 + "]\n",
+    "x = 1\n\\",  # a backslash that ends the text is no token
+])
+def test_quick_bounds_agree_with_the_scan(text: str) -> None:
+    assert _agrees(text)
+    assert parsing.hazard(text) is None
+    assert parsing.top_level_starts(text) is not None
+
+
+@SETTINGS
+@given(st.text(alphabet="()[]{}'\"#\\\n\r \t\f\vfFtTrRbBu1x.=,:é_²", max_size=80))
+def test_quick_bounds_never_take_what_the_scan_refuses(text: str) -> None:
+    _agrees(text)
