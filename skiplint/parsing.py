@@ -326,11 +326,11 @@ class _Scan:
         return pos
 
 
-# -- the quick bounds: most texts are far inside every limit ------------------------------------------
-# The scan above meets every token in a Python loop. A text that no f-string, backslash continuation
-# or long chain can be in is judged with a few passes of the regex engine instead: its strings and
-# comments blanked (the scan's own patterns), its brackets and line breaks are all that is left
-# to follow, and each limit has a bound that is never below the scan's count. When a bound
+# -- the quick bounds: most texts are far inside every limit ---------------------------------------
+# The scan above meets every token in a Python loop. A text without f-strings, backslash
+# continuations and long logical lines is judged with a few passes of the regex engine instead:
+# its strings and comments blanked (the scan's own patterns), its brackets and line breaks are
+# all that is left to follow, and each limit has a bound never below the scan's count. When a bound
 # cannot tell, the scan decides; what the bounds accept, the scan accepts too, with the same
 # column-0 lines (tests/test_parsing.py holds the two to that).
 
@@ -522,10 +522,11 @@ def _lines(text: str) -> list[str]:
 # rejects what a node built by hand may get wrong (a Name that is no identifier, an operator
 # without the blanks it needs, unbalanced parentheses). A node of libcst's own parser cannot be
 # wrong in these ways, since its grammar already requires them (libcst's source says as much
-# at that method), and the checks cost 15% of a parse (1,000 generated model files: 9.5 s with
-# them, 8.0 s without, the same trees). While parse_module runs libcst's parser, the nodes that
-# this thread builds skip them; every other thread's nodes and every node built outside the
-# parse (fix's edits, a transformer's output) are validated as before.
+# at that method; where the two disagree, the validation is wrong: LibCST issue 1061 refuses
+# `x if c else(lambda: y)`), and the checks cost 15% of a parse (1,000 generated model files:
+# 9.5 s with them, 8.0 s without, the same trees). While parse_module runs libcst's parser, the
+# nodes that this thread builds skip them; every other thread's nodes and every node built
+# outside the parse (fix's edits, a transformer's output) are validated as before.
 
 _UNCHECKED_LOCK = threading.Lock()
 #: The thread whose nodes skip validation (the one in _parse_unchecked), else None.
