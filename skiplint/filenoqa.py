@@ -27,4 +27,4 @@ def skips_file(text: str, flake8: bool = True) -> bool:
         wanted.append(_SKIPLINT)
     if flake8 and "flake8" in lowered:
         wanted.append(_FLAKE8)
-    return any(pattern.match(line) for line in text.splitlines() for pattern in wanted)
+    return bool(wanted) and any(pattern.match(line) for line in text.splitlines() for pattern in wanted)

@@ -141,6 +141,13 @@ def mentions_api(data: Union[bytes, str]) -> bool:
     return projectscan.imports_api(data)
 
 
+def framework_name(qualified: str) -> bool:
+    """Whether an imported qualified name is torch's own (`torch.nn.Linear`): the composition
+    analysis takes such names as the framework's, never as a class of the checked project (torch's
+    own sources included), so neither it nor the prefilter's project walk follows them."""
+    return qualified == "torch" or qualified.startswith("torch.")
+
+
 def active_aliases() -> bool:
     """Whether api-aliases are in force for this file (they widen what may define the API)."""
     return bool(_ALIAS_NEEDLES)

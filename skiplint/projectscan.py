@@ -19,7 +19,7 @@ from typing import Optional, Union
 from skiplint import sources
 from skiplint.limits import MAX_REEXPORT, MAX_STATEMENT_LINES, MODULE_HOPS
 from skiplint.prefilter import (REMOVED_MODULES, AliasKey, LazyPattern, active_aliases, alias_key,
-                                mentions_api)
+                                framework_name, mentions_api)
 
 
 # -- reading import statements with the tokenizer ------------------------------------------------
@@ -288,9 +288,24 @@ def imports_api(data: Union[bytes, str]) -> bool:
                 full == removed or full.startswith(removed + ".") for removed in REMOVED_MODULES):
             return True
         chain = _THROUGH_TORCH.get(imported.qualified)
-        if chain is not None and re.search(rb"(?<![\w.])" + re.escape(imported.local.encode()) + chain, data):
+        if chain is not None and _follows(data, imported.local.encode(), chain):
             return True
     return False
+
+
+def _follows(data: bytes, local: bytes, chain: bytes) -> bool:
+    """Whether `local`, as a whole name (no word character or dot before it), is followed by
+    `chain` somewhere in `data`. The pattern starts with the name's literal, which the regular
+    expression engine finds by a fast scan (a lookbehind in front of it would be tried at every
+    position); the character before each hit is then tested."""
+    for match in re.finditer(re.escape(local) + chain, data):
+        start = match.start()
+        if start == 0 or not _NAME_OR_DOT.match(data, start - 1):
+            return True
+    return False
+
+
+_NAME_OR_DOT = LazyPattern(rb"[\w.]")
 
 
 # -- locating a project's modules ----------------------------------------------------------------
@@ -391,7 +406,7 @@ class ProjectScan:
         except sources.SourceError:
             return None
         self.reads += 1
-        may_define = mentions_api(data) and (b"skippable" in data or active_aliases())
+        may_define = (b"skippable" in data or active_aliases()) and mentions_api(data)
         scanned = _Scan(stat, may_define, tuple(read_imports(data)))
         self._scans[key] = scanned
         return scanned
@@ -473,9 +488,12 @@ class ProjectScan:
     def imports_project_skippables(self, path: str, data: Union[bytes, str]) -> bool:
         """Does this file import, from its own project, something that may be a skippable class?
 
-        Only the modules its import statements name are read (once, then cached).
+        Only the modules its import statements name are read (once, then cached). What a name of
+        torch's own can reach is never resolved as a project class (prefilter.framework_name), so
+        `import torch`, `import torch.nn as nn` and `from torch.nn import X` lead nowhere.
         """
-        return any(self.brings_skippables(path, imported) for imported in read_imports(data))
+        return any(self.brings_skippables(path, imported) for imported in read_imports(data)
+                   if not framework_name(imported.qualified))
 
 
 #: The process-wide walk: the CLI's run and each flake8 worker process share one.

@@ -35,6 +35,7 @@ from skiplint import imports
     "import torch as T\n@T . distributed.\\\n  _pipeline.sync.skip.skippable(stash=['a'])\nclass A: pass\n",
     "import torch.distributed as dist\nx = (dist\n     .pipeline)\n",
     "from torch import distributed\nx = distributed.pipeline.sync.skip.stash\n",
+    "import torch\nx = mytorch.distributed.pipeline\ny = torch.distributed.pipeline.sync.Pipe\n",
 ])
 def test_imports_of_the_api_pass(source: str) -> None:
     assert imports.mentions_api(source) and imports.mentions_api(source.encode())
@@ -56,6 +57,7 @@ def test_an_import_after_a_byte_order_mark_passes(source: str) -> None:
     "import torch\nimport cutlass.pipeline\nx = cutlass.pipeline.PipelineAsync\n",
     "from torch import nn\nx = nn.pipeline\n",
     "import torch\nx = torch.distributed.pipelining.pipeline\n",
+    "import torch\nx = mytorch.distributed.pipeline\ny = a.torch.distributed.pipeline\n",
 ])
 def test_mentions_that_cannot_resolve_to_the_api_do_not(source: str) -> None:
     assert not imports.mentions_api(source) and not imports.mentions_api(source.encode())

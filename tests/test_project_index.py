@@ -7,8 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from skiplint import engine
 from skiplint.project import ProjectIndex
+from skiplint.projectscan import ProjectScan
 
 REPO = Path(__file__).resolve().parent.parent
 PKG = REPO / "fixtures" / "compositions" / "unet_pkg"
@@ -67,6 +70,29 @@ def test_prefilter_reads_only_what_is_imported(tmp_path: Path) -> None:
     reads = index.reads
     engine.check_file(str(pkg / "sub" / "model.py"), project=index)
     assert index.reads == reads  # cached by path, size and mtime
+
+
+@pytest.mark.parametrize("root", ["kit", "torch"])
+def test_the_walk_follows_no_name_of_torch_as_the_analysis_resolves_none(tmp_path: Path, root: str) -> None:
+    """A checkout of torch itself (or a package of that name) is a project whose classes the
+    composition analysis never resolves through `torch.*` names; the prefilter's walk reads nothing
+    for them and the forced analysis finds nothing either."""
+    (tmp_path / root).mkdir()
+    (tmp_path / root / "__init__.py").write_text("from .blocks import Down, Up\n")
+    (tmp_path / root / "blocks.py").write_text(BLOCKS)
+    model = tmp_path / "model.py"
+    model.write_text(f"import {root}\nfrom {root}.blocks import Down\nfrom torch import nn\n"
+                     f"model = nn.Sequential({root}.Up(), Down())\n")
+    scan = ProjectScan()
+    text = model.read_text()
+    forced = engine.check_text(text, str(model), project=ProjectIndex(), prefiltered=True)
+    if root == "kit":
+        assert scan.imports_project_skippables(str(model), text)
+        assert [(d.line, d.col, d.code) for d in forced.diagnostics] == [(4, 22, "SKP201"), (4, 32, "SKP202")]
+    else:
+        assert not scan.imports_project_skippables(str(model), text) and scan.reads == 0
+        assert forced.diagnostics == ()
+    assert engine.check_file(str(model), project=ProjectIndex()).diagnostics == forced.diagnostics
 
 
 def test_cache_follows_changes(tmp_path: Path) -> None:

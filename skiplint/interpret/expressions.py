@@ -7,6 +7,7 @@ from typing import Any, Optional
 import libcst as cst
 
 from skiplint import syntax
+from skiplint.prefilter import framework_name
 from skiplint.interpret.core import Core
 from skiplint.interpret.env import Env
 from skiplint.interpret.operations import BUILTINS, COMPARE, binary
@@ -143,7 +144,7 @@ class Expressions(Core):
             return ApiV(symbol)
         qualified = scope.qualified(node)
         if qualified is not None:
-            if self.resolve_class is not None and not qualified.startswith("torch."):
+            if self.resolve_class is not None and not framework_name(qualified):
                 cls = self.resolve_class(qualified)
                 if cls is not None:
                     return cls
