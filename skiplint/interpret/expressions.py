@@ -7,7 +7,6 @@ from typing import Any, Optional
 import libcst as cst
 
 from skiplint import syntax
-from skiplint.prefilter import framework_name
 from skiplint.interpret.core import Core
 from skiplint.interpret.env import Env
 from skiplint.interpret.operations import BUILTINS, COMPARE, binary
@@ -15,6 +14,7 @@ from skiplint.interpret.values import (
     UNKNOWN, NS, ApiV, BoundV, BuiltinV, DictV, ExternalV, FuncV, LambdaV, ListV, ObjV, SeqV,
     class_method, comparable, hashable_constant, is_int, place,
 )
+from skiplint.prefilter import framework_name
 
 
 #: The node types eval tells apart, in the order it tests them (an index into this is cached
