@@ -17,6 +17,7 @@ import threading
 import traceback
 from typing import IO, Any
 
+from skiplint.runtime.errors import hide_library_notices
 from skiplint.runtime.options import Options, split_target
 from skiplint.runtime.report import Report
 
@@ -70,6 +71,7 @@ def main() -> None:
     sys.argv = [split_target(options.target)[0]]
     if job.get("verbose"):
         faulthandler.enable()
+    hide_library_notices()
     report = _run(options, events)
     cause = report.cause
     report.cause = None

@@ -29,7 +29,7 @@ import warnings
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Optional
 
-from skiplint.runtime.errors import CannotRun
+from skiplint.runtime.errors import CannotRun, hide_library_notices
 
 #: The variables torchrun (or any launcher using env:// rendezvous) sets for every rank.
 LAUNCHER_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")
@@ -80,6 +80,21 @@ class Fault:
     def stops_the_run(self) -> bool:
         """A run that could not happen (exit 2) rather than a model that fails (exit 1)."""
         return self.kind != "raised" or self.step in (STEP_IMPORT, STEP_BUILD, STEP_PLAN)
+
+
+def one_gpu_per_rank(torch: Any, store: Any, rank: int, world: int, local_rank: int) -> bool:
+    """Whether every rank has a GPU of its own, so that the run can take nccl. nccl refuses two
+    ranks on one GPU (more ranks on a machine than it has GPUs, two launchers on one machine) and
+    gloo carries only CPU tensors, so otherwise every rank runs on the CPU over gloo. Each rank
+    publishes the GPU it would take (its LOCAL_RANK-th, by UUID) or that it has none, then reads
+    every rank's: all ranks come to the same answer."""
+    seat = "cpu"
+    if torch.cuda.is_available() and local_rank < torch.cuda.device_count():
+        seat = str(getattr(torch.cuda.get_device_properties(local_rank), "uuid", "") or
+                   f"{socket.gethostname()}/{local_rank}")
+    store.set(f"{_PREFIX}seat/{rank}", seat)
+    seats = [store.get(f"{_PREFIX}seat/{peer}").decode() for peer in range(world)]
+    return "cpu" not in seats and len(set(seats)) == world
 
 
 def _one_line(error: BaseException) -> str:
@@ -201,9 +216,8 @@ def main(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     stream = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
+    hide_library_notices()
     local_rank = int(os.environ["LOCAL_RANK"])
-    cuda = torch.cuda.is_available()
-    device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
     timeout = datetime.timedelta(seconds=max(args.timeout, 60.0))
     # Waits on peers outlast the board's deadline, so that a rank that stalls is named before its
     # peers' collectives time out.
@@ -212,6 +226,8 @@ def main(args: argparse.Namespace) -> int:
         store, rank, world = next(rendezvous("env://", timeout=timeout))
         if problem is not None:
             os._exit(_usage_error(Board(store, rank, world), problem, max(args.timeout, ACK_WAIT)))
+        cuda = one_gpu_per_rank(torch, store, rank, world, local_rank)
+        device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
         if cuda:
             torch.cuda.set_device(device)
         dist.init_process_group("nccl" if cuda else "gloo", store=store, rank=rank, world_size=world,

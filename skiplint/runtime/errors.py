@@ -29,3 +29,19 @@ def one_line(error: BaseException) -> str:
 def is_stop(error: BaseException) -> bool:
     """A BaseException that ordinary `except Exception` handlers (the libraries' too) let through."""
     return not isinstance(error, Exception)
+
+
+
+def hide_library_notices() -> None:
+    """Hide the warnings that the run itself causes and the user cannot act on, so that the
+    model's stderr, passed on as its own output, holds only what the model says:
+    - torch's notice (once a process, since torch 2.3) that cuBLAS first ran in a thread with no
+      current CUDA context, as the Pipe's and autograd's worker threads do;
+    - warnings raised in the pipeline libraries' own code (torchgpipe's CUDA streams call the
+      deprecated `Tensor.storage()`; fairscale's Pipe says it was upstreamed).
+    The model's own warnings, and the libraries' warnings about the model's calls, still show."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Attempting to run cuBLAS, but there was no current CUDA context",
+                            category=UserWarning)
+    warnings.filterwarnings("ignore", module=r"(?:torchgpipe|fairscale)(?:\.|$)")

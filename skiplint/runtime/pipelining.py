@@ -167,6 +167,16 @@ def _routes(runner: Any, children: list[str], part_of_layer: list[int]) -> list[
     return routes
 
 
+def stage_devices(devices: list[torch.device]) -> list[str]:
+    """The device of each stage process. nccl, which carries CUDA tensors between the stages,
+    refuses two processes on one GPU; gloo carries only CPU tensors. Stages that would share a GPU
+    (more stages than GPUs) therefore all run on the CPU, over gloo."""
+    cuda = [d for d in devices if d.type == "cuda"]
+    if len({(d.index or 0) for d in cuda}) < len(cuda):
+        return ["cpu"] * len(devices)
+    return [str(d) for d in devices]
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -188,7 +198,7 @@ def distributed(runner: Any, reference: Any) -> None:
         opts = runner.options
         job = {"target": opts.target, "sample": opts.sample, "input_shape": opts.input_shape,
                "split": starts, "chunks": opts.chunks, "world": world, "port": _free_port(),
-               "devices": [str(d) for d in runner.devices], "dir": tmp, "timeout": opts.timeout}
+               "devices": stage_devices(runner.devices), "dir": tmp, "timeout": opts.timeout}
         with open(os.path.join(tmp, "job.json"), "w") as handle:
             json.dump(job, handle)
         procs = []

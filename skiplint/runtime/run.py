@@ -128,6 +128,13 @@ def _default_devices(partitions: int) -> list[torch.device]:
     return [torch.device("cpu")] * partitions
 
 
+def default_partitions() -> int:
+    """How many partitions a run without --balance or --devices splits the model into: one per
+    GPU, and never fewer than two, so that skips cross a partition boundary (on one GPU or on the
+    CPU both partitions share the device)."""
+    return max(torch.cuda.device_count(), 2)
+
+
 def _even_balance(layers: int, partitions: int) -> tuple[int, ...]:
     partitions = max(1, min(partitions, layers))
     base, extra = divmod(layers, partitions)
@@ -267,7 +274,7 @@ class Runner:
                 balance = tuple(opts.balance)
             else:
                 given = len(opts.devices) if opts.devices and len(opts.devices) > 1 else 0
-                balance = _even_balance(layers, given or torch.cuda.device_count() or 2)
+                balance = _even_balance(layers, given or default_partitions())
             if opts.devices:
                 try:
                     devices = [torch.device(d) for d in opts.devices]
