@@ -132,7 +132,7 @@ def default_partitions() -> int:
     """How many partitions a run without --balance or --devices splits the model into: one per
     GPU, and never fewer than two, so that skips cross a partition boundary (on one GPU or on the
     CPU both partitions share the device)."""
-    return max(torch.cuda.device_count(), 2)
+    return max(int(torch.cuda.device_count()), 2)
 
 
 def _even_balance(layers: int, partitions: int) -> tuple[int, ...]:
