@@ -31,7 +31,6 @@ def is_stop(error: BaseException) -> bool:
     return not isinstance(error, Exception)
 
 
-
 def hide_library_notices() -> None:
     """Hide the warnings that the run itself causes and the user cannot act on, so that the
     model's stderr, passed on as its own output, holds only what the model says:

@@ -51,6 +51,7 @@ def test_the_notices_of_the_run_itself_are_hidden_and_nothing_else() -> None:
         (UserWarning, "a notice of a model module"),
         (UserWarning, "the model's own notice")]
 
+
 class _Cuda:
     """torch.cuda as a machine with these GPUs (by UUID) shows it."""
 
