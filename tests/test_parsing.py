@@ -82,7 +82,7 @@ def test_validation_is_back_after_every_way_a_parse_ends(monkeypatch: pytest.Mon
     monkeypatch.setattr(cst, "parse_module", too_deep)
     with pytest.raises(parsing.ParseFailure, match=r"^nested too deeply for the parser \(RecursionError\)$"):
         parsing.parse_module("x = 1\n")
-    assert inside == [parsing._validate_elsewhere]
+    assert inside == [parsing._NO_CHECK if threading.active_count() == 1 else parsing._validate_elsewhere]
     assert cst.CSTNode.__dict__["__post_init__"] is original
     assert parsing._UNCHECKED_THREAD is None
     with pytest.raises(cst.CSTValidationError):
@@ -90,28 +90,52 @@ def test_validation_is_back_after_every_way_a_parse_ends(monkeypatch: pytest.Mon
 
 
 def test_only_the_parsing_thread_skips_validation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another thread alive when the parse starts builds a node while it runs: validated."""
     real_parse = cst.parse_module
     here: list[cst.Name] = []
     there: list[BaseException] = []
+    parsing_now, built = threading.Event(), threading.Event()
+
+    def build() -> None:
+        parsing_now.wait(timeout=30)
+        try:
+            cst.Name(INVALID_NAME)
+        except cst.CSTValidationError as error:
+            there.append(error)
+        built.set()
 
     def parse_beside_another_thread(text: str) -> cst.Module:
         here.append(cst.Name(INVALID_NAME))  # this thread, inside the parse: not validated
-
-        def build() -> None:
-            try:
-                cst.Name(INVALID_NAME)
-            except cst.CSTValidationError as error:
-                there.append(error)
-
-        other = threading.Thread(target=build)
-        other.start()
-        other.join()
+        parsing_now.set()
+        built.wait(timeout=30)
         return real_parse(text)
 
+    other = threading.Thread(target=build)
+    other.start()
     monkeypatch.setattr(cst, "parse_module", parse_beside_another_thread)
     assert parsing.parse_module("y = 2\n").code == "y = 2\n"
+    other.join()
     assert [name.value for name in here] == [INVALID_NAME]
     assert len(there) == 1 and isinstance(there[0], cst.CSTValidationError)
+
+
+def test_a_parse_with_no_other_thread_skips_even_the_thread_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_parse = cst.parse_module
+    during: list[object] = []
+
+    def parse(text: str) -> cst.Module:
+        during.append(cst.CSTNode.__dict__["__post_init__"])
+        return real_parse(text)
+
+    monkeypatch.setattr(cst, "parse_module", parse)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    module = parsing.parse_module("w = [v for v in range(3)]\n")
+    assert during == [tuple] and module.code == "w = [v for v in range(3)]\n"
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    parsing.parse_module("w = 4\n")
+    assert during == [tuple, parsing._validate_elsewhere]
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name(INVALID_NAME)  # outside the parse: validated again
 
 
 def test_a_libcst_without_post_init_validation_is_left_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
