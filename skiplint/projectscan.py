@@ -293,6 +293,10 @@ def imports_api(data: Union[bytes, str]) -> bool:
     return False
 
 
+#: A character that, before a name, makes it part of a longer name or an attribute.
+_NAME_OR_DOT = LazyPattern(rb"[\w.]")
+
+
 def _follows(data: bytes, local: bytes, chain: bytes) -> bool:
     """Whether `local`, as a whole name (no word character or dot before it), is followed by
     `chain` somewhere in `data`. The pattern starts with the name's literal, which the regular
@@ -303,9 +307,6 @@ def _follows(data: bytes, local: bytes, chain: bytes) -> bool:
         if start == 0 or not _NAME_OR_DOT.match(data, start - 1):
             return True
     return False
-
-
-_NAME_OR_DOT = LazyPattern(rb"[\w.]")
 
 
 # -- locating a project's modules ----------------------------------------------------------------
