@@ -16,6 +16,7 @@ import ast
 import bisect
 import re
 import threading
+import types
 import warnings
 from typing import TYPE_CHECKING, Callable, Optional
 
@@ -549,11 +550,102 @@ def _validate_elsewhere(node: cst.CSTNode) -> None:
         node._validate()
 
 
+#: Per node class of libcst (those whose __init__ is the one dataclasses writes: slots, no field
+#: left out of __init__, CSTNode's __post_init__): (class, its __init__, the same __init__ without
+#: the __post_init__ call). Built once the process has parsed _PLAIN_INITS_AFTER characters.
+_PLAIN_INITS: Optional[tuple[tuple[type, Callable[..., None], Callable[..., None]], ...]] = None
+#: Building them compiles one function per class, 16 ms for libcst 1.9's 172 classes, which the
+#: parse of about 70,000 characters wins back (0.7 s over the 3.2 MB of the generated tree): a run
+#: over a commit's few files never pays it, a run over a project pays it once per process.
+_PLAIN_INITS_AFTER = 100_000
+#: Characters this process has parsed so far.
+_PARSED = 0
+
+
+def _plain_inits(cst_node: type) -> tuple[tuple[type, Callable[..., None], Callable[..., None]], ...]:
+    """For every node class whose __init__ dataclasses wrote, an __init__ that sets the same fields
+    from the same parameters (names, kinds, defaults and default factories), through the slots'
+    own descriptors, and calls no __post_init__. Over the 1,000 generated files the whole check
+    takes 8% less than with the dataclass __init__ and a no-op __post_init__ (6 interleaved rounds
+    in one process: 10.27 s against 11.01 s): that one sets each field through object.__setattr__
+    (the nodes are frozen), then looks the hook up and calls it."""
+    import dataclasses
+
+    validate = cst_node.__dict__["__post_init__"]
+    classes: dict[type, None] = {}  # every subclass, once, in a stable order
+    pending: list[type] = [cst_node]
+    while pending:
+        subclasses: list[type] = type.__subclasses__(pending.pop())
+        for sub in subclasses:
+            if sub not in classes:
+                classes[sub] = None
+                pending.append(sub)
+    source: list[str] = []
+    names: dict[str, object] = {}
+    plan: list[tuple[type, types.FunctionType, str]] = []
+    for number, cls in enumerate(classes):
+        original = cls.__dict__.get("__init__")
+        if (not isinstance(original, types.FunctionType) or original.__code__.co_filename != "<string>"
+                or not dataclasses.is_dataclass(cls) or "__slots__" not in cls.__dict__
+                or getattr(cls, "__post_init__", None) is not validate):
+            continue  # not the __init__ that dataclasses writes, or more than libcst's own hook
+        code = original.__code__
+        positional, keyword = code.co_argcount - 1, code.co_kwonlyargcount
+        parameters = code.co_varnames[1:1 + positional + keyword]
+        fields = {field.name: field for field in dataclasses.fields(cls)}
+        slots = [slot for slot in (_slot(cls, name) for name in parameters) if slot is not None]
+        if (code.co_flags & (_CO_VARARGS | _CO_VARKEYWORDS) or set(parameters) != set(fields)
+                or not all(field.init for field in fields.values()) or len(slots) != len(parameters)):
+            continue
+        defaults: dict[str, object] = dict(zip(parameters[positional - len(original.__defaults__ or ()):positional],
+                                               original.__defaults__ or ()))
+        defaults.update(original.__kwdefaults__ or {})
+        signature = ", ".join(["self", *parameters[:positional], *(["*"] if keyword else []),
+                               *parameters[positional:]])
+        lines = [f"def init_{number}({signature}):"]
+        for index, (name, slot) in enumerate(zip(parameters, slots)):
+            setter = f"set_{number}_{index}"
+            names[setter] = slot.__set__
+            factory = fields[name].default_factory
+            if factory is dataclasses.MISSING:
+                lines.append(f" {setter}(self, {name})")
+                continue
+            unset, make = f"unset_{number}_{index}", f"make_{number}_{index}"
+            names[unset], names[make] = defaults[name], factory
+            lines.append(f" {setter}(self, {make}() if {name} is {unset} else {name})")
+        if not parameters:
+            lines.append(" pass")
+        source.append("\n".join(lines))
+        plan.append((cls, original, f"init_{number}"))
+    exec(compile("\n\n".join(source) + "\n", "<skiplint.parsing plain inits>", "exec"), names)
+    inits = []
+    for cls, original, name in plan:
+        fast = names[name]
+        if isinstance(fast, types.FunctionType):
+            fast.__defaults__, fast.__kwdefaults__ = original.__defaults__, original.__kwdefaults__
+            fast.__annotations__, fast.__qualname__ = original.__annotations__, original.__qualname__
+            inits.append((cls, original, fast))
+    return tuple(inits)
+
+
+#: Code flags of a function that takes *args or **kwargs (inspect.CO_VARARGS, CO_VARKEYWORDS).
+_CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
+
+
+def _slot(cls: type, name: str) -> Optional[types.MemberDescriptorType]:
+    """The slot that holds attribute `name` of cls's instances, else None."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            found = klass.__dict__[name]
+            return found if isinstance(found, types.MemberDescriptorType) else None
+    return None
+
+
 def _parse_unchecked(text: str) -> cst.Module:
     """libcst.parse_module(text), without validating the nodes its parser builds."""
     import libcst as cst
 
-    global _UNCHECKED_THREAD
+    global _UNCHECKED_THREAD, _PLAIN_INITS, _PARSED
     node = cst.CSTNode
     if node.__dict__.get("__post_init__") is None or not hasattr(node, "_validate"):
         return cst.parse_module(text)  # a libcst that validates elsewhere: leave it as it is
@@ -561,10 +653,18 @@ def _parse_unchecked(text: str) -> cst.Module:
         original = node.__dict__["__post_init__"]
         _UNCHECKED_THREAD = threading.get_ident()
         alone = threading.active_count() == 1
+        _PARSED += len(text)
+        if alone and _PLAIN_INITS is None and _PARSED > _PLAIN_INITS_AFTER:
+            _PLAIN_INITS = _plain_inits(node)
+        inits = _PLAIN_INITS if alone and _PLAIN_INITS is not None else ()
         setattr(node, "__post_init__", _NO_CHECK if alone else _validate_elsewhere)
         try:
+            for cls, _, fast in inits:
+                setattr(cls, "__init__", fast)
             return cst.parse_module(text)
         finally:
+            for cls, dataclass_init, _ in inits:
+                setattr(cls, "__init__", dataclass_init)
             setattr(node, "__post_init__", original)
             _UNCHECKED_THREAD = None
 

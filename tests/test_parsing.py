@@ -3,6 +3,7 @@ of libcst's parser; every node built outside that parse, or by another thread, i
 
 from __future__ import annotations
 
+import inspect
 import threading
 from pathlib import Path
 
@@ -23,7 +24,8 @@ def _parses() -> list[Path]:
     return sorted(FIXTURES.rglob("*.py"))
 
 
-def test_trees_are_the_ones_libcst_builds_with_validation() -> None:
+def _compare_with_libcst() -> int:
+    """Parse every fixture both ways; the trees and their code must be the same. The number compared."""
     compared = 0
     gaps: list[str] = []
     for path in _parses():
@@ -44,8 +46,93 @@ def test_trees_are_the_ones_libcst_builds_with_validation() -> None:
         assert module.deep_equals(expected), path
         assert module.code == text, path
         compared += 1
-    assert compared > 100
     assert gaps == ["parse_libcst_validation_gap.py"]
+    return compared
+
+
+def test_trees_are_the_ones_libcst_builds_with_validation() -> None:
+    assert _compare_with_libcst() > 100
+
+
+@pytest.fixture
+def plain_inits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every parse of the test runs with the plain __init__s: built at once, no other thread."""
+    monkeypatch.setattr(parsing, "_PLAIN_INITS", None)
+    monkeypatch.setattr(parsing, "_PLAIN_INITS_AFTER", -1)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+
+
+@pytest.mark.usefixtures("plain_inits")
+def test_trees_built_by_the_plain_inits_are_libcst_trees() -> None:
+    assert _compare_with_libcst() > 100
+    assert parsing._PLAIN_INITS is not None
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name(INVALID_NAME)  # outside the parse: libcst's own __init__, validated
+
+
+def test_plain_inits_take_the_parameters_of_the_dataclass_ones() -> None:
+    inits = parsing._plain_inits(cst.CSTNode)
+    assert len(inits) > 100
+    taken = {cls for cls, _, _ in inits}
+    # the commonest nodes, and one with a default factory (Tuple's parentheses)
+    assert {cst.SimpleWhitespace, cst.Name, cst.Attribute, cst.Call, cst.Tuple, cst.Module} <= taken
+    for cls, original, plain in inits:
+        assert cls.__dict__["__init__"] is original
+        assert inspect.signature(plain) == inspect.signature(original), cls
+
+
+def test_a_plain_init_sets_what_the_dataclass_one_sets() -> None:
+    plain = {cls: init for cls, _, init in parsing._plain_inits(cst.CSTNode)}
+    element = cst.Element(cst.Name("a"))
+    for cls, args, kwargs in [
+        (cst.Tuple, ([element],), {}),  # lpar and rpar from their default factories
+        (cst.Tuple, (), {"elements": [element], "lpar": [], "rpar": []}),
+        (cst.Name, ("b",), {}),
+        (cst.Attribute, (), {"value": cst.Name("c"), "attr": cst.Name("d")}),
+    ]:
+        node = object.__new__(cls)
+        plain[cls](node, *args, **kwargs)
+        assert node.deep_equals(cls(*args, **kwargs)), cls
+    name = object.__new__(cst.Name)
+    plain[cst.Name](name, INVALID_NAME)  # not validated
+    assert name.value == INVALID_NAME
+    with pytest.raises(TypeError):
+        plain[cst.Name](object.__new__(cst.Name), "e", nonesuch=1)
+
+
+@pytest.mark.usefixtures("plain_inits")
+def test_the_plain_inits_stand_only_while_the_parse_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_parse, original = cst.parse_module, cst.Name.__dict__["__init__"]
+    during: list[object] = []
+
+    def parse(text: str) -> cst.Module:
+        during.append(cst.Name.__dict__["__init__"])
+        return real_parse(text)
+
+    monkeypatch.setattr(cst, "parse_module", parse)
+    parsing.parse_module("v = 1\n")
+    assert parsing._PLAIN_INITS is not None
+    plain = {cls: init for cls, _, init in parsing._PLAIN_INITS}[cst.Name]
+    assert during == [plain] and cst.Name.__dict__["__init__"] is original
+    with pytest.raises(parsing.ParseFailure):
+        parsing.parse_module("v = = 1\n")
+    assert during == [plain, plain] and cst.Name.__dict__["__init__"] is original
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    parsing.parse_module("v = 2\n")  # another thread alive: libcst's own __init__s
+    assert during == [plain, plain, original]
+    assert all(cls.__dict__["__init__"] is init for cls, init, _ in parsing._PLAIN_INITS)
+
+
+def test_a_run_over_a_few_files_builds_no_plain_inits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parsing, "_PLAIN_INITS", None)
+    monkeypatch.setattr(parsing, "_PARSED", 0)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    small = "x = 1\n" * 1000
+    for _ in range(parsing._PLAIN_INITS_AFTER // len(small)):
+        parsing.parse_module(small)
+    assert parsing._PLAIN_INITS is None
+    parsing.parse_module(small)
+    assert parsing._PLAIN_INITS is not None and parsing._PARSED > parsing._PLAIN_INITS_AFTER
 
 
 def test_the_validation_gap_fixture_is_checked_at_exact_places() -> None:
