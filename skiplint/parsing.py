@@ -529,7 +529,9 @@ def _lines(text: str) -> list[str]:
 # nodes that this thread builds skip them; every other thread's nodes and every node built
 # outside the parse (fix's edits, a transformer's output) are validated as before. In a process
 # with no other thread when the parse starts, none can build a node before it ends (libcst's
-# parser starts no thread), and the per-node thread test is left out too.
+# parser starts no thread), and the per-node thread test is left out too; in a process that
+# parses a project (past _PLAIN_INITS_AFTER characters), such a parse also builds its nodes with
+# __init__s that set the fields as the dataclass ones do, without calling the hook at all.
 
 _UNCHECKED_LOCK = threading.Lock()
 #: The thread whose nodes skip validation (the one in _parse_unchecked), else None.
