@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import pytest
 
 from skiplint import engine
 from skiplint.project import ProjectIndex
-from skiplint.projectscan import ProjectScan
+from skiplint.projectscan import ProjectScan, read_imports
 
 REPO = Path(__file__).resolve().parent.parent
 PKG = REPO / "fixtures" / "compositions" / "unet_pkg"
@@ -115,3 +116,20 @@ def test_cli_and_flake8_agree_on_the_package_fixture() -> None:
                             cwd=REPO, capture_output=True, text=True)
     lines = sorted(line.split(" ")[0] + line.split(" ")[1] for line in cli.stdout.splitlines())
     assert lines and lines == sorted(line.split(" ")[0] + line.split(" ")[1] for line in flake8.stdout.splitlines())
+
+
+def test_the_walk_keeps_imports_out_of_the_cycle_collectors_view(tmp_path: Path) -> None:
+    """A flake8 worker keeps every module's imports for its whole run: kept as class instances,
+    each full collection of the worker went through all of them again."""
+    module = tmp_path / "mod.py"
+    module.write_text("import os.path as p\nfrom .blocks import Down as D, Up\nfrom x import *\n")
+    scanned = ProjectScan().scan(str(module))
+    assert scanned is not None
+    gc.collect()  # untracks the tuples of strings,
+    gc.collect()  # then the tuple that holds them
+    assert not gc.is_tracked(scanned.imports)
+    assert not any(gc.is_tracked(fields) for fields in scanned.imports)
+    assert scanned.imported() == read_imports(module.read_text())
+    assert [(i.local, i.module, i.name, i.renamed) for i in scanned.imported()] == [
+        ("p", "os.path", None, True), ("D", ".blocks", "Down", False), ("Up", ".blocks", "Up", False),
+        ("*", "x", "*", False)]
