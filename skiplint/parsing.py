@@ -564,6 +564,10 @@ _PLAIN_INITS_AFTER = 100_000
 _PARSED = 0
 
 
+#: Code flags of a function that takes *args or **kwargs (inspect.CO_VARARGS, CO_VARKEYWORDS).
+_CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
+
+
 def _plain_inits(cst_node: type) -> tuple[tuple[type, Callable[..., None], Callable[..., None]], ...]:
     """For every node class whose __init__ dataclasses wrote, an __init__ that sets the same fields
     from the same parameters (names, kinds, defaults and default factories), through the slots'
@@ -628,10 +632,6 @@ def _plain_inits(cst_node: type) -> tuple[tuple[type, Callable[..., None], Calla
             fast.__annotations__, fast.__qualname__ = original.__annotations__, original.__qualname__
             inits.append((cls, original, fast))
     return tuple(inits)
-
-
-#: Code flags of a function that takes *args or **kwargs (inspect.CO_VARARGS, CO_VARKEYWORDS).
-_CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 
 
 def _slot(cls: type, name: str) -> Optional[types.MemberDescriptorType]:
