@@ -85,13 +85,13 @@ class SkiplintChecker:
         text = "".join(self.lines)
         if len(text) > sources.MAX_BYTES:
             return  # the CLI reports SKP900 for it; flake8 has no such code to show, so: silence
-        if filenoqa.skips_file(text, flake8=False):
-            return  # `# skiplint: noqa` (flake8 reads its own `# flake8: noqa`)
         settings = self.settings_for(self.filename)
         with prefilter.using_aliases(settings.api_aliases):
             try:
                 if not prefilter.wanted(text, self.filename):
                     return
+                if filenoqa.skips_file(text, flake8=False):
+                    return  # `# skiplint: noqa` (flake8 reads its own `# flake8: noqa`)
                 from skiplint import engine
                 from skiplint.diagnostics import Selection
 

@@ -14,7 +14,7 @@ import os
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import NamedTuple, Optional, Union
+from typing import Iterator, NamedTuple, Optional, Union
 
 from skiplint import sources
 from skiplint.limits import MAX_REEXPORT, MAX_STATEMENT_LINES, MODULE_HOPS
@@ -371,8 +371,16 @@ class _Scan:
     #: which cost flake8 itself 0.4 s to 0.8 s of collection time over the torch package.
     imports: tuple[tuple[str, str, Optional[str], bool], ...]
 
-    def imported(self) -> list[Imported]:
-        return [Imported._make(fields) for fields in self.imports]
+    def imported(self) -> Iterator[Imported]:
+        return map(Imported._make, self.imports)
+
+    def binding(self, local: str) -> list[Imported]:
+        """The imports that bind the name `local`."""
+        return [Imported._make(fields) for fields in self.imports if fields[0] == local]
+
+    def starred(self) -> list[str]:
+        """The modules of the module's `from M import *`."""
+        return [fields[1] for fields in self.imports if fields[2] == "*"]
 
 
 class ProjectScan:
@@ -445,14 +453,13 @@ class ProjectScan:
         if memo is not None and memo[0] == scanned.stat:
             return memo[1]
         self._names[key] = (scanned.stat, False)  # a re-export cycle reads as "no"
-        imported = scanned.imported()
-        bindings = [i for i in imported if i.local == name]
+        bindings = scanned.binding(name)
         if scanned.may_define and not bindings:
             result = True
         else:
             result = any(self._binding_is_skippable(path, i, depth, hops) for i in bindings) or any(
                 target is not None and self._is_skippable(target, name, depth + 1, hops)
-                for target in (self.module_file(path, i.module) for i in imported if i.name == "*"))
+                for target in (self.module_file(path, module) for module in scanned.starred()))
         self._names[key] = (scanned.stat, result)
         return result
 

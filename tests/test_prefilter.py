@@ -63,6 +63,25 @@ def test_mentions_that_cannot_resolve_to_the_api_do_not(source: str) -> None:
     assert not imports.mentions_api(source) and not imports.mentions_api(source.encode())
 
 
+@pytest.mark.parametrize("source", [
+    "import cutlass.pipeline\nx = cutlass.pipeline.PipelineAsync\n",
+    "from . import pipeline\n",
+    '"""A data pipeline."""\nimport os\n',
+])
+def test_pipeline_alone_is_a_word_the_import_reader_is_spared(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every way to the removed module also names `distributed`; torch's own sources say
+    "pipeline" in 67 files, which the pattern and the import reader no longer go through."""
+    from skiplint import projectscan
+
+    read: list[object] = []
+    monkeypatch.setattr(projectscan, "imports_api", lambda data: read.append(data) or False)
+    assert not imports.mentions_api(source) and not imports.mentions_api(source.encode())
+    assert read == []
+    with_word = source + "# distributed\n"
+    assert not imports.mentions_api(with_word) and not imports.mentions_api(with_word.encode())
+    assert read == [with_word, with_word.encode()]
+
+
 #: One layer with an undeclared stash (SKP101 at line 4 of the class) and an unused declaration
 #: (SKP103), reached through each import form; {api} is how the decorator and stash are spelled.
 _LAYER = """

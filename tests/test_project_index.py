@@ -12,7 +12,7 @@ import pytest
 
 from skiplint import engine
 from skiplint.project import ProjectIndex
-from skiplint.projectscan import ProjectScan, read_imports
+from skiplint.projectscan import Imported, ProjectScan, read_imports
 
 REPO = Path(__file__).resolve().parent.parent
 PKG = REPO / "fixtures" / "compositions" / "unet_pkg"
@@ -129,7 +129,10 @@ def test_the_walk_keeps_imports_out_of_the_cycle_collectors_view(tmp_path: Path)
     gc.collect()  # then the tuple that holds them
     assert not gc.is_tracked(scanned.imports)
     assert not any(gc.is_tracked(fields) for fields in scanned.imports)
-    assert scanned.imported() == read_imports(module.read_text())
+    assert list(scanned.imported()) == read_imports(module.read_text())
     assert [(i.local, i.module, i.name, i.renamed) for i in scanned.imported()] == [
         ("p", "os.path", None, True), ("D", ".blocks", "Down", False), ("Up", ".blocks", "Up", False),
         ("*", "x", "*", False)]
+    assert scanned.binding("D") == [Imported("D", ".blocks", "Down")]
+    assert scanned.binding("Down") == [] and scanned.binding("os") == []
+    assert scanned.starred() == ["x"]
