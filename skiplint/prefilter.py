@@ -104,7 +104,13 @@ _PREFILTER_TEXT = LazyPattern(_PREFILTER_PATTERN)
 #: Plain substrings for the same purpose, for tools that want needles (any hit of the pattern
 #: contains one of these).
 PREFILTER_NEEDLES = (b"torchgpipe", b"fairscale", b"pipeline")
-_PREFILTER_NEEDLES_TEXT = tuple(needle.decode() for needle in PREFILTER_NEEDLES)
+#: The prefilter's own, narrower test: a text that can import the API names one of the packages,
+#: or says both words of the removed torch modules (`pipeline` alone is a common word: 67 files of
+#: torch's own sources say it).
+_PACKAGE_NEEDLES = (b"torchgpipe", b"fairscale")
+_TORCH_NEEDLES = (b"pipeline", b"distributed")
+_PACKAGE_NEEDLES_TEXT = tuple(needle.decode() for needle in _PACKAGE_NEEDLES)
+_TORCH_NEEDLES_TEXT = tuple(needle.decode() for needle in _TORCH_NEEDLES)
 
 #: Needles and (alias, API name) pairs of the api-aliases in force (see `using_aliases`).
 _ALIAS_NEEDLES: list[bytes] = []
@@ -125,31 +131,23 @@ def mentions_api(data: Union[bytes, str]) -> bool:
     read by the import reader (skiplint.projectscan.imports_api), so no import form is missed."""
     if isinstance(data, str):
         aliases: Iterable[Any] = (needle.decode() for needle in _ALIAS_NEEDLES)
-        needles: Iterable[Any] = _PREFILTER_NEEDLES_TEXT
+        packages: Iterable[Any] = _PACKAGE_NEEDLES_TEXT
+        words: Iterable[Any] = _TORCH_NEEDLES_TEXT
         pattern = _PREFILTER_TEXT
     else:
-        aliases, needles, pattern = _ALIAS_NEEDLES, PREFILTER_NEEDLES, _PREFILTER
+        aliases, packages, words, pattern = _ALIAS_NEEDLES, _PACKAGE_NEEDLES, _TORCH_NEEDLES, _PREFILTER
     if any(needle in data for needle in aliases):
         return True
-    # Every hit of the pattern contains a needle; `in` is many times faster than the pattern.
-    if not any(needle in data for needle in needles):
-        return False
-    if _without_package_needle(data):
-        # "pipeline" alone, a common word (torch's own sources: 67 files); every way to the
-        # removed torch module, by pattern or by the import reader, also names `distributed`.
+    # Every hit of the pattern, and every import the reader can resolve to the API (torch's
+    # removed modules included, however spelled), names a package or says both torch words;
+    # `in` is many times faster than the pattern.
+    if not any(needle in data for needle in packages) and not all(word in data for word in words):
         return False
     if pattern.search(data) is not None:
         return True
     from skiplint import projectscan
 
     return projectscan.imports_api(data)
-
-
-def _without_package_needle(data: Union[bytes, str]) -> bool:
-    """Whether a text that holds a needle names neither torchgpipe, fairscale nor `distributed`."""
-    if isinstance(data, str):
-        return "torchgpipe" not in data and "fairscale" not in data and "distributed" not in data
-    return b"torchgpipe" not in data and b"fairscale" not in data and b"distributed" not in data
 
 
 def framework_name(qualified: str) -> bool:
