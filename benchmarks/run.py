@@ -201,8 +201,9 @@ class Figure:
 
 
 def run_once(argv: Sequence[str], cwd: str, env: Optional[dict], limit_s: float
-             ) -> tuple[float, float, Optional[int], str]:
-    """Wall seconds, peak resident MB of the process tree, exit status (None: killed at limit_s), stdout."""
+             ) -> tuple[float, float, Optional[int], str, float]:
+    """Wall seconds, peak resident MB of the process tree, exit status (None: killed at limit_s), stdout,
+    and CPU seconds (user + system) of the process and the children it waited for (flake8's workers)."""
     with tempfile.TemporaryFile() as out:
         start = time.perf_counter()
         proc = subprocess.Popen(list(argv), cwd=cwd, stdout=out, stderr=subprocess.DEVNULL, env=env,
@@ -226,7 +227,8 @@ def run_once(argv: Sequence[str], cwd: str, env: Optional[dict], limit_s: float
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         text = out.read().decode("utf-8", "replace")
-    return seconds, usage.ru_maxrss / 1024, None if killed else proc.returncode, text
+    cpu = usage.ru_utime + usage.ru_stime
+    return seconds, usage.ru_maxrss / 1024, None if killed else proc.returncode, text, cpu
 
 
 def measure(corpus: str, command: str, argv: Sequence[str], repeat: int, cwd: str = "",
@@ -238,7 +240,7 @@ def measure(corpus: str, command: str, argv: Sequence[str], repeat: int, cwd: st
     cwd = cwd or tempfile.gettempdir()
     best = None
     for _ in range(repeat):
-        seconds, peak, status, out = run_once(argv, cwd, env, limit_s)
+        seconds, peak, status, out, _cpu = run_once(argv, cwd, env, limit_s)
         figure.runs += 1
         figure.status = status
         figure.peak_mb = max(figure.peak_mb or 0.0, peak)
@@ -280,11 +282,18 @@ class Pair:
     ratios: list[float] = field(default_factory=list)
     a_seconds: list[float] = field(default_factory=list)
     b_seconds: list[float] = field(default_factory=list)
+    #: The same pairs in CPU time (user + system of the process tree): shown beside the target,
+    #: which is wall time, since a shared host slows the wall clock of one run and not the other.
+    cpu_ratios: list[float] = field(default_factory=list)
     note: str = ""
 
     @property
     def median(self) -> Optional[float]:
         return statistics.median(self.ratios) if self.ratios else None
+
+    @property
+    def cpu_median(self) -> Optional[float]:
+        return statistics.median(self.cpu_ratios) if self.cpu_ratios else None
 
     @property
     def holds(self) -> Optional[bool]:
@@ -299,19 +308,22 @@ def paired(target: str, limit: float, a: tuple[str, Sequence[str]], b: tuple[str
     for argv in (a[1], b[1]):
         run_once(argv, cwd, env, limit_s)  # warm the file cache and the interpreters' bytecode
     for _ in range(pairs):
-        times = []
+        times, cpus = [], []
         for argv in (a[1], b[1]):
-            seconds, _peak, status, _out = run_once(argv, cwd, env, limit_s)
+            seconds, _peak, status, _out, cpu = run_once(argv, cwd, env, limit_s)
             if status is None or status not in (0, 1, 2):
                 pair.note = f"{' '.join(argv[:4])} ... ended with {status}"
                 log(f"  pair {target}: {pair.note}")
                 return pair
             times.append(seconds)
+            cpus.append(cpu)
         pair.a_seconds.append(times[0])
         pair.b_seconds.append(times[1])
         pair.ratios.append(times[0] / times[1])
+        if cpus[1] > 0:
+            pair.cpu_ratios.append(cpus[0] / cpus[1])
     log(f"  pair {target}: median {pair.median:.3f}x over {pairs} pairs "
-        f"(min {min(pair.ratios):.3f}, max {max(pair.ratios):.3f})")
+        f"(min {min(pair.ratios):.3f}, max {max(pair.ratios):.3f}); CPU time {pair.cpu_median or 0:.3f}x")
     return pair
 
 
@@ -458,7 +470,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                        for c in corpora}
     info["figures"] = [asdict(f) for f in figures]
     info["targets"] = targets(figures, corpora, args.scale_files)
-    info["pairs"] = [dict(asdict(p), median=p.median, holds=p.holds) for p in pairs]
+    info["pairs"] = [dict(asdict(p), median=p.median, cpu_median=p.cpu_median, holds=p.holds) for p in pairs]
     with open(os.path.join(out, "results.json"), "w") as handle:
         json.dump(info, handle, indent=2)
     table = render(info, figures, corpora, pairs)
@@ -587,14 +599,15 @@ def render(info: dict, figures: list[Figure], corpora: list[Corpus], pairs: Sequ
         lines.append(f"| {t['target']} | {value} | {limit} | {holds} |")
     if pairs:
         lines += ["", "Speed targets, interleaved pairs (A B A B ...), median of the pair ratios:", "",
-                  "| target | A median s | B median s | median A/B (min-max) | pairs | limit | holds |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| target | A median s | B median s | median A/B (min-max) | CPU time A/B | pairs | limit | holds |",
+                  "|---|---|---|---|---|---|---|---|"]
         for p in pairs:
             if p.median is None:
-                lines.append(f"| {p.target} | | | ({p.note or 'not measured'}) | 0 | {p.limit:g}x | not measured |")
+                lines.append(f"| {p.target} | | | ({p.note or 'not measured'}) | | 0 | {p.limit:g}x | not measured |")
                 continue
             lines.append(f"| {p.target} | {statistics.median(p.a_seconds):.3f} | {statistics.median(p.b_seconds):.3f} "
-                         f"| {p.median:.3f}x ({min(p.ratios):.3f}-{max(p.ratios):.3f}) | {len(p.ratios)} "
+                         f"| {p.median:.3f}x ({min(p.ratios):.3f}-{max(p.ratios):.3f}) "
+                         f"| {'' if p.cpu_median is None else f'{p.cpu_median:.3f}x'} | {len(p.ratios)} "
                          f"| {p.limit:g}x | {'yes' if p.holds else '**no**'} |")
     lines.append(f"\nTotal benchmark time {info['total_s']} s.")
     return "\n".join(lines)
