@@ -53,3 +53,61 @@ def test_order_and_per_file_config_survive_workers(tmp_path: Path) -> None:
     assert [r.path for r in serial] == [t[0] for t in tasks]
     codes = {Path(r.path).name: [d.code for d in r.diagnostics] for r in serial}
     assert codes["m00.py"] == ["SKP101"] and codes["m01.py"] == ["SKP103", "SKP101"]
+
+
+def _model_tasks(tmp_path: Path, count: int) -> list[parallel.Task]:
+    for i in range(count):
+        (tmp_path / f"m{i}.py").write_text(
+            "from torchgpipe.skip import skippable, stash\n"
+            "@skippable(stash=['a'])\n"
+            "class A:\n"
+            "    def forward(self, x):\n"
+            f"        yield stash('b{i}', x)\n"
+            "        return x\n", encoding="utf-8")
+    return list(config.Finder().discover([str(tmp_path)]))
+
+
+def test_a_serial_run_settles_the_collector_every_few_files_and_unfreezes_at_the_end(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    tasks = _model_tasks(tmp_path, 5)
+    unsettled = parallel.check_all(tasks, 1)
+    freezes: list[int] = []
+    real_freeze = gc.freeze
+    monkeypatch.setattr(gc, "freeze", lambda: (freezes.append(gc.get_freeze_count()), real_freeze())[1])
+    monkeypatch.setattr(parallel, "SETTLE_EVERY", 2)
+    assert gc.get_freeze_count() == 0
+    assert parallel.check_all(tasks, 1) == unsettled
+    assert len(freezes) == 2  # after the 2nd and the 4th file
+    assert gc.get_freeze_count() == 0 and parallel._checked_since is None
+    assert [[d.code for d in r.diagnostics] for r in unsettled] == [["SKP103", "SKP101"]] * 5
+    assert parallel.check_all(tasks, 2) == unsettled  # workers settle too (forked: every 2 files)
+
+
+def test_a_host_that_froze_objects_or_stopped_the_collector_is_left_as_it_is(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    tasks = _model_tasks(tmp_path, 3)
+    calls: list[str] = []
+    real_freeze, real_unfreeze = gc.freeze, gc.unfreeze
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
+    monkeypatch.setattr(gc, "unfreeze", lambda: calls.append("unfreeze"))
+    monkeypatch.setattr(parallel, "SETTLE_EVERY", 1)
+    gc.disable()
+    try:
+        parallel.check_all(tasks, 1)
+    finally:
+        gc.enable()
+    assert calls == []
+    real_freeze()  # the host's own frozen objects
+    try:
+        assert gc.get_freeze_count() > 0
+        parallel.check_all(tasks, 1)
+        assert calls == []  # neither frozen further nor unfrozen
+        assert gc.get_freeze_count() > 0
+    finally:
+        real_unfreeze()
+    parallel.check_all(tasks, 1)
+    assert calls == ["freeze"] * 3 + ["unfreeze"]
