@@ -232,7 +232,7 @@ def run_check(argv: Sequence[str]) -> int:
     from skiplint import formats, parallel
 
     where = [i for i, (path, _) in enumerate(tasks) if path == "-"]
-    results = parallel.check_all([task for task in tasks if task[0] != "-"], args.jobs)
+    results = parallel.check_all([task for task in tasks if task[0] != "-"], args.jobs, settle=True)
     texts: dict[str, str] = {}
     if where:
         name = args.stdin_display_name or STDIN_NAME

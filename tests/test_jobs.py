@@ -73,41 +73,50 @@ def test_a_serial_run_settles_the_collector_every_few_files_and_unfreezes_at_the
 
     tasks = _model_tasks(tmp_path, 5)
     unsettled = parallel.check_all(tasks, 1)
-    freezes: list[int] = []
-    real_freeze = gc.freeze
-    monkeypatch.setattr(gc, "freeze", lambda: (freezes.append(gc.get_freeze_count()), real_freeze())[1])
+    calls: list[str] = []
+    real_freeze, real_unfreeze = gc.freeze, gc.unfreeze
+    monkeypatch.setattr(gc, "freeze", lambda: (calls.append("freeze"), real_freeze())[1])
+    monkeypatch.setattr(gc, "unfreeze", lambda: (calls.append("unfreeze"), real_unfreeze())[1])
     monkeypatch.setattr(parallel, "SETTLE_EVERY", 2)
-    assert gc.get_freeze_count() == 0
-    assert parallel.check_all(tasks, 1) == unsettled
-    assert len(freezes) == 2  # after the 2nd and the 4th file
-    assert gc.get_freeze_count() == 0 and parallel._checked_since is None
+    assert parallel.check_all(tasks, 1, settle=True) == unsettled
+    assert calls == ["freeze", "freeze", "unfreeze"]  # after the 2nd and the 4th file; at the end
+    assert parallel._checked_since is None
     assert [[d.code for d in r.diagnostics] for r in unsettled] == [["SKP103", "SKP101"]] * 5
-    assert parallel.check_all(tasks, 2) == unsettled  # workers settle too (forked: every 2 files)
+    assert parallel.check_all(tasks, 2, settle=True) == unsettled  # workers settle too (forked: every 2 files)
 
 
-def test_a_host_that_froze_objects_or_stopped_the_collector_is_left_as_it_is(
+def test_only_a_run_that_asks_settles_and_never_with_the_collector_off(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import gc
 
     tasks = _model_tasks(tmp_path, 3)
     calls: list[str] = []
-    real_freeze, real_unfreeze = gc.freeze, gc.unfreeze
     monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
     monkeypatch.setattr(gc, "unfreeze", lambda: calls.append("unfreeze"))
     monkeypatch.setattr(parallel, "SETTLE_EVERY", 1)
+    parallel.check_all(tasks, 1)  # a library caller's collector is its own
+    assert calls == []
     gc.disable()
     try:
-        parallel.check_all(tasks, 1)
+        parallel.check_all(tasks, 1, settle=True)
     finally:
         gc.enable()
     assert calls == []
-    real_freeze()  # the host's own frozen objects
-    try:
-        assert gc.get_freeze_count() > 0
-        parallel.check_all(tasks, 1)
-        assert calls == []  # neither frozen further nor unfrozen
-        assert gc.get_freeze_count() > 0
-    finally:
-        real_unfreeze()
-    parallel.check_all(tasks, 1)
+    parallel.check_all(tasks, 1, settle=True)
     assert calls == ["freeze"] * 3 + ["unfreeze"]
+
+
+def test_the_cli_asks_its_run_to_settle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from skiplint import cli
+
+    tasks = _model_tasks(tmp_path, 1)
+    seen: list[bool] = []
+    real = parallel.check_all
+
+    def check_all(tasks: list[parallel.Task], jobs: int = 0, settle: bool = False) -> list[object]:
+        seen.append(settle)
+        return real(tasks, jobs, settle)  # type: ignore[return-value]
+
+    monkeypatch.setattr(parallel, "check_all", check_all)
+    assert cli.main(["--isolated", tasks[0][0]]) == 1
+    assert seen == [True]
