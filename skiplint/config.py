@@ -486,7 +486,7 @@ class Finder:
 
         A walked directory skips the exclude patterns in force (by default the built-in list),
         virtual environments (any directory holding pyvenv.cfg) and, inside a git work tree, what
-        git ignores. A path named here is checked unless the project's or the command line's own
+        its ignore files ignore (read by skiplint.gitignore; git is never run). A path named here is checked unless the project's or the command line's own
         exclude patterns match it.
         """
         seen: set[tuple[int, int]] = set()
@@ -502,15 +502,17 @@ class Finder:
             yield from self._walk(path, seen)
 
     def _walk(self, top: str, seen: set[tuple[int, int]]) -> Iterator[tuple[str, Config]]:
-        ignored = sources.git_ignored(top) or frozenset()
+        from skiplint import gitignore  # only walks need it, not the flake8 plugin's per-file lookup
+
+        ignores = gitignore.Rules(top)
 
         def prune(path: str, name: str) -> bool:
             return (self.for_directory(os.path.dirname(path)).excludes(path) or sources.is_venv(path)
-                    or (bool(ignored) and os.path.abspath(path) in ignored))
+                    or ignores.ignored(path, True))
 
         def keep(path: str) -> bool:
             return not (self.for_directory(os.path.dirname(path)).excludes(path)
-                        or (bool(ignored) and os.path.abspath(path) in ignored))
+                        or ignores.ignored(path, False))
 
         for path in sources.walk(top, prune, seen, keep):
             yield path, self.for_file(path)

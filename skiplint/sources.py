@@ -13,7 +13,6 @@ import io
 import os
 import re
 import stat
-import subprocess
 import tokenize
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -111,29 +110,6 @@ def discover(paths: Iterable[str], exclude: frozenset[str] = DEFAULT_EXCLUDE) ->
             yield from walk(path, prune, seen)
         else:
             yield path  # a missing, looping or unreadable file is reported when it is read
-
-
-def git_ignored(top: str) -> Optional[frozenset[str]]:
-    """Absolute paths of what git ignores under the directory `top` (files, and directories
-    ignored as a whole), or None when `top` is not in a git work tree or git cannot be run.
-
-    git itself answers (`git ls-files --others --ignored --exclude-standard --directory`), so
-    every .gitignore, .git/info/exclude and core.excludesFile rule is read as git reads it. A
-    directory that git ignores entirely, named on purpose, gives the empty set: it is walked.
-    """
-    try:
-        done = subprocess.run(
-            ["git", "-C", top, "ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if done.returncode != 0:
-        return None
-    names = [name for name in done.stdout.decode("utf-8", "surrogateescape").split("\0") if name]
-    if "./" in names:
-        return frozenset()
-    base = os.path.abspath(top)
-    return frozenset(os.path.normpath(os.path.join(base, name)) for name in names)
 
 
 def _describe(error: OSError) -> str:

@@ -337,17 +337,12 @@ def test_a_file_named_on_the_command_line_is_always_checked(inproc, tmp_path: Pa
     assert inproc("--isolated", "-j", "1", "build")[0] == 1  # a named directory is walked
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_what_git_ignores_is_not_walked(inproc, tmp_path: Path) -> None:
     write(tmp_path, {"model.py": UNDECLARED, "out/model.py": UNDECLARED, "keep/gen_model.py": UNDECLARED,
-                     "keep/model.py": UNDECLARED, "tracked/gen_x.py": UNDECLARED,
-                     ".gitignore": "out/\ngen_*.py\n"})
-    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    subprocess.run(["git", "add", "-f", "tracked/gen_x.py"], cwd=tmp_path, check=True)
+                     "keep/model.py": UNDECLARED, ".gitignore": "out/\ngen_*.py\n", ".git/HEAD": "ref: x\n"})
     status, out, _ = inproc("--isolated", "-j", "1")
     assert status == 1
-    assert [line.split(":")[0] for line in out.splitlines()] == [
-        "./model.py", "./keep/model.py", "./tracked/gen_x.py"]  # a tracked file is always walked
+    assert [line.split(":")[0] for line in out.splitlines()] == ["./model.py", "./keep/model.py"]
     assert [line.split(":")[0] for line in inproc("--isolated", "-j", "1", "out")[1].splitlines()] == [
         "out/model.py"]  # named on purpose
     assert inproc("--isolated", "-j", "1", "keep/gen_model.py")[0] == 1
@@ -355,9 +350,8 @@ def test_what_git_ignores_is_not_walked(inproc, tmp_path: Path) -> None:
 
 def test_outside_a_git_work_tree_gitignore_is_not_read(tmp_path: Path) -> None:
     write(tmp_path, {"a.py": "x = 1\n", "out/b.py": "x = 1\n", ".gitignore": "out/\n"})
-    if subprocess.run(["git", "-C", str(tmp_path), "rev-parse"], capture_output=True).returncode == 0:
+    if any((parent / ".git").exists() for parent in [tmp_path, *tmp_path.parents]):
         pytest.skip("the temporary directory is inside a git work tree")
-    assert sources.git_ignored(str(tmp_path)) is None
     assert found(tmp_path) == ["./a.py", "./out/b.py"]
 
 
