@@ -618,10 +618,11 @@ declared name and a used name differ, both sides are reported, since either may 
 Opt-in codes ({opt_in}) are off unless selected by their full code, as flake8-bugbear's
 B9 codes: `skiplint --extend-select SKP116` or, in flake8, `--extend-select SKP116`.
 
-`skiplint fix` rewrites SKP106, SKP107 and SKP401 (JSON and SARIF mark those findings fixable). A
-fix only makes a file strictly better: it is kept when the fixed file lints with no finding, of any
-code, that the original did not have, and every byte outside the edit is kept; otherwise the file
-is left as it was and the reason is printed. SKP902 is the analyzer's own bug, never a finding
+`skiplint fix` and `skiplint check --fix` rewrite SKP106, SKP107 and SKP401 (JSON and SARIF mark
+those findings fixable). A fix only makes a file strictly better: it is kept when the fixed file
+lints with no finding, of any code, that the original did not have, flake8's default checks
+(pyflakes, pycodestyle) report nothing new, and every byte outside the edit is kept; otherwise
+the file is left as it was and the reason is printed. SKP902 is the analyzer's own bug, never a finding
 about your model: the file counts as not checked (exit 2), the rest of it is still reported.
 
 A note on flake8-bugbear and ruff: a forward that only stashes is a generator that returns a
