@@ -538,10 +538,13 @@ def _encoded(outcome: FileFix, data: bytes) -> bytes:
 def fix_bytes(data: bytes, path: str, settings: config.Config, target: str,
               codes: Sequence[str]) -> tuple[FileFix, bytes]:
     """The outcome of fixing a file's contents, and the fixed contents (`data` itself when unchanged)."""
-    try:
-        if not imports.mentions_api(data) and not settings.api_aliases:
+    if not imports.mentions_api(data) and not settings.api_aliases:
+        try:
             text = sources.decode(data)
-            return FileFix(path, text, text, (), ()), data
+        except sources.SourceError:  # names no API module: not read (prefilter.triage)
+            text = ""
+        return FileFix(path, text, text, (), ()), data
+    try:
         text = sources.decode(data)
     except sources.SourceError as error:
         return FileFix(path, "", "", (), (), str(error)), data
@@ -617,18 +620,20 @@ def _report(outcome: FileFix, name: str, wrote: bool, say: Callable[[str], None]
         say(f"{name}:{diagnostic.line}:{diagnostic.col + 1}: {diagnostic.code} not fixed: {why}")
 
 
-def _fix_stdin(args: argparse.Namespace, finder: config.Finder, codes: Sequence[str],
-               say: Callable[[str], None]) -> int:
-    name = args.stdin_display_name or "stdin"
-    settings = finder.for_file(args.stdin_display_name or os.path.join(os.getcwd(), "stdin"))
+def fix_stdin(display_name: Optional[str], finder: config.Finder, target: str, codes: Sequence[str],
+              show_diff: bool, say: Callable[[str], None]) -> int:
+    """`skiplint fix -` (and `skiplint check --fix -`): the source read from standard input, fixed
+    (or its diff) on standard output; the exit status is the lint's on the fixed source."""
+    name = display_name or "stdin"
+    settings = finder.for_file(display_name or os.path.join(os.getcwd(), "stdin"))
     data = sys.stdin.buffer.read()
     for problem in finder.problems:
         print(problem, file=sys.stderr)
-    if args.stdin_display_name is not None and settings.excludes_named(args.stdin_display_name):
+    if display_name is not None and settings.excludes_named(display_name):
         outcome, fixed = FileFix(name, "", "", (), ()), data
     else:
-        outcome, fixed = fix_bytes(data, name, settings, args.target, codes)
-    if args.diff:
+        outcome, fixed = fix_bytes(data, name, settings, target, codes)
+    if show_diff:
         sys.stdout.write(diff(outcome))
         sys.stdout.flush()
     else:
@@ -638,7 +643,7 @@ def _fix_stdin(args: argparse.Namespace, finder: config.Finder, codes: Sequence[
     if outcome.error is not None:
         say(f"{name}: could not fix this source: {outcome.error}")
         return EXIT_UNCHECKED
-    _report(outcome, name, not args.diff, say)
+    _report(outcome, name, not show_diff, say)
     return EXIT_FINDINGS if outcome.remaining else EXIT_CLEAN
 
 
@@ -658,21 +663,33 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.paths != ["-"]:
             print("skiplint fix: '-' (standard input) cannot be combined with other paths", file=sys.stderr)
             return EXIT_UNCHECKED
-        return _fix_stdin(args, finder, codes, say)
+        return fix_stdin(args.stdin_display_name, finder, args.target, codes, args.diff, say)
     tasks = list(finder.discover(args.paths))
     for problem in finder.problems:
         print(problem, file=sys.stderr)
     if not tasks and not finder.fatal:
         say(f"skiplint fix: no Python files to fix in {' '.join(args.paths)}")
+    return fix_tasks(tasks, args.target, codes, not args.diff, say, sys.stdout.write)[0]
+
+
+def fix_tasks(tasks: Sequence[tuple[str, config.Config]], target: str, codes: Sequence[str], write: bool,
+              say: Callable[[str], None],
+              show: Optional[Callable[[str], object]] = None) -> tuple[int, list[FileFix]]:
+    """Fix each file with its configuration, in place when `write`, else giving `show` the diff:
+    the exit status of `skiplint fix` (0 done, 1 a diff was shown, 2 a file could not be fixed)
+    and each file's outcome. `skiplint fix` and `skiplint check --fix`/`--diff` both run this."""
     status = EXIT_OK
+    outcomes = []
     for path, settings in tasks:
-        outcome = fix_file(path, settings, args.target, codes, write=not args.diff)
+        outcome = fix_file(path, settings, target, codes, write=write)
+        outcomes.append(outcome)
         if outcome.error is not None:
             say(f"{path}: could not fix this file: {outcome.error}")
             status = EXIT_UNCHECKED
             continue
-        if outcome.changed and args.diff:
-            sys.stdout.write(diff(outcome))
+        if outcome.changed and not write:
+            if show is not None:
+                show(diff(outcome))
             status = max(status, EXIT_CHANGES)
-        _report(outcome, path, not args.diff, say)
-    return status
+        _report(outcome, path, write, say)
+    return status, outcomes
