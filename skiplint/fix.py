@@ -495,14 +495,17 @@ def _pycodestyle() -> tuple[Any, type]:
 @functools.lru_cache(maxsize=4)
 def flake8_findings(text: str, path: str) -> tuple[Diagnostic, ...]:
     """What flake8's default checks report on `text`, with flake8's default settings: pyflakes
-    (F codes, through flake8's own plugin) and pycodestyle (E and W codes; flake8's default ignore
-    list and line length). `text` must parse."""
+    (F codes, from flake8's own table of them) and pycodestyle (E and W codes; flake8's default
+    ignore list and line length). `text` must parse."""
     import pycodestyle
-    from flake8.plugins.pyflakes import FlakesChecker
+    import pyflakes.checker
+    from flake8.plugins.pyflakes import FLAKE8_PYFLAKES_CODES
 
     out = []
-    for line, col, message, _kind in FlakesChecker(ast.parse(text), path).run():
-        out.append(Diagnostic(path, line, col, message.split(" ", 1)[0], message))
+    for found in pyflakes.checker.Checker(ast.parse(text), filename=path, withDoctest=False).messages:
+        code = FLAKE8_PYFLAKES_CODES.get(type(found).__name__, "F999")
+        message = f"{code} {found.message % found.message_args}"
+        out.append(Diagnostic(path, found.lineno, getattr(found, "col", 0), code, message))
     options, report_class = _pycodestyle()
     report = report_class(options)
     lines = io.StringIO(text, newline=None).readlines()  # as flake8 reads a file: universal newlines
