@@ -88,7 +88,8 @@ def check_parser() -> argparse.ArgumentParser:
                     "(@skippable, stash, pop, Namespace, GPipe/Pipe) without running them. "
                     "`skiplint [PATH ...]` is the same command.",
         epilog="Exit status: 0 clean, 1 findings, 2 a file could not be checked, or a bad option or "
-               "configuration file. Configuration: [tool.skiplint] in pyproject.toml, [skiplint] in "
+               "configuration file; with --diff, as `skiplint fix --diff`: 0 nothing to change, 1 "
+               "changes, 2 a file could not be fixed. Configuration: [tool.skiplint] in pyproject.toml, [skiplint] in "
                "setup.cfg or tox.ini, the nearest to each file wins; options given here override it.",
     )
     parser.add_argument("paths", nargs="*", default=["."], metavar="PATH",
@@ -295,9 +296,6 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
 
         return fix.fix_stdin(args.stdin_display_name, finder, args.target, fix.FIXABLE, args.diff, say)
 
-    def check() -> list["FileResult"]:
-        return [_without_file_noqa(r) for r in parallel.check_all(tasks, args.jobs, settle=True)]
-
     where = [i for i, (path, _) in enumerate(tasks) if path == "-"]
     results = parallel.check_all([task for task in tasks if task[0] != "-"], args.jobs, settle=True)
     texts: dict[str, str] = {}
@@ -326,8 +324,8 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
             _, outcomes = fix.fix_tasks(candidates, args.target, fix.FIXABLE, True, say)
             changed = [outcome for outcome in outcomes if outcome.changed]
             fixed = (sum(len(outcome.applied) for outcome in changed), len(changed))
-            if changed:
-                results = check()  # what is left, with every file as it is now
+            if changed:  # what is left, with every file as it is now
+                results = [_without_file_noqa(r) for r in parallel.check_all(tasks, args.jobs, settle=True)]
         else:  # on a terminal: mark what `skiplint fix` would fix, as it would fix it
             _, outcomes = fix.fix_tasks(candidates, args.target, fix.FIXABLE, False, lambda _line: None)
             fixable = Counter(formats.fixable_key(d) for outcome in outcomes for d in outcome.applied)
