@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Optional, Sequence
+from collections import Counter
+from typing import TYPE_CHECKING, Counter as CounterType, Mapping, Optional, Sequence
 
 from skiplint import __version__, config, rules
 
@@ -21,6 +22,8 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_UNCHECKED = 0, 1, 2
 
 #: The report formats of `check` (skiplint.formats.FORMATS, named here so that --help costs no import).
 FORMAT_NAMES = ("text", "json", "sarif", "github")
+#: Where `--fix` moves SKP401's imports (skiplint.fix.TARGETS; the first is the default).
+FIX_TARGETS = ("torchgpipe", "fairscale")
 
 #: Commands run by another module's `main(argv) -> int`, given the rest of the command line as is.
 DELEGATED: dict[str, str] = {
@@ -85,7 +88,8 @@ def check_parser() -> argparse.ArgumentParser:
                     "(@skippable, stash, pop, Namespace, GPipe/Pipe) without running them. "
                     "`skiplint [PATH ...]` is the same command.",
         epilog="Exit status: 0 clean, 1 findings, 2 a file could not be checked, or a bad option or "
-               "configuration file. Configuration: [tool.skiplint] in pyproject.toml, [skiplint] in "
+               "configuration file; with --diff, as `skiplint fix --diff`: 0 nothing to change, 1 "
+               "changes, 2 a file could not be fixed. Configuration: [tool.skiplint] in pyproject.toml, [skiplint] in "
                "setup.cfg or tox.ini, the nearest to each file wins; options given here override it.",
     )
     parser.add_argument("paths", nargs="*", default=["."], metavar="PATH",
@@ -128,6 +132,22 @@ def check_parser() -> argparse.ArgumentParser:
     parser.add_argument("--exit-zero", action="store_true",
                         help="exit 0 even when there are findings (still 2 when a file "
                              "could not be checked)")
+    parser.add_argument("--fix", action="store_true",
+                        help="first make the fixes of `skiplint fix` (SKP106, SKP107, SKP401) to "
+                             "the selected findings, then report what is left")
+    parser.add_argument("--diff", action="store_true",
+                        help="print those fixes as a unified diff instead, and nothing else; "
+                             "exit 1 when there are some")
+    parser.add_argument("--target", choices=FIX_TARGETS, default=FIX_TARGETS[0],
+                        help="with --fix or --diff: where SKP401 moves skip API imports "
+                             "(default: torchgpipe)")
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                        help="colour the text report on standard output: auto (default) when it "
+                             "is a terminal, unless NO_COLOR is set (FORCE_COLOR: always); never "
+                             "in a file or another format")
+    parser.add_argument("-q", "--quiet", action="count", default=0,
+                        help="as flake8: -q prints only the names of files with findings, -qq "
+                             "nothing (the exit status tells)")
     parser.add_argument("--version", action="version", version=f"skiplint {__version__}")
     return parser
 
@@ -136,13 +156,15 @@ def rule_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skiplint rule",
         description="Explain rules: what each finds, why it fails at run time, where it is "
-                    "reported, a bad example and its fix (the text of docs/rules.md).",
+                    "reported, a bad example and its fix (the text of docs/rules.md). With no "
+                    "code, list every rule: its code, name and what it finds, one line each.",
         epilog="Exit status: 0 explained, 2 a code or prefix that matches no rule.")
     parser.add_argument("codes", nargs="*", metavar="CODE",
                         help="codes or prefixes, e.g. SKP101 or SKP2")
-    parser.add_argument("--all", action="store_true", help="every rule")
+    parser.add_argument("--all", action="store_true", help="explain every rule")
     parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="text (default) or json (a list of objects)")
+                        help="text (default) or json (a list of objects; every rule when no code "
+                             "is given)")
     return parser
 
 
@@ -180,15 +202,20 @@ def report_problems(finder: config.Finder) -> None:
 
 def _check_stdin(name: str, settings: config.Config) -> tuple["FileResult", Optional[str]]:
     """The result for the source read from standard input, and its text (None: unreadable)."""
-    from skiplint import engine, parallel, sources
+    from skiplint import engine, parallel, prefilter, sources
     from skiplint.diagnostics import Diagnostic
 
+    data = b""
     try:
-        text = sources.decode(sys.stdin.buffer.read())
+        data = sys.stdin.buffer.read()
+        text = sources.decode(data)
     except (sources.SourceError, OSError) as error:
         if isinstance(error, OSError):
             reason = f"cannot read standard input: {error.strerror or error}"
         else:
+            with prefilter.using_aliases(settings.api_aliases):
+                if not prefilter.wanted(data, name):  # names no API module: not read (prefilter.triage)
+                    return engine.FileResult(name, ()), None
             reason = str(error)
         message = rules.RULES["SKP900"].format(reason=reason)
         diagnostics = (Diagnostic(name, 1, 0, "SKP900", message),) if settings.selected("SKP900") else ()
@@ -212,7 +239,36 @@ def _without_file_noqa(result: "FileResult", text: Optional[str] = None) -> "Fil
     return result
 
 
-def run_check(argv: Sequence[str]) -> int:
+def use_color(choice: str, stream: object, environ: Optional[Mapping[str, str]] = None) -> bool:
+    """Whether to colour a text report written to `stream`: --color always/never decides; with
+    auto, a non-empty NO_COLOR turns it off, then a non-empty FORCE_COLOR on (no-color.org,
+    force-color.org), then a terminal that is not TERM=dumb turns it on."""
+    if choice != "auto":
+        return choice == "always"
+    environ = os.environ if environ is None else environ
+    if environ.get("NO_COLOR"):
+        return False
+    if environ.get("FORCE_COLOR"):
+        return True
+    return environ.get("TERM") != "dumb" and _isatty(stream)
+
+
+def _isatty(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _fix_command(prog: str, argv: Sequence[str]) -> str:
+    """The command line that fixes what this one reports: the same, with --fix."""
+    import shlex
+
+    kept = [arg for arg in argv if arg not in ("--fix", "--diff")]
+    return " ".join([prog, "--fix"] + [shlex.quote(arg) for arg in kept])
+
+
+def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
     args = check_parser().parse_args(list(argv))
     complaints = bad_codes(args)
     if complaints:
@@ -231,6 +287,15 @@ def run_check(argv: Sequence[str]) -> int:
 
     from skiplint import formats, parallel
 
+    say = (lambda _line: None) if args.quiet else _say
+    if (args.fix or args.diff) and "-" in [path for path, _ in tasks]:
+        if len(tasks) > 1:
+            _say("skiplint check: '-' (standard input) cannot be combined with other paths with --fix or --diff")
+            return EXIT_UNCHECKED
+        from skiplint import fix
+
+        return fix.fix_stdin(args.stdin_display_name, finder, args.target, fix.FIXABLE, args.diff, say)
+
     where = [i for i, (path, _) in enumerate(tasks) if path == "-"]
     results = parallel.check_all([task for task in tasks if task[0] != "-"], args.jobs, settle=True)
     texts: dict[str, str] = {}
@@ -241,15 +306,48 @@ def run_check(argv: Sequence[str]) -> int:
             texts[name] = text
         results.insert(where[0], result)
     results = [_without_file_noqa(r, texts.get(r.path)) for r in results]
+    terminal = (args.format == "text" and not args.output and not args.quiet and _isatty(sys.stdout))
+    fixed = (0, 0)
+    fixable: CounterType[tuple[str, str, int, str]] = Counter()
+    if args.fix or args.diff or terminal:
+        from skiplint import fix
+
+        # The files with a finding that `skiplint fix` may fix, fixed as `skiplint fix` fixes them.
+        candidates = [task for task, result in zip(tasks, results)
+                      if any(d.code in fix.FIXABLE for d in result.diagnostics)]
+        if args.diff:  # as `skiplint fix --diff`, which also says why a file cannot be fixed
+            candidates = [task for task, result in zip(tasks, results)
+                          if task in candidates or result.error is not None]
+            status, _ = fix.fix_tasks(candidates, args.target, fix.FIXABLE, False, say, _write_out)
+            return max(status, EXIT_UNCHECKED if finder.fatal else EXIT_CLEAN)
+        if args.fix:
+            _, outcomes = fix.fix_tasks(candidates, args.target, fix.FIXABLE, True, say)
+            changed = [outcome for outcome in outcomes if outcome.changed]
+            fixed = (sum(len(outcome.applied) for outcome in changed), len(changed))
+            if changed:  # what is left, with every file as it is now
+                results = [_without_file_noqa(r) for r in parallel.check_all(tasks, args.jobs, settle=True)]
+        else:  # on a terminal: mark what `skiplint fix` would fix, as it would fix it
+            _, outcomes = fix.fix_tasks(candidates, args.target, fix.FIXABLE, False, lambda _line: None)
+            fixable = Counter(formats.fixable_key(d) for outcome in outcomes for d in outcome.applied)
     report = formats.Report(results, statistics=args.statistics, show_source=args.show_source,
-                            show_url=args.show_url)
+                            show_url=args.show_url, terminal=terminal, fixable=fixable, fixed=fixed,
+                            fix_command=_fix_command(prog, argv),
+                            color=not args.output and args.format == "text"
+                            and use_color(args.color, sys.stdout))
     for name, text in texts.items():
         report._lines[name] = text.splitlines()  # --show-source: the text read, not a file of that name
-    output = formats.FORMATS[args.format](report)
+    reporter = formats.FORMATS[args.format]
+    if args.quiet:  # as flake8: -q and -qq replace the format
+        reporter = formats.names if args.quiet == 1 else formats.nothing
+    output = reporter(report)
     status = EXIT_FINDINGS if report.diagnostics and not args.exit_zero else EXIT_CLEAN
     if report.unchecked or finder.fatal:
         status = EXIT_UNCHECKED
     return max(status, _emit(output, args.output))
+
+
+def _write_out(text: str) -> None:
+    sys.stdout.write(text)
 
 
 def _emit(output: str, destination: Optional[str]) -> int:
@@ -282,20 +380,27 @@ def _silence_stdout() -> None:
         pass
 
 
+def rule_list() -> str:
+    """`skiplint rule`: every rule on one line, its code, name and what it finds."""
+    names = {code: rule.name + (" (opt-in)" if rule.opt_in else "") for code, rule in rules.RULES.items()}
+    width = max(map(len, names.values()))
+    return "".join(f"{code}  {names[code]:<{width}}  {rule.summary}\n" for code, rule in rules.RULES.items())
+
+
 def run_rule(argv: Sequence[str]) -> int:
     from skiplint import ruledoc
 
     parser = rule_parser()
     args = parser.parse_args(list(argv))
-    if not args.codes and not args.all:
-        parser.error("name a code (e.g. SKP101) or give --all")
+    if not args.codes and not args.all and args.format == "text":
+        return _emit(rule_list(), None)
     wanted = [code.strip().upper() for code in args.codes]
     unknown = [word for word, code in zip(args.codes, wanted) if not config.known_code(code)]
     if unknown:
         for word in unknown:
             _say(f"skiplint rule: {config.unknown_code(word)}")
         return EXIT_UNCHECKED
-    codes = [c for c in rules.RULES if args.all or c.startswith(tuple(wanted))]
+    codes = [c for c in rules.RULES if args.all or not wanted or c.startswith(tuple(wanted))]
     if args.format == "json":
         import json
 
@@ -303,6 +408,34 @@ def run_rule(argv: Sequence[str]) -> int:
     else:
         output = "\n".join(ruledoc.rule_text(code) for code in codes)
     return _emit(output, None)
+
+
+def _distance(a: str, b: str) -> int:
+    """Edits from `a` to `b`: insertions, deletions, substitutions and swaps of neighbours (the
+    optimal string alignment distance)."""
+    rows = [list(range(len(b) + 1))] + [[i] + [0] * len(b) for i in range(1, len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            rows[i][j] = min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                rows[i][j] = min(rows[i][j], rows[i - 2][j - 2] + 1)
+    return rows[len(a)][len(b)]
+
+
+def nearest_command(word: str) -> Optional[str]:
+    """The command a bare word (letters only) was probably meant to be: one edit away (`chekc`,
+    `lyaout`, `rules`), any case, or the start of only one command (`lay`); else None."""
+    if not word.isalpha() or not word.isascii():
+        return None
+    lowered = word.lower()
+    starts = [name for name in COMMANDS if len(lowered) >= 3 and name.startswith(lowered)]
+    if len(starts) == 1:
+        return starts[0]
+    near = sorted((_distance(lowered, name), name) for name in COMMANDS)
+    if near[0][0] <= 1 and (len(near) == 1 or near[1][0] > near[0][0]):
+        return near[0][1]
+    return None
 
 
 def _delegate(command: str, argv: Sequence[str]) -> int:
@@ -325,8 +458,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _delegate(command, rest)
     if command == "rule":
         return run_rule(rest)
+    if argv and command != argv[0]:
+        near = nearest_command(argv[0])
+        if near is not None and not os.path.lexists(argv[0]):
+            _say(f"skiplint: {argv[0]!r} is neither a file nor a command; did you mean {near}?")
     try:
-        return run_check(rest)
+        return run_check(rest, "skiplint check" if argv[:1] == ["check"] else "skiplint")
     except BrokenPipeError:  # a closed pipe on standard error
         _silence_stdout()
         return EXIT_UNCHECKED

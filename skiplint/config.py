@@ -101,7 +101,7 @@ def unknown_code(word: str) -> str:
     if near is not None:
         return f"unknown code {word!r}: no rule has this code or prefix; did you mean {near}?"
     return f"unknown code {word!r}: no rule has this code or prefix; skiplint's codes are SKPnnn " \
-           f"(skiplint rule --all lists them)"
+           f"(`skiplint rule` lists them)"
 
 
 @dataclass(frozen=True)

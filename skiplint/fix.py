@@ -4,8 +4,9 @@ A fix is a small edit of the original text: characters inserted before and after
 node (SKP106, SKP107) or a module path replaced (SKP401), located with Python's own parser, so
 every character outside the edit (form feeds, continuation lines, comments, line endings, the
 encoding) stays as it was. A fix is kept only when the edited file still parses and lints with no
-finding, of any code, that it did not have before; otherwise the file is left as it was for that
-finding and the reason is printed.
+finding, of any code, that it did not have before, and flake8's default checks (pyflakes,
+pycodestyle) report nothing new on it; otherwise the file is left as it was for that finding and
+the reason is printed.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ import argparse
 import ast
 import collections
 import difflib
+import functools
 import io
-import keyword
 import os
 import re
 import sys
 import tokenize
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from skiplint import config, engine, imports, parallel, parsing, sources
 from skiplint.diagnostics import Diagnostic
@@ -186,21 +187,6 @@ class _Source:
         cls = self.parents.get(func)
         return func.name == "forward" and isinstance(cls, ast.ClassDef) and bool(cls.decorator_list)
 
-    def names_in_scope(self, node: ast.AST) -> set[str]:
-        """Every identifier spelled in the function (or module) around `node`."""
-        scope: ast.AST = node
-        while scope in self.parents and not isinstance(scope, ast.FunctionDef):
-            scope = self.parents[scope]
-        names: set[str] = set()
-        for inner in ast.walk(scope):
-            for field in ("id", "arg", "attr", "name", "asname"):
-                value = getattr(inner, field, None)
-                if isinstance(value, str):
-                    names.update(value.split("."))
-            if isinstance(inner, (ast.Global, ast.Nonlocal)):
-                names.update(inner.names)
-        return names
-
 
 def _own_nodes(func: ast.FunctionDef) -> Iterator[ast.AST]:
     """The nodes of a function's body, not those of functions, lambdas or classes nested in it."""
@@ -290,24 +276,6 @@ def _import_edits(source: _Source, stmt: ast.AST, target: str) -> list[Edit]:
     raise _NotFixable("not an import statement")
 
 
-def _free_name(wanted: str, taken: set[str]) -> str:
-    if not (wanted.isidentifier() and not keyword.iskeyword(wanted)):
-        wanted = "skip"
-    candidate, n = wanted, 1
-    while candidate in taken:
-        n += 1
-        candidate = f"{wanted}_{n}"
-    return candidate
-
-
-def _skip_name(call: ast.Call) -> str:
-    name: Optional[ast.expr] = call.args[0] if call.args else next(
-        (kw.value for kw in call.keywords if kw.arg == "name"), None)
-    if isinstance(name, ast.Constant) and isinstance(name.value, str):
-        return name.value
-    return "skip"
-
-
 _NOWHERE = "Python's parser puts no such node at the reported position"
 
 
@@ -326,7 +294,6 @@ def plan(text: str, diagnostic: Diagnostic, target: str = "torchgpipe") -> list[
                 return [Edit(start, start, "["), Edit(end, end, "]")]
         raise _NotFixable("the declaration is not a call argument")
     if diagnostic.code == "SKP107":
-        kind = _COMMAND.match(diagnostic.message)
         calls = source.at(line, col, (ast.Call,))
         if not calls:
             raise _NotFixable(_NOWHERE)
@@ -336,11 +303,11 @@ def plan(text: str, diagnostic: Diagnostic, target: str = "torchgpipe") -> list[
             if isinstance(parent, ast.Expr):
                 if not source.yield_allowed(node):
                     raise _NotFixable("a yield here would change what the enclosing function is")
+                # A pop whose tensor the code discards stays discarded: `yield pop(name)`. A name
+                # for it would be a name nobody reads (pyflakes' F841), and would hide from SKP305
+                # that the tensor is discarded.
                 stmt_start = source.span(parent)[0]
-                if kind is not None and kind.group(1) == "stash":
-                    return [Edit(stmt_start, stmt_start, "yield ")]
-                name = _free_name(_skip_name(node), source.names_in_scope(node))
-                return [Edit(stmt_start, stmt_start, f"{name} = yield ")]
+                return [Edit(stmt_start, stmt_start, "yield ")]
             if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node:
                 if not source.yield_allowed(node):
                     raise _NotFixable("a yield here would change what the enclosing function is")
@@ -361,14 +328,15 @@ def _line_of(text: str, offset: int) -> int:
     return len(_LINE_BREAK.findall(text, 0, offset)) + 1
 
 
-def _key(diagnostic: Diagnostic, line: int) -> tuple[str, int, str]:
-    return diagnostic.code, line, diagnostic.message
+def _key(diagnostic: Diagnostic, line: int, exact: bool) -> tuple[str, int, str]:
+    return diagnostic.code, line, diagnostic.message if exact else ""
 
 
 def _introduced(before: Sequence[Diagnostic], after: Sequence[Diagnostic], text: str,
-                edits: Sequence[Edit]) -> list[Diagnostic]:
-    """Findings of `after` (the edited text) that `before` did not have: same code, same message,
-    same line once the lines the edits add or remove are taken into account."""
+                edits: Sequence[Edit], exact: bool = True) -> list[Diagnostic]:
+    """Findings of `after` (the edited text) that `before` did not have: same code, same message
+    (any message when not `exact`), same line once the lines the edits add or remove are taken
+    into account."""
     mapping = []  # (first and last line of the edit in the edited text, its first line before, shift after it)
     total = 0
     for edit in sorted(edits, key=lambda e: e.start):
@@ -385,10 +353,10 @@ def _introduced(before: Sequence[Diagnostic], after: Sequence[Diagnostic], text:
                 return first
         return line
 
-    had = collections.Counter(_key(d, d.line) for d in before)
+    had = collections.Counter(_key(d, d.line, exact) for d in before)
     new = []
     for diagnostic in after:
-        key = _key(diagnostic, original_line(diagnostic.line))
+        key = _key(diagnostic, original_line(diagnostic.line), exact)
         if had[key] > 0:
             had[key] -= 1
         else:
@@ -479,12 +447,72 @@ def _judged(diagnostic: Diagnostic, before: _Linted, change: Sequence[Edit], pat
     after = _lint(candidate, path, settings)
     if after.error is not None:
         return f"the rewritten file could not be checked: {after.error}"
-    introduced = _introduced(before.every, after.every, before.text, change)
+    introduced = [d for d in _introduced(before.every, after.every, before.text, change)
+                  if not _same_fact(diagnostic, d)]
     if introduced:
         return f"would introduce {_described(introduced[0])}"
     if not _gone(diagnostic, before.reported, after.reported):
         return "the rewritten file still has this finding"
+    # flake8's default checks, as clean as they were: compared by code and line, since their
+    # messages carry what the edit changes (a line's length).
+    flagged = _introduced(flake8_findings(before.text, path), flake8_findings(candidate, path),
+                          before.text, change, exact=False)
+    if flagged:
+        return f"would introduce {_described(flagged[0])} (flake8's default checks)"
     return after
+
+
+def _same_fact(fixed: Diagnostic, new: Diagnostic) -> bool:
+    """Whether `new` only says again what `fixed` said: a pop whose tensor the code discards is,
+    once yielded, what SKP116 (opt-in) describes, on the same line."""
+    kind = _COMMAND.match(fixed.message)
+    return (kind is not None and kind.group(1) == "pop" and new.code == "SKP116"
+            and new.line == fixed.line)
+
+
+@functools.lru_cache(maxsize=1)
+def _pycodestyle() -> tuple[Any, type]:
+    """pycodestyle's options with flake8's defaults, and a report that keeps what it is told."""
+    import pycodestyle
+    from flake8 import defaults
+
+    class Report(pycodestyle.BaseReport):  # type: ignore[misc]
+        def __init__(self, options: Any) -> None:
+            super().__init__(options)
+            self.found: list[tuple[int, int, str]] = []
+
+        def error(self, line_number: int, offset: int, text: str, check: Any) -> Optional[str]:
+            code: Optional[str] = super().error(line_number, offset, text, check)
+            if code:
+                self.found.append((line_number, offset, text))
+            return code
+
+    guide = pycodestyle.StyleGuide(quiet=True, ignore=list(defaults.IGNORE),
+                                   max_line_length=defaults.MAX_LINE_LENGTH)
+    return guide.options, Report
+
+
+@functools.lru_cache(maxsize=4)
+def flake8_findings(text: str, path: str) -> tuple[Diagnostic, ...]:
+    """What flake8's default checks report on `text`, with flake8's default settings: pyflakes
+    (F codes, from flake8's own table of them) and pycodestyle (E and W codes; flake8's default
+    ignore list and line length). `text` must parse."""
+    import pycodestyle
+    import pyflakes.checker
+    from flake8.plugins.pyflakes import FLAKE8_PYFLAKES_CODES
+
+    out = []
+    for found in pyflakes.checker.Checker(ast.parse(text), filename=path, withDoctest=False).messages:
+        code = FLAKE8_PYFLAKES_CODES.get(type(found).__name__, "F999")
+        message = f"{code} {found.message % found.message_args}"
+        out.append(Diagnostic(path, found.lineno, getattr(found, "col", 0), code, message))
+    options, report_class = _pycodestyle()
+    report = report_class(options)
+    lines = io.StringIO(text, newline=None).readlines()  # as flake8 reads a file: universal newlines
+    pycodestyle.Checker(path, lines=lines, options=options, report=report).check_all()
+    for line, col, message in report.found:
+        out.append(Diagnostic(path, line, col, message.split(" ", 1)[0], message))
+    return tuple(out)
 
 
 def _compiles(text: str, path: str) -> bool:
@@ -513,10 +541,13 @@ def _encoded(outcome: FileFix, data: bytes) -> bytes:
 def fix_bytes(data: bytes, path: str, settings: config.Config, target: str,
               codes: Sequence[str]) -> tuple[FileFix, bytes]:
     """The outcome of fixing a file's contents, and the fixed contents (`data` itself when unchanged)."""
-    try:
-        if not imports.mentions_api(data) and not settings.api_aliases:
+    if not imports.mentions_api(data) and not settings.api_aliases:
+        try:
             text = sources.decode(data)
-            return FileFix(path, text, text, (), ()), data
+        except sources.SourceError:  # names no API module: not read (prefilter.triage)
+            text = ""
+        return FileFix(path, text, text, (), ()), data
+    try:
         text = sources.decode(data)
     except sources.SourceError as error:
         return FileFix(path, "", "", (), (), str(error)), data
@@ -548,12 +579,13 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="skiplint fix",
         description="Rewrite the mechanical mistakes in place: SKP106 (a bare string declaration "
-                    "becomes a one-element list), SKP107 (the missing yield, and the assignment "
-                    "for a pop), SKP401 (imports of the removed torch.distributed.pipeline.sync "
+                    "becomes a one-element list), SKP107 (the missing yield), "
+                    "SKP401 (imports of the removed torch.distributed.pipeline.sync "
                     "skip API move to --target). A fix only makes a file strictly better: it is "
                     "kept when the file then lints with no finding, of any code, that it did not "
-                    "have, and every character outside the edit is kept; otherwise the file is "
-                    "left as it is and the reason is printed.",
+                    "have, flake8's default checks (pyflakes, pycodestyle) report nothing new, and "
+                    "every character outside the edit is kept; otherwise the file is left as it is "
+                    "and the reason is printed.",
         epilog="Exit status: 0 done (or nothing to fix), 1 with --diff when there are changes, "
                "2 a file could not be read or parsed. With '-' (standard input): 0 nothing is "
                "left to report in the fixed source, 1 findings are left, 2 it could not be checked.",
@@ -591,18 +623,20 @@ def _report(outcome: FileFix, name: str, wrote: bool, say: Callable[[str], None]
         say(f"{name}:{diagnostic.line}:{diagnostic.col + 1}: {diagnostic.code} not fixed: {why}")
 
 
-def _fix_stdin(args: argparse.Namespace, finder: config.Finder, codes: Sequence[str],
-               say: Callable[[str], None]) -> int:
-    name = args.stdin_display_name or "stdin"
-    settings = finder.for_file(args.stdin_display_name or os.path.join(os.getcwd(), "stdin"))
+def fix_stdin(display_name: Optional[str], finder: config.Finder, target: str, codes: Sequence[str],
+              show_diff: bool, say: Callable[[str], None]) -> int:
+    """`skiplint fix -` (and `skiplint check --fix -`): the source read from standard input, fixed
+    (or its diff) on standard output; the exit status is the lint's on the fixed source."""
+    name = display_name or "stdin"
+    settings = finder.for_file(display_name or os.path.join(os.getcwd(), "stdin"))
     data = sys.stdin.buffer.read()
     for problem in finder.problems:
         print(problem, file=sys.stderr)
-    if args.stdin_display_name is not None and settings.excludes_named(args.stdin_display_name):
+    if display_name is not None and settings.excludes_named(display_name):
         outcome, fixed = FileFix(name, "", "", (), ()), data
     else:
-        outcome, fixed = fix_bytes(data, name, settings, args.target, codes)
-    if args.diff:
+        outcome, fixed = fix_bytes(data, name, settings, target, codes)
+    if show_diff:
         sys.stdout.write(diff(outcome))
         sys.stdout.flush()
     else:
@@ -612,7 +646,7 @@ def _fix_stdin(args: argparse.Namespace, finder: config.Finder, codes: Sequence[
     if outcome.error is not None:
         say(f"{name}: could not fix this source: {outcome.error}")
         return EXIT_UNCHECKED
-    _report(outcome, name, not args.diff, say)
+    _report(outcome, name, not show_diff, say)
     return EXIT_FINDINGS if outcome.remaining else EXIT_CLEAN
 
 
@@ -632,21 +666,33 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.paths != ["-"]:
             print("skiplint fix: '-' (standard input) cannot be combined with other paths", file=sys.stderr)
             return EXIT_UNCHECKED
-        return _fix_stdin(args, finder, codes, say)
+        return fix_stdin(args.stdin_display_name, finder, args.target, codes, args.diff, say)
     tasks = list(finder.discover(args.paths))
     for problem in finder.problems:
         print(problem, file=sys.stderr)
     if not tasks and not finder.fatal:
         say(f"skiplint fix: no Python files to fix in {' '.join(args.paths)}")
+    return fix_tasks(tasks, args.target, codes, not args.diff, say, sys.stdout.write)[0]
+
+
+def fix_tasks(tasks: Sequence[tuple[str, config.Config]], target: str, codes: Sequence[str], write: bool,
+              say: Callable[[str], None],
+              show: Optional[Callable[[str], object]] = None) -> tuple[int, list[FileFix]]:
+    """Fix each file with its configuration, in place when `write`, else giving `show` the diff:
+    the exit status of `skiplint fix` (0 done, 1 a diff was shown, 2 a file could not be fixed)
+    and each file's outcome. `skiplint fix` and `skiplint check --fix`/`--diff` both run this."""
     status = EXIT_OK
+    outcomes = []
     for path, settings in tasks:
-        outcome = fix_file(path, settings, args.target, codes, write=not args.diff)
+        outcome = fix_file(path, settings, target, codes, write=write)
+        outcomes.append(outcome)
         if outcome.error is not None:
             say(f"{path}: could not fix this file: {outcome.error}")
             status = EXIT_UNCHECKED
             continue
-        if outcome.changed and args.diff:
-            sys.stdout.write(diff(outcome))
+        if outcome.changed and not write:
+            if show is not None:
+                show(diff(outcome))
             status = max(status, EXIT_CHANGES)
-        _report(outcome, path, not args.diff, say)
-    return status
+        _report(outcome, path, write, say)
+    return status, outcomes

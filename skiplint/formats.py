@@ -13,7 +13,7 @@ import os
 import urllib.parse
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, FrozenSet, Optional, Sequence
+from typing import Callable, Counter as CounterType, FrozenSet, Optional, Sequence
 
 from skiplint import __version__, rules, sources
 from skiplint.diagnostics import Diagnostic, FileResult, shown
@@ -35,6 +35,17 @@ class Report:
     show_source: bool = False
     #: Text format: the address of each finding's rule documentation on the line after it.
     show_url: bool = False
+    #: Text format: colour the path, the separators and the code as flake8 does.
+    color: bool = False
+    #: Text format, for a terminal: mark the findings `skiplint fix` fixes with `[*]` and end
+    #: with a summary. Piped output stays one finding per line, as flake8 prints it.
+    terminal: bool = False
+    #: The findings that `skiplint fix` fixes (each (path, code, line, message), as many as there are).
+    fixable: CounterType[tuple[str, str, int, str]] = field(default_factory=Counter)
+    #: The command that fixes them, for the summary.
+    fix_command: str = ""
+    #: Findings fixed and files changed by `check --fix` before this report, for the summary.
+    fixed: tuple[int, int] = (0, 0)
     _lines: dict[str, Optional[list[str]]] = field(default_factory=dict, repr=False)
 
     @property
@@ -86,10 +97,65 @@ def statistics_lines(report: Report) -> list[str]:
     return [f"{count:<5} {code} {rules.RULES[code].name}" for code, count in report.counts()]
 
 
+#: ANSI SGR sequences, as flake8 colours its report: the path bold, the separators cyan, the code
+#: bold red; the rest is plain.
+BOLD, CYAN, RED, RESET = "\x1b[1m", "\x1b[36m", "\x1b[31m", "\x1b[m"
+#: The mark of a finding `skiplint fix` fixes (ruff's).
+FIXABLE_MARK = "[*]"
+
+
+def fixable_key(d: Diagnostic) -> tuple[str, str, int, str]:
+    return d.path, d.code, d.line, d.message
+
+
+def finding_line(d: Diagnostic, color: bool = False, fixable: bool = False) -> str:
+    """`path:line:col: CODE message`, flake8's line; `CODE [*] message` when it is fixable."""
+    path, message = shown(d.path), shown(d.message)
+    code, rest = message[:len(d.code)], message[len(d.code):]
+    if not color:
+        mark = f" {FIXABLE_MARK}" if fixable else ""
+        return f"{path}:{d.line}:{d.col + 1}: {code}{mark}{rest}"
+    sep = f"{CYAN}:{RESET}"
+    mark = f" {CYAN}{FIXABLE_MARK}{RESET}" if fixable else ""
+    return f"{BOLD}{path}{RESET}{sep}{d.line}{sep}{d.col + 1}{sep} {BOLD}{RED}{code}{RESET}{mark}{rest}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def summary_lines(report: Report, fixable: int) -> list[str]:
+    """The end of a report on a terminal: what was fixed, what was found, what can be fixed and how."""
+    out = []
+    if report.fixed[0]:
+        out.append(f"Fixed {_count(report.fixed[0], 'finding')} in {_count(report.fixed[1], 'file')}.")
+    diagnostics = report.diagnostics
+    files = len(report.results)
+    if diagnostics:
+        hit = sum(1 for result in report.results if result.diagnostics)
+        where = _count(hit, "file") if hit == files else f"{hit} of {_count(files, 'file')}"
+        line = f"Found {_count(len(diagnostics), 'finding')} in {where}"
+        unchecked = len(report.unchecked)
+        out.append(line + (f"; {_count(unchecked, 'file')} could not be checked." if unchecked else "."))
+    else:
+        out.append(f"No findings in {_count(files, 'file')}.")
+    if fixable:
+        mark = f"{CYAN}{FIXABLE_MARK}{RESET}" if report.color else FIXABLE_MARK
+        out.append(f"{mark} {fixable} fixable with `{report.fix_command}`.")
+    return out
+
+
 def text(report: Report) -> str:
     out: list[str] = []
+    marks = Counter(report.fixable) if report.terminal else Counter()
+    marked = 0
     for d in report.diagnostics:
-        out.append(f"{shown(d.path)}:{d.line}:{d.col + 1}: {shown(d.message)}")
+        key = fixable_key(d)
+        fixable = marks[key] > 0
+        if fixable:
+            marks[key] -= 1
+            marked += 1
+        out.append(finding_line(d, report.color, fixable))
         if report.show_source:
             line = report.source_line(d)
             if line is not None:
@@ -100,7 +166,22 @@ def text(report: Report) -> str:
             out.append(f"    {help_uri(d.code)}")
     if report.statistics:
         out.extend(statistics_lines(report))
+    if report.terminal:
+        out.extend(summary_lines(report, marked))
     return "".join(line + "\n" for line in out)
+
+
+def names(report: Report) -> str:
+    """flake8's -q: the name of each file with findings, once (and --statistics)."""
+    out = list(dict.fromkeys(shown(d.path) for d in report.diagnostics))
+    if report.statistics:
+        out.extend(statistics_lines(report))
+    return "".join(line + "\n" for line in out)
+
+
+def nothing(report: Report) -> str:
+    """flake8's -qq: no findings (the exit status tells), only --statistics."""
+    return "".join(line + "\n" for line in statistics_lines(report)) if report.statistics else ""
 
 
 # -- JSON ------------------------------------------------------------------------------------------

@@ -231,13 +231,19 @@ def wanted(data: Union[bytes, str], path: str, scan: Optional[ProjectScan] = Non
 
 def triage(path: str, selection: Selection, scan: Optional[ProjectScan] = None) -> Union[FileResult, str]:
     """Read one file: its verdict when it needs no analysis (clean, or unreadable: SKP900), else
-    its decoded text for the analysis."""
+    its decoded text for the analysis.
+
+    One policy for what cannot be analysed: a file that cannot be read at all is SKP900 (whether
+    it uses the API cannot be told); a file whose bytes name no API module is not decoded or
+    parsed, so nothing is reported about it, whatever it holds (a syntax error, NUL bytes, bytes
+    that are not text: Python and flake8's E902/E999 report those); a file that names the API and
+    cannot be decoded or parsed is SKP900.
+    """
     from skiplint.diagnostics import FileResult
 
     try:
         data = sources.read_bytes(path)
-        if b"\0" not in data and not wanted(data, path, scan):
-            sources.decode(data)  # only decodability is left to confirm
+        if not wanted(data, path, scan):
             return FileResult(path, ())
         return sources.decode(data)
     except sources.SourceError as error:

@@ -557,13 +557,22 @@ REPORTED_AT: dict[str, str] = {
               "repeated there)",
     "SKP306": "the pipe call",
     "SKP401": "the import",
-    "SKP900": "line 1 (the command line only; flake8 reports unparsable files as E999)",
+    "SKP900": "where the file stops being checkable: a syntax error's line and column, as the "
+              "running Python's parser puts them, or the token past a parser limit; line 1 for a "
+              "file that cannot be read or decoded (the command line only; flake8 reports "
+              "unparsable files as E999)",
     "SKP901": "the computed expression",
     "SKP902": "line 1 (the analysis of the rest of the file is still reported)",
 }
 
 #: When a rule reports, where that is narrower than its summary says.
 WHEN: dict[str, str] = {
+    "SKP900": "the file cannot be read at all (missing, unreadable, not a regular file, larger than "
+              "the size limit), or it may use the API (it imports an API module, or composes "
+              "skippable classes imported from its own project) and cannot be decoded or parsed. "
+              "A file whose bytes name no API module is neither decoded nor parsed, so nothing is "
+              "reported about it, whatever it holds (a syntax error, NUL bytes, bytes that are not "
+              "text): Python and flake8 (E902, E999) report those",
     "SKP202": "the composition may be verified: it is given to a pipe or `verify_skippables`, or it "
               "leaves its module (bound at module level, or returned by a module-level function, "
               "so an importer may pipe it). A model built and only run plainly inside a function "
@@ -618,10 +627,11 @@ declared name and a used name differ, both sides are reported, since either may 
 Opt-in codes ({opt_in}) are off unless selected by their full code, as flake8-bugbear's
 B9 codes: `skiplint --extend-select SKP116` or, in flake8, `--extend-select SKP116`.
 
-`skiplint fix` rewrites SKP106, SKP107 and SKP401 (JSON and SARIF mark those findings fixable). A
-fix only makes a file strictly better: it is kept when the fixed file lints with no finding, of any
-code, that the original did not have, and every byte outside the edit is kept; otherwise the file
-is left as it was and the reason is printed. SKP902 is the analyzer's own bug, never a finding
+`skiplint fix` and `skiplint check --fix` rewrite SKP106, SKP107 and SKP401 (JSON and SARIF mark
+those findings fixable). A fix only makes a file strictly better: it is kept when the fixed file
+lints with no finding, of any code, that the original did not have, flake8's default checks
+(pyflakes, pycodestyle) report nothing new, and every byte outside the edit is kept; otherwise
+the file is left as it was and the reason is printed. SKP902 is the analyzer's own bug, never a finding
 about your model: the file counts as not checked (exit 2), the rest of it is still reported.
 
 A note on flake8-bugbear and ruff: a forward that only stashes is a generator that returns a

@@ -158,10 +158,17 @@ def test_rule_with_an_unknown_code_names_the_nearest(inproc) -> None:
         2, "", "skiplint rule: unknown code 'SKP1O1': no rule has this code or prefix; did you mean SKP101?\n")
 
 
-def test_rule_without_a_code_is_a_usage_error(inproc) -> None:
-    with pytest.raises(SystemExit) as raised:
-        inproc("rule")
-    assert raised.value.code == 2
+def test_rule_without_a_code_lists_every_rule(inproc) -> None:
+    status, out, err = inproc("rule")
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines] == list(rules.RULES)
+    assert lines[0] == ("SKP101  undeclared-stash                "
+                        "stash(name, ...) is yielded for a name not declared in stash=")
+    assert lines[list(rules.RULES).index("SKP116")] == (
+        "SKP116  discarded-pop (opt-in)          the tensor from yield pop(name) is discarded")
+    status, out, _ = inproc("rule", "--format", "json")
+    assert status == 0 and [item["code"] for item in json.loads(out)] == list(rules.RULES)
 
 
 def test_show_url_follows_each_finding(inproc, tmp_path: Path) -> None:
@@ -180,7 +187,7 @@ def test_show_url_follows_each_finding(inproc, tmp_path: Path) -> None:
      "skiplint: --select: unknown code 'SKP1O1': no rule has this code or prefix; did you mean SKP101?"),
     (("--select", "E501"),
      "skiplint: --select: unknown code 'E501': no rule has this code or prefix; skiplint's codes are "
-     "SKPnnn (skiplint rule --all lists them)"),
+     "SKPnnn (`skiplint rule` lists them)"),
     (("--ignore", "SKP1O1"),
      "skiplint: --ignore: unknown code 'SKP1O1': no rule has this code or prefix; did you mean SKP101?"),
     (("--extend-select", "SKP999"),
