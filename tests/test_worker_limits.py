@@ -19,7 +19,7 @@ from skiplint import limits, parallel
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs POSIX signals")
 
-#: A file with one finding (SKP101 at 8:15), so that a checked file shows in the output.
+#: A file with two findings, so that a checked file shows in the output.
 UNDECLARED = textwrap.dedent("""\
     from torch import nn
     from torchgpipe.skip import skippable, stash
@@ -67,13 +67,23 @@ HOOK = textwrap.dedent("""\
 """)
 
 
+def checked(i: int) -> list[str]:
+    """The output for src/mNN.py when it is checked."""
+    return [f"src/m{i:02d}.py:5:19: SKP103 'declared' is declared in stash=[...] but no path of forward stashes it",
+            f"src/m{i:02d}.py:8:15: SKP101 'typo' is stashed but not declared in stash=[...]"]
+
+
+#: The limit in these runs: far above what a file takes on a loaded machine, also in a fresh process.
+TEST_LIMIT = "15"
+
+
 def skiplint_run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     for i in range(12):
         (tmp_path / "src" / f"m{i:02d}.py").parent.mkdir(exist_ok=True)
         (tmp_path / "src" / f"m{i:02d}.py").write_text(UNDECLARED)
     (tmp_path / "hook").mkdir(exist_ok=True)
     (tmp_path / "hook" / "sitecustomize.py").write_text(HOOK)
-    environ = dict(os.environ, PYTHONPATH=str(tmp_path / "hook"), FILE_SECONDS="3", **env)
+    environ = dict(os.environ, PYTHONPATH=str(tmp_path / "hook"), FILE_SECONDS=TEST_LIMIT, **env)
     return subprocess.run([sys.executable, "-m", "skiplint", "-j", "2", "src"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300, env=environ)
 
@@ -82,18 +92,16 @@ def skiplint_run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]
 def test_a_worker_stopped_or_stuck_on_a_file_costs_that_file(tmp_path: Path, how: str) -> None:
     result = skiplint_run(tmp_path, STUCK_FILE="m05.py", HOW=how)
     assert result.returncode == 2 and result.stderr == ""
-    lines = result.stdout.splitlines()
-    assert "src/m05.py:1:1: SKP900 could not check this file: checking it took more than 3 s, the limit for " \
-           "one file; the process checking it was ended" in lines
-    checked = [f"src/m{i:02d}.py:8:15: SKP101" for i in range(12) if i != 5]
-    assert [line[:len(checked[0])] for line in lines if "SKP101" in line] == checked
+    unchecked = (f"src/m05.py:1:1: SKP900 could not check this file: checking it took more than {TEST_LIMIT} s, "
+                 "the limit for one file; the process checking it was ended")
+    assert result.stdout.splitlines() == [
+        line for i in range(12) for line in (checked(i) if i != 5 else [unchecked])], result.stdout
 
 
 def test_a_worker_stopped_while_idle_holds_up_nothing(tmp_path: Path) -> None:
     result = skiplint_run(tmp_path, HOW="stop-idle")
     assert result.returncode == 1 and result.stderr == ""
-    assert [line.split(":")[0] for line in result.stdout.splitlines() if "SKP101" in line] == [
-        f"src/m{i:02d}.py" for i in range(12)]
+    assert result.stdout.splitlines() == [line for i in range(12) for line in checked(i)], result.stdout
 
 
 def test_the_limit_is_generous() -> None:
@@ -118,4 +126,10 @@ def test_a_stopped_worker_does_not_keep_the_run_from_ending(monkeypatch: pytest.
     if closing.is_alive():
         os.kill(workers[0], signal.SIGKILL)
     assert not closing.is_alive(), "the stopped worker kept the pool from shutting down"
-    assert not [p for p in multiprocessing.active_children() if p.pid == workers[0]]
+    for process in [p for p in multiprocessing.active_children() if p.pid == workers[0]]:
+        # Ended, perhaps not reaped yet (the pool's own thread may be reaping it meanwhile).
+        for _ in range(1200):
+            if process.exitcode is not None:
+                break
+            threading.Event().wait(0.05)
+        assert process.exitcode == -signal.SIGKILL
