@@ -87,7 +87,8 @@ def test_a_pop_in_the_wrong_namespace_stands_for_the_stash_nothing_pops():
     """verify_skippables names both halves of one mistake (SKP201 at the pop, SKP202 at the stash);
     the static pass reports it once, at the pop: that finding predicts both failures."""
     static = [finding("SKP201", layer="2 (Load)", name="x")]
-    failures = [obs("SKP201", "2", "Load", "x", "verify_skippables"), obs("SKP202", "0", "Save", "x", "verify_skippables")]
+    failures = [obs("SKP201", "2", "Load", "x", "verify_skippables"),
+                obs("SKP202", "0", "Save", "x", "verify_skippables")]
     observations, verdicts = join(failures, static, REACH)
     assert [(o.code, o.predicted) for o in observations] == [("SKP201", True), ("SKP202", True)]
     assert [v.verdict for v in verdicts] == ["confirmed"]

@@ -294,7 +294,8 @@ def test_the_targets_own_pipe_is_joined_under_torchrun(tmp_path):
     verify_skippables; rank 0 joins it as the single-process run does, and no rank calls it an error."""
     path = tmp_path / "script.py"
     path.write_text(
-        "import torch\nfrom torch import nn\nfrom torchgpipe import GPipe\nfrom torchgpipe.skip import skippable, stash\n\n\n"
+        "import torch\nfrom torch import nn\nfrom torchgpipe import GPipe\n"
+        "from torchgpipe.skip import skippable, stash\n\n\n"
         "@skippable(stash=['skip'])\nclass Keep(nn.Module):\n    def forward(self, x):\n"
         "        yield stash('skip', x)\n        return x\n\n\n"
         "MODEL = nn.Sequential(nn.Linear(4, 4), Keep(), nn.Linear(4, 4))\nGPipe(MODEL, balance=[2, 1], chunks=2)\n\n\n"
