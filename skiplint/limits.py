@@ -44,6 +44,20 @@ MAX_ELIF_CHAIN = 2000
 MAX_TOKENS = 100_000
 
 
+# -- one file in a worker process (`-j`, skiplint.parallel) -----------------------------------------
+
+#: Seconds a worker process may spend on one file before the run ends that process and reports the
+#: file as not checked (SKP900); the other files are still checked. It is there for a worker that
+#: is stopped (SIGSTOP) or stuck, never for a slow file: every other limit here bounds a file's
+#: work well below it (the largest text the parser is given, MAX_TOKENS, takes about 25 s on a
+#: loaded 2-core machine; a 148,520-token list 35 s), so a file reaches it only when its process
+#: does not run. A run on one job checks in its own process, unbounded by this.
+FILE_SECONDS = 600.0
+#: Seconds the workers are given to exit once every file is checked; a worker still there (a
+#: stopped one) is then ended, so that it cannot keep the run from finishing.
+WORKER_EXIT_SECONDS = 10.0
+
+
 # -- locating reported nodes (skiplint.facts.Locator) --------------------------------------------
 
 #: Characters of libcst's generated code and of the source, together, aligned character by

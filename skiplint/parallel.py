@@ -4,7 +4,9 @@ A file that names no API module gets its verdict from the prefilter alone: the e
 it libcst) is imported only for a file that needs it. A worker process that dies (the kernel's
 OOM killer, a crashing C extension) costs the run nothing but the file it was on: the other
 files' results are kept, the files it may have been checking are retried each in a fresh process
-of its own, and one that kills that process too is reported as not checked (SKP900).
+of its own, and one that kills that process too is reported as not checked (SKP900). A worker
+that spends more than limits.FILE_SECONDS on one file (a stopped or stuck process: no file needs
+that long) is ended the same way, and that file is reported as not checked (SKP900).
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ import inspect
 import multiprocessing
 import os
 import signal
-from concurrent.futures import Future, ProcessPoolExecutor
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from skiplint import prefilter, rules
+from skiplint import limits, prefilter, rules
 from skiplint.config import Config
 from skiplint.diagnostics import Diagnostic, FileResult, Selection, error_text
 
@@ -149,13 +152,22 @@ def _serially(tasks: Sequence[Task], settle: bool) -> list[FileResult]:
 
 # -- workers ---------------------------------------------------------------------------------------
 
-#: In a worker: one shared byte per task, set when the worker starts it (see _pool_round).
+#: In a worker: one shared byte per task, 1 when the worker starts it and 2 when it is done, and
+#: the time it started (see _pool_round).
 _STARTED: Optional[Any] = None
+_SINCE: Optional[Any] = None
+#: Seconds between two looks at the workers' files (a bound of minutes needs no finer clock).
+_TICK = 0.5
+_KILL = getattr(signal, "SIGKILL", signal.SIGTERM)
 
 
-def _worker_init(started: Any, settle: bool) -> None:
-    global _STARTED, _checked_since
-    _STARTED = started
+def _worker_init(started: Any, since: Any, workers: Any, settle: bool) -> None:
+    global _STARTED, _SINCE, _checked_since
+    _STARTED, _SINCE = started, since
+    with workers.get_lock():  # each worker's pid, so that the run can end a stopped one
+        slot = next((i for i in range(len(workers)) if not workers[i]), None)
+        if slot is not None:
+            workers[slot] = os.getpid()
     # A worker is the run's own process: when asked, its collector settles for as long as it lives.
     _checked_since = 0 if settle and gc.isenabled() else None
 
@@ -163,11 +175,43 @@ def _worker_init(started: Any, settle: bool) -> None:
 def _check_chunk(chunk: list[tuple[int, Task]]) -> list[tuple[int, FileResult]]:
     out = []
     for index, task in chunk:
-        if _STARTED is not None:
+        if _STARTED is not None and _SINCE is not None:
+            _SINCE[index] = time.monotonic()
             _STARTED[index] = 1
         out.append((index, check_one(task)))
+        if _STARTED is not None:
+            _STARTED[index] = 2
         _after_file()
     return out
+
+
+def _timed_out(task: Task) -> FileResult:
+    return prefilter.unchecked(task[0], f"checking it took more than {limits.FILE_SECONDS:g} s, the limit for "
+                                        "one file; the process checking it was ended")
+
+
+def _end(pids: Sequence[int]) -> None:
+    for pid in pids:
+        if pid:
+            try:
+                os.kill(pid, _KILL)
+            except OSError:  # gone already
+                pass
+
+
+def _close(pool: ProcessPoolExecutor, workers: Any) -> None:
+    """Shut the pool down without waiting on a worker that cannot exit (a stopped one): the workers
+    get limits.WORKER_EXIT_SECONDS to end; those still there are ended."""
+    pool.shutdown(wait=False)
+    pids = set(workers[:]) - {0}
+    deadline = time.monotonic() + limits.WORKER_EXIT_SECONDS
+    while time.monotonic() < deadline:
+        left = [p.pid for p in multiprocessing.active_children() if p.pid in pids]
+        if not left:
+            break
+        time.sleep(0.01)
+    else:
+        _end([p.pid or 0 for p in multiprocessing.active_children() if p.pid in pids])
 
 
 def _pool_round(tasks: Sequence[Task], todo: list[int], jobs: int,
@@ -176,18 +220,43 @@ def _pool_round(tasks: Sequence[Task], todo: list[int], jobs: int,
     the tasks it had not started and those it had started but not finished; else ([], [])."""
     context = multiprocessing.get_context()
     started = context.Array("b", len(tasks), lock=False)
+    since = context.Array("d", len(tasks), lock=False)
     chunksize = max(1, min(32, len(todo) // (jobs * 4)))
     chunks = [[(i, tasks[i]) for i in todo[k:k + chunksize]] for k in range(0, len(todo), chunksize)]
+    workers = context.Array("i", min(jobs, len(chunks)))
     broken = False
     with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=context,
-                             initializer=_worker_init, initargs=(started, settle)) as pool:
-        futures: list[Future[list[tuple[int, FileResult]]]] = [pool.submit(_check_chunk, c) for c in chunks]
-        for future in futures:
-            try:
-                for index, result in future.result():
-                    results[index] = result
-            except BrokenProcessPool:
-                broken = True
+                             initializer=_worker_init, initargs=(started, since, workers, settle)) as pool:
+        futures: set[Future[list[tuple[int, FileResult]]]] = {pool.submit(_check_chunk, c) for c in chunks}
+        try:
+            seen, moved = bytes(started), time.monotonic()
+            look = moved + _TICK
+            while futures:
+                done, futures = wait(futures, timeout=_TICK, return_when=FIRST_COMPLETED)
+                for future in done:
+                    try:
+                        for index, result in future.result():
+                            results[index] = result
+                    except BrokenProcessPool:
+                        broken = True
+                now = time.monotonic()
+                if not futures or now < look:
+                    continue
+                look = now + _TICK
+                if bytes(started) != seen:
+                    seen, moved = bytes(started), now
+                overdue = [i for i in todo if seen[i] == 1 and since[i] and now - since[i] > limits.FILE_SECONDS]
+                if overdue or now - moved > limits.FILE_SECONDS:
+                    # No file needs that long: a worker is stopped or stuck (also one that stopped
+                    # idle, which holds up the others). The pool is ended, the overdue file
+                    # reported, and what the others had begun is retried, each file alone.
+                    for index in overdue:
+                        results[index] = _timed_out(tasks[index])
+                    _end(workers[:])
+                    broken = True
+                    break
+        finally:
+            _close(pool, workers)
     left = [i for i in todo if results[i] is None]
     if not broken or not left:
         return [], []
@@ -199,7 +268,8 @@ def _pool_round(tasks: Sequence[Task], todo: list[int], jobs: int,
 
 def _isolated(batch: Sequence[tuple[int, Task]]) -> list[tuple[int, Optional[FileResult], Optional[int]]]:
     """Check each task in a fresh process of its own, all at once: (index, result or None when
-    the process died, its exit code)."""
+    the process died, its exit code). A process still checking after limits.FILE_SECONDS is ended
+    and its file reported as not checked."""
     context = multiprocessing.get_context()
     running = []
     for index, task in batch:
@@ -207,12 +277,17 @@ def _isolated(batch: Sequence[tuple[int, Task]]) -> list[tuple[int, Optional[Fil
         process = context.Process(target=_isolated_child, args=(task, send), daemon=True)
         process.start()
         send.close()
-        running.append((index, process, receive))
+        running.append((index, task, process, receive))
+    deadline = time.monotonic() + limits.FILE_SECONDS
     out: list[tuple[int, Optional[FileResult], Optional[int]]] = []
-    for index, process, receive in running:
+    for index, task, process, receive in running:
         result: Optional[FileResult]
         try:
-            result = receive.recv()
+            if receive.poll(max(deadline - time.monotonic(), 0.0)):
+                result = receive.recv()
+            else:
+                result = _timed_out(task)
+                process.kill()
         except EOFError:
             result = None
         process.join()

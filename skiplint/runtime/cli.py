@@ -25,7 +25,8 @@ def _ints(value: str) -> tuple[int, ...]:
 
 
 def _list(value: str) -> tuple[str, ...]:
-    return tuple(v.strip() for v in value.split(",") if v.strip())
+    """Comma-separated names, an empty one kept (options.check says what is wrong with it)."""
+    return tuple(v.strip() for v in value.split(","))
 
 
 def parser() -> argparse.ArgumentParser:

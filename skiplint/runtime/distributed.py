@@ -29,6 +29,7 @@ import warnings
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Optional
 
+from skiplint.runtime import messages
 from skiplint.runtime.errors import CannotRun, hide_library_notices
 
 #: The variables torchrun (or any launcher using env:// rendezvous) sets for every rank.
@@ -40,11 +41,19 @@ POLL = 0.05
 GRACE = 15.0
 #: Seconds rank 0 waits for the other ranks to read the status before it exits.
 ACK_WAIT = 5.0
+#: Seconds a rank waits, once torchrun has stopped every rank (SIGTERM), for the others to say they
+#: were stopped too: a rank that does not say so is the process that ended, the culprit. Also how
+#: long a lost connection waits for that stop, or for the peer's own error, before it is reported.
+MARK_WAIT = 5.0
+#: Why torchrun stopped every rank when the culprit left no error of its own.
+ENDED = "the process ended without a result and torchrun stopped every rank"
 _PREFIX = "skiplint/verify/"
 
 #: The single-process run's first steps (skiplint.runtime.run, which imports torch).
 STEP_IMPORT, STEP_BUILD, STEP_STATIC = "import", "build", "static analysis"
 STEP_PLAN = "waiting for rank 0"
+#: A rank's mark, in place of "built", when the target's own pipe rejected the model there.
+REJECTED = "rejected"
 
 
 def launched_by_torchrun(environ: Optional[dict[str, str]] = None) -> bool:
@@ -60,7 +69,8 @@ class Fault:
     rank: int
     host: str
     step: str
-    #: raised (an exception in the rank's own work), oom, hang, lost (a wait on a peer that failed).
+    #: raised (an exception in the rank's own work), oom, hang, lost (a wait on a peer that failed),
+    #: unsupported (a restriction of torch.distributed.pipelining: see skiplint.runtime.stage).
     kind: str
     error: str = ""
     seconds: float = 0.0
@@ -74,7 +84,10 @@ class Fault:
         if self.kind == "lost":
             return f"{who} stopped answering during {self.step}: {self.error}"
         kind, _, message = self.error.partition(": ")
-        return f"{who} raised {kind} during {self.step}" + (f": {message}" if message else "")
+        line = f"{who} raised {kind} during {self.step}" + (f": {message}" if message else "")
+        if self.kind == "unsupported":
+            return f"the pipelining backend cannot run this model: {line}"
+        return line
 
     @property
     def stops_the_run(self) -> bool:
@@ -143,9 +156,10 @@ class Board:
     def post_error(self, error: BaseException) -> None:
         state = self.state(self.rank) or (0, True, STEP_IMPORT)
         _, busy, step = state
-        while error.__cause__ is not None:  # the schedule wraps the stage's own error
-            error = error.__cause__
-        kind = "oom" if _is_oom(error) else "raised" if busy else "lost"
+        from skiplint.runtime import stage
+
+        error = stage.root_cause(error)  # the schedule wraps the stage's own error
+        kind = "oom" if _is_oom(error) else stage.ending(error, busy)
         self.set(f"error/{self.rank}", json.dumps({"kind": kind, "step": step, "error": _one_line(error)}))
 
     def error(self, rank: int) -> Optional[dict[str, str]]:
@@ -322,6 +336,12 @@ def _follower_work(ctx: Context) -> None:
         ctx.board.note(STEP_BUILD, True)
         model = target.build(args.target, None, args.input_shape or (1,), loaded=loaded).model
     except BaseException as error:
+        cause = error.__cause__ if type(error) is CannotRun else None
+        if cause is not None and messages.is_verify_error(cause):
+            # The target's own pipe rejected the model: rank 0 meets the same and joins it.
+            ctx.board.set(f"built/{ctx.rank}", REJECTED)
+            ctx.board.note(STEP_PLAN, False)
+            return
         ctx.board.post_error(error)
         raise
     ctx.board.set(f"built/{ctx.rank}", "1")
@@ -343,10 +363,12 @@ def _follower_work(ctx: Context) -> None:
 def _follow(ctx: Context) -> int:
     """A rank other than 0: its stage, then rank 0's status."""
     board = ctx.board
+    stop = _on_sigterm(board)
     worker = _Worker(lambda: _follower_work(ctx))
     worker.start()
     # Rank 0 names a rank that stops answering; this rank gives up alone only when rank 0 itself is stuck.
     watch = _Watch(board, ctx.world, ctx.args.timeout + GRACE)
+    stopped_at: Optional[float] = None
     while True:
         try:
             status = board.get("status")
@@ -359,7 +381,30 @@ def _follow(ctx: Context) -> int:
         if fault is not None and fault.kind == "hang":
             print(f"skiplint verify: rank {ctx.rank}: {fault.line()}; giving up", file=sys.stderr, flush=True)
             return EXIT_NOT_RUN
+        if stop.is_set():
+            stopped_at = stopped_at or time.monotonic()
+            if board.get("stopped/0") is None and time.monotonic() - stopped_at > MARK_WAIT:
+                return _lead_ended(ctx)
         time.sleep(POLL)
+
+
+def _lead_ended(ctx: Context) -> int:
+    """torchrun stopped every rank and rank 0 did not say it was stopped: rank 0 is the process that
+    ended, and cannot report. One rank says so for it (the report's one line, and with --format
+    json the JSON document), and every rank exits with its status."""
+    from skiplint.runtime.report import Report
+
+    board = ctx.board
+    if board.store.add(_PREFIX + "reporter", 1) == 1:
+        state = board.state(0)
+        fault = Fault(0, board.host(0), state[2] if state is not None else STEP_IMPORT, "lost", ENDED)
+        report = Report(ctx.args.target, reason=fault.line())
+        if not ctx.text:
+            ctx.stream.write(report.to_json() + "\n")
+            ctx.stream.flush()
+        print(f"skiplint verify: {report.reason}", file=sys.stderr, flush=True)
+        board.set("status", str(EXIT_NOT_RUN))
+    return EXIT_NOT_RUN
 
 
 class _Watch:
@@ -371,8 +416,12 @@ class _Watch:
         self.timeout = timeout
         #: rank -> (state, monotonic time it was first seen)
         self.seen: dict[int, tuple[Any, float]] = {}
+        #: When a lost connection was first seen.
+        self.lost_since: Optional[float] = None
 
     def look(self, only: Optional[int] = None) -> Optional[Fault]:
+        """The first fault; a lost connection only once it has waited MARK_WAIT for the peer's own
+        error or for torchrun's stop (after which the rank that ended is known)."""
         ranks = [only] if only is not None else list(range(self.world))
         now = time.monotonic()
         lost: Optional[Fault] = None
@@ -384,7 +433,10 @@ class _Watch:
                     return fault
                 lost = lost or _silent(self.board, self.world, f"rank {rank} lost its connection to it") or fault
         hang = self._hang(ranks, now)
-        return hang or lost
+        if hang is not None or lost is None:
+            return hang
+        self.lost_since = self.lost_since or now
+        return lost if now - self.lost_since > MARK_WAIT else None
 
     def _hang(self, ranks: list[int], now: float) -> Optional[Fault]:
         for rank in ranks:
@@ -417,7 +469,7 @@ def _lead(ctx: Context) -> int:
         ctx.stream.flush()
     worker = _Worker(lambda: _lead_work(ctx, progress, shared))
     watch = _Watch(ctx.board, ctx.world, args.timeout)
-    stop = _on_sigterm()
+    stop = _on_sigterm(ctx.board)
     worker.start()
     report: Optional[Report] = None
     while report is None:
@@ -428,7 +480,7 @@ def _lead(ctx: Context) -> int:
             report = _unexpected(ctx, shared, worker.error)
             break
         fault = watch.look()
-        if fault is None and stop.is_set():
+        if stop.is_set() and (fault is None or fault.kind == "lost"):
             fault = _stopped(ctx)
         if fault is not None:
             with ctx.lock:
@@ -455,31 +507,56 @@ class _Posted(Exception):
     """The rank's error is on the board already: the watching thread reports it from there."""
 
 
-def _on_sigterm() -> threading.Event:
-    """torchrun stops every rank with SIGTERM when one of them exits early: rank 0 still reports."""
+def _on_sigterm(board: Board) -> threading.Event:
+    """torchrun stops every rank with SIGTERM when one of them exits early: each rank that gets it
+    says so on the board (the one that ended cannot), and rank 0 still reports."""
     stop = threading.Event()
 
     def handler(signum: int, frame: Any) -> None:
-        stop.set()
+        if not stop.is_set():
+            stop.set()
+            try:
+                board.set(f"stopped/{board.rank}", "1")
+            except Exception:  # the store is gone with the launcher: nobody is left to tell
+                pass
 
     signal.signal(signal.SIGTERM, handler)
     return stop
 
 
 def _silent(board: Board, world: int, why: str) -> Optional[Fault]:
-    """The rank that went silent: the first one the board still shows busy with its own work and
-    without an error of its own (a process that died leaves its last state behind)."""
+    """The rank that went silent: the first one, other than this one (which is running), that the
+    board still shows busy with its own work and without an error of its own (a process that
+    died leaves its last state behind)."""
     for rank in range(world):
+        if rank == board.rank:
+            continue
         state = board.state(rank)
         if state is not None and state[1] and board.error(rank) is None:
             return Fault(rank, board.host(rank), state[2], "lost", why)
     return None
 
 
+def _ended(board: Board, world: int) -> Optional[Fault]:
+    """After torchrun's stop: the first rank that did not say it was stopped, nor posted an error of
+    its own, within MARK_WAIT: the process that ended, named with the step the board last shows."""
+    deadline = time.monotonic() + MARK_WAIT
+    while True:
+        silent = [rank for rank in range(world) if rank != board.rank
+                  and board.get(f"stopped/{rank}") is None and board.error(rank) is None]
+        if not silent or time.monotonic() > deadline:
+            break
+        time.sleep(POLL)
+    if not silent:
+        return None
+    state = board.state(silent[0])
+    return Fault(silent[0], board.host(silent[0]), state[2] if state is not None else STEP_IMPORT, "lost", ENDED)
+
+
 def _stopped(ctx: Context) -> Fault:
-    """The launcher stopped the run because a process ended: the one still busy on the board."""
-    why = "the process ended without a result and torchrun stopped every rank"
-    return (_silent(ctx.board, ctx.world, why)
+    """The launcher stopped the run because a process ended: the one that did not hear the stop,
+    else the one still busy on the board."""
+    return (_ended(ctx.board, ctx.world) or _silent(ctx.board, ctx.world, ENDED)
             or Fault(0, ctx.board.host(0), "the run", "lost", "torchrun stopped every rank"))
 
 
@@ -516,7 +593,14 @@ def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, 
     shared["stage step"] = name
     try:
         runner.load()
-        runner.build()
+        if runner.rejected is None:
+            runner.build()
+        if runner.rejected is not None:  # the target's own pipe rejected the model: joined, no stage runs
+            _stop_plan(board)
+            runner.static()
+            runner.finish()
+            board.note("report", False)
+            return report
         layers = len(runner.model)
         if ctx.world > layers:
             raise CannotRun(f"torchrun started {ctx.world} ranks but the model has {layers} layers: "
@@ -541,6 +625,10 @@ def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, 
             board.note("waiting for every rank to build the model", False)
             while not all(board.get(f"built/{r}") for r in range(1, ctx.world)):
                 time.sleep(POLL)
+            for rank in range(1, ctx.world):
+                if board.get(f"built/{rank}") == REJECTED:
+                    raise CannotRun(f"rank {rank} ({board.host(rank)}): verify_skippables rejected the model "
+                                    "while the target imported or was built there, and not on rank 0")
             _lead_stage(ctx, runner, reference, name, shared)
         runner.finish()
     except CannotRun as error:

@@ -26,6 +26,21 @@ def one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
+#: Lines of a library's message that a reason keeps; past them the rest is counted (`--verbose`
+#: shows the whole traceback).
+MAX_REASON_LINES = 60
+
+
+def whole(error: BaseException) -> str:
+    """`Type: message` with every line of the message (blank lines dropped): a library error that
+    spans lines, such as verify_skippables' list of mismatched pairs, is kept whole."""
+    lines = [line.rstrip() for line in str(error).strip().splitlines() if line.strip()]
+    if len(lines) > MAX_REASON_LINES:
+        rest = len(lines) - MAX_REASON_LINES
+        lines = lines[:MAX_REASON_LINES] + [f"... and {rest} more line(s) (--verbose shows the traceback)"]
+    return f"{type(error).__name__}: " + "\n".join(lines) if lines else type(error).__name__
+
+
 def is_stop(error: BaseException) -> bool:
     """A BaseException that ordinary `except Exception` handlers (the libraries' too) let through."""
     return not isinstance(error, Exception)

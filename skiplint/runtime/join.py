@@ -2,7 +2,8 @@
 
 A static finding is `confirmed` only when a runtime failure maps to the same code, the same subject
 (class for SKP1xx, layer for SKP2xx) and the same skip name. A runtime failure is `predicted` when
-it confirms some static finding, `missed` otherwise.
+it confirms some static finding, or when a finding stands for it (STANDS_FOR: one mistake that the
+static pass reports once and the library twice), `missed` otherwise.
 """
 
 from __future__ import annotations
@@ -43,6 +44,19 @@ _LATE = _c("SKP117")
 _BY_LATE = frozenset(map(_c, ("SKP101", "SKP102")))
 
 
+#: Where a failing layer sits, relative to the layer of a finding that stands for its failure.
+EARLIER = "an earlier layer"
+#: Runtime failures that a static finding of another code stands for, keyed by the finding's code:
+#: {finding's code: {failure's code: where the failing layer sits}}; the skip name is the same.
+#: A pop in the wrong namespace is one mistake that verify_skippables reports twice: at the pop
+#: (SKP201) and at the stash that nothing pops then (SKP202, an earlier layer). The static pass
+#: reports it once, at the pop, and leaves the stash's SKP202 out by design
+#: (skiplint.pipes.composition_findings): that SKP201 predicts both failures.
+STANDS_FOR: dict[str, dict[str, str]] = {
+    _c("SKP201"): {_c("SKP202"): EARLIER},
+}
+
+
 @dataclass
 class Reach:
     """What the run reached, so that an unconfirmed finding is told apart as not reproduced/exercised."""
@@ -66,13 +80,18 @@ def _is_class_code(code: str) -> bool:
     return code.startswith("SKP1")
 
 
+def _layer_key(static_layer: str) -> tuple[Optional[str], str]:
+    """The static pass writes a layer as `KEY (Label)`: its child name, then what it is."""
+    head, _, label = static_layer.partition(" (")
+    return _strip(head), label
+
+
 def _layer_matches(static_layer: Optional[str], obs: Observation) -> bool:
     """A static finding's layer (its child name, or the class expression) is the observed layer."""
     if static_layer is None or obs.layer is None:
         return False
-    # The static pass writes a layer as `KEY (Label)`: its child name, then what it is.
-    head, _, label = static_layer.partition(" (")
-    if _strip(head) != obs.layer:
+    head, label = _layer_key(static_layer)
+    if head != obs.layer:
         return False
     label = label.rstrip(")")
     return not label or obs.cls is None or label.split(".")[-1].split("(")[0] == obs.cls
@@ -88,6 +107,21 @@ def matches(s: StaticFinding, o: Observation) -> bool:
     if _is_class_code(o.code):
         return s.cls is not None and s.cls == o.cls
     return _layer_matches(s.layer, o) or (s.layer is None and s.cls is not None and s.cls == o.cls)
+
+
+def stands_for(s: StaticFinding, o: Observation, reach: Reach) -> bool:
+    """Whether the finding predicts a failure of another code (STANDS_FOR): the same skip name, at a
+    layer of the model where the table puts it relative to the finding's layer."""
+    where = STANDS_FOR.get(s.code, {}).get(o.code or "")
+    if where is None or o.name is None or s.name != o.name or s.layer is None or o.layer is None:
+        return False
+    order = list(reach.layers)
+    own = _layer_key(s.layer)[0]
+    if own not in order or o.layer not in order:
+        return False
+    if where == EARLIER:
+        return order.index(o.layer) < order.index(own)
+    raise ValueError(f"STANDS_FOR: unknown place {where!r}")
 
 
 def _explained(o: Observation, static: list[StaticFinding]) -> Observation:
@@ -134,7 +168,9 @@ def join(observations: list[Observation], static: list[StaticFinding],
         o = _explained(o, static)
         hits = [i for i, s in enumerate(static) if matches(s, o)]
         confirmed.update(hits)
-        joined_obs.append(replace(o, predicted=bool(hits)))
+        # A finding that stands for this failure predicts it; only one of its own code confirms it.
+        predicted = bool(hits) or any(stands_for(s, o, reach) for s in static)
+        joined_obs.append(replace(o, predicted=predicted))
     joined_static = []
     for i, s in enumerate(static):
         if i in confirmed:

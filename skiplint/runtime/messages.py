@@ -65,6 +65,11 @@ def _split_names(text: str) -> list[str]:
     return re.findall(r"'([^']*)'", text)
 
 
+def is_verify_error(error: BaseException) -> bool:
+    """The TypeError of verify_skippables that lists the mismatched pairs."""
+    return isinstance(error, TypeError) and VERIFY_HEADER in str(error)
+
+
 def parse_verify(message: str) -> list[Failure]:
     """Every line of verify_skippables' TypeError; [] when the message is not one of it."""
     if VERIFY_HEADER not in message:

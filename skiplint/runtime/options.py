@@ -91,7 +91,10 @@ def check(target: str, *, sample: Optional[str] = None, input_shape: Optional[Se
                          if isinstance(timeout, (int, float)) else f"--timeout {timeout!r}: expected seconds")
     balance_t = _ints("--balance", balance)
     shape = _ints("--input-shape", input_shape)
-    devices_t = tuple(d.strip() for d in devices) if devices else None
+    devices_t = tuple(d.strip() for d in devices) if devices is not None else None
+    if devices_t is not None and not any(devices_t):
+        raise ValueError(f"--devices {','.join(devices_t)!r} names no device: give device names separated by "
+                         "commas, e.g. --devices cuda:0,cuda:1")
     if devices_t is not None and not all(devices_t):
         raise ValueError(f"--devices {','.join(devices_t)}: a device name is empty")
     if devices_t is not None and balance_t is not None and 1 < len(devices_t) < len(balance_t):

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
+from skiplint.runtime import stage
 from skiplint.runtime.errors import CannotRun
 from skiplint.runtime.report import Crossing, Observation, Route
 from skiplint.runtime.result import RunResult
@@ -126,6 +127,7 @@ def split(runner: Any) -> None:
             out["status"], out["detail"] = "failed", f"{where}{first.message}"
             return
         traced = fx.GraphModule(model, graph)
+        runner.pipeline_inputs = {node.name for node in traced.graph.nodes if node.op == "placeholder"}
         partition: dict[str, int] = {}
         last = 0
         for node in traced.graph.nodes:
@@ -223,20 +225,26 @@ def distributed(runner: Any, reference: Any) -> None:
         if timed_out:
             out["status"], out["detail"] = "failed", f"timed out after {opts.timeout:g}s"
             return
-        errors = []
+        failures = []
         for rank, (proc, _log) in enumerate(procs):
             result_path = os.path.join(tmp, f"rank{rank}.json")
             if os.path.exists(result_path):
                 with open(result_path) as handle:
-                    error = json.load(handle).get("error")
-                if error:
-                    errors.append(f"rank {rank}: {error}")
+                    result = json.load(handle)
+                if result.get("error"):
+                    failures.append((result.get("kind", stage.RAISED), rank, result.get("step", ""),
+                                     result["error"]))
             elif proc.returncode != 0:
                 with open(os.path.join(tmp, f"rank{rank}.log")) as handle:
                     tail = [line for line in handle.read().splitlines() if line.strip()][-1:]
-                errors.append(f"rank {rank} exited {proc.returncode}: {' '.join(tail)}")
-        if errors:
-            out["status"], out["detail"] = "failed", errors[0]
+                failures.append((stage.RAISED, rank, "", f"exited {proc.returncode}: {' '.join(tail)}"))
+        if failures:
+            kind, rank, step, error = culprit(failures)
+            if kind == stage.UNSUPPORTED:
+                what, _, message = error.partition(": ")
+                raise CannotRun(f"the pipelining backend cannot run this model: rank {rank} raised {what} during "
+                                f"{step}: {message}{_input_note(runner, rank)}")
+            out["status"], out["detail"] = "failed", f"rank {rank}: {error}"
             return
         grads: dict[str, torch.Tensor] = {}
         output = None
@@ -246,6 +254,29 @@ def distributed(runner: Any, reference: Any) -> None:
             if result.get("output") is not None:
                 output = result["output"]
         compare(runner, reference, output, grads, out)
+
+
+#: Which stage's error is the culprit, first to last: a restriction of the library, an error in a
+#: stage's own work, then a wait on a peer that went away (the others' echo of the first two).
+_BLAME = (stage.UNSUPPORTED, stage.RAISED, stage.LOST)
+
+
+def culprit(failures: list[tuple[str, int, str, str]]) -> tuple[str, int, str, str]:
+    """The failure to report of (kind, rank, step, error): a peer's lost connection ("Connection
+    closed by peer") only when no stage says why it went away."""
+    return min(failures, key=lambda f: (_BLAME.index(f[0]) if f[0] in _BLAME else len(_BLAME), f[1]))
+
+
+def _input_note(runner: Any, rank: int) -> str:
+    """Why the library refuses this split, when a skip carries the pipeline's own input past the
+    first stage: it gives that input to the first stage only."""
+    skips = sorted({x.skip for x in runner.report.crossings or () if x.skip and x.dst_partition == rank
+                    and x.value in getattr(runner, "pipeline_inputs", ())})
+    if not skips:
+        return ""
+    named = ", ".join(f"'{name}'" for name in skips)
+    return (f" (skip {named} carries the pipeline's own input to stage {rank}; torch.distributed.pipelining "
+            "gives that input to the first stage only)")
 
 
 def compare(runner: Any, reference: Any, output: Any, grads: dict[str, torch.Tensor], out: dict[str, str]) -> None:

@@ -5,6 +5,7 @@ or in the caller's process with skiplint.runtime.verify(..., isolate=False)."""
 from __future__ import annotations
 
 import copy
+import importlib.util
 import inspect
 import math
 import os
@@ -16,8 +17,8 @@ import torch
 from torch import nn
 
 from skiplint.runtime import backends, join as joining, messages, static as static_pass, target
-from skiplint.runtime.errors import CannotRun, Stopped, is_stop, one_line, stop_cause
-from skiplint.runtime.options import CHECKPOINTS, Options
+from skiplint.runtime.errors import CannotRun, Stopped, is_stop, one_line, stop_cause, whole
+from skiplint.runtime.options import CHECKPOINTS, Options, is_file_target as options_is_file
 from skiplint.runtime.report import Comparison, Observation, Report, Route, Step
 from skiplint.runtime.result import RunResult
 
@@ -95,14 +96,31 @@ def _raised_at(error: BaseException) -> str:
     return f"{path}:{tb.tb_lineno}"
 
 
-def _failure_text(error: BaseException) -> str:
-    """One line for a failure: its type and message, and where it was raised when it says nothing."""
-    text = one_line(error)
+def _failure_text(error: BaseException, every_line: bool = False) -> str:
+    """A failure: its type and message (its first line, or every line), and where it was raised
+    when it says nothing."""
+    text = whole(error) if every_line else one_line(error)
     if text == type(error).__name__:
         where = _raised_at(error)
         if where:
             text += f" (raised at {where})"
     return text
+
+
+def _rejected_module(error: BaseException) -> tuple[Optional[str], Optional[nn.Sequential]]:
+    """The skip library whose verify_skippables raised `error`, and the Sequential it rejected, read
+    from that function's frame in the traceback ((None, None) when it was not raised there)."""
+    tb = error.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        module = str(frame.f_globals.get("__name__", ""))
+        if frame.f_code.co_name == "verify_skippables":
+            for library, root in backends.SKIP_ROOTS.items():
+                if module == root or module.startswith(root + "."):
+                    model = frame.f_locals.get("module")
+                    return library, model if isinstance(model, nn.Sequential) else None
+        tb = tb.tb_next
+    return None, None
 
 
 class _Escaped(Exception):
@@ -126,6 +144,39 @@ def _default_devices(partitions: int) -> list[torch.device]:
         count = torch.cuda.device_count()
         return [torch.device("cuda", i % count) for i in range(partitions)]
     return [torch.device("cpu")] * partitions
+
+
+def devices_here() -> list[str]:
+    """The devices this torch can run a model on: the CPU, then each device of the accelerator."""
+    found = ["cpu"]
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None and accelerator.is_available():
+        kind = accelerator.current_accelerator().type
+        found.extend(f"{kind}:{i}" for i in range(accelerator.device_count()))
+    elif torch.cuda.is_available():
+        found.extend(f"cuda:{i}" for i in range(torch.cuda.device_count()))
+    return found
+
+
+def check_devices(names: tuple[str, ...]) -> None:
+    """--devices names only devices that exist here, before any of the model's code runs:
+    CannotRun (a usage error) with the one line that names the devices there are."""
+    shown = ",".join(names)
+    here = devices_here()
+    listed = f"the devices here are: {', '.join(here)}"
+    for name in names:
+        try:
+            device = torch.device(name)
+        except (RuntimeError, ValueError):
+            raise CannotRun(f"--devices {shown}: {name!r} is not a device name; {listed}") from None
+        if device.type == "cpu":
+            continue
+        if device.type == "meta":
+            raise CannotRun(f"--devices {shown}: a meta tensor holds no data, so no model runs on '{name}'; "
+                            f"{listed}")
+        full = f"{device.type}:{device.index if device.index is not None else 0}"
+        if full not in here:
+            raise CannotRun(f"--devices {shown}: there is no {full} here; {listed}")
 
 
 def default_partitions() -> int:
@@ -187,6 +238,10 @@ def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
 
 
 class Runner:
+    #: The model and its sample, once built (or the model a verify_skippables of the target's own rejected).
+    model: nn.Sequential
+    sample: torch.Tensor
+
     def __init__(self, options: Options, progress: Optional[Callable[[Step], None]] = None,
                  begin: Optional[Callable[[str], None]] = None) -> None:
         self.options = options
@@ -197,6 +252,9 @@ class Runner:
         self.lib: Optional[backends.SkipLibrary] = None
         self.verified = False
         self.balanced = False
+        #: The step (import or build) in which the target's own code ran verify_skippables (a
+        #: module-level GPipe(...)) and it rejected the model; None when it did not.
+        self.rejected: Optional[str] = None
 
     # -- helpers --------------------------------------------------------------------------
     def _observe(self, step: str, error: BaseException, layer: Optional[str]) -> list[Observation]:
@@ -237,19 +295,52 @@ class Runner:
         assert self.lib is not None
         return self.lib.use_skip_tracker(self.lib.SkipTracker())
 
+    def _verify_failed(self, step: str, error: CannotRun, out: dict[str, str]) -> None:
+        """The target's own code (a GPipe or Pipe built while it imports, or in its factory) ran
+        verify_skippables and it rejected the model: that is the failure the static pass predicts,
+        an observation of this step, and the run goes on to the static pass and the join.
+        Any other error ends the run (re-raised)."""
+        cause = error.__cause__
+        if type(error) is not CannotRun or cause is None or not messages.is_verify_error(cause):
+            raise error
+        library, model = _rejected_module(cause)
+        if library is not None and model is not None:
+            self.model, self.lib = model, backends.load(library)
+            for name, layer in model.named_children():
+                self.reach.layers[name] = _wrapped_class(layer, self.lib).__name__
+        found = self._observe(step, cause, None)
+        if not found:
+            raise error
+        self.raw.extend(found)
+        self.reach.verify_ran = True
+        self.rejected = step
+        out["status"], out["detail"] = "failed", f"verify_skippables rejected the model: {len(found)} mismatch(es)"
+
     # -- the steps -------------------------------------------------------------------------
+    def check_devices(self) -> None:
+        if self.options.devices:
+            check_devices(self.options.devices)
+
     def load(self) -> None:
         with self.steps.timed(STEP_IMPORT) as out:
-            self.loaded = target.load(self.options.target)
+            try:
+                self.loaded = target.load(self.options.target)
+            except CannotRun as error:
+                self._verify_failed(STEP_IMPORT, error, out)
+                return
             module = self.loaded[0]
             out["detail"] = target.shown_path(getattr(module, "__file__", None) or module.__name__)
 
     def build(self) -> None:
         with self.steps.timed(STEP_BUILD) as out:
-            built = target.build(self.options.target, self.options.sample, self.options.input_shape,
-                                 loaded=self.loaded)
-            self.model: nn.Sequential = built.model.cpu()
-            self.sample: torch.Tensor = built.sample
+            try:
+                built = target.build(self.options.target, self.options.sample, self.options.input_shape,
+                                     loaded=self.loaded)
+            except CannotRun as error:
+                self._verify_failed(STEP_BUILD, error, out)
+                return
+            self.model = built.model.cpu()
+            self.sample = built.sample
             self.built = built
             libs = backends.libraries_of(type(layer) for layer in self.model.children())
             backend = self.options.backend
@@ -276,10 +367,7 @@ class Runner:
                 given = len(opts.devices) if opts.devices and len(opts.devices) > 1 else 0
                 balance = _even_balance(layers, given or default_partitions())
             if opts.devices:
-                try:
-                    devices = [torch.device(d) for d in opts.devices]
-                except (RuntimeError, ValueError) as error:
-                    raise CannotRun(f"--devices {','.join(opts.devices)}: {one_line(error)}") from None
+                devices = [torch.device(d) for d in opts.devices]  # names checked by check_devices
                 if len(devices) == 1:
                     devices = devices * len(balance)
                 elif len(devices) < len(balance):
@@ -322,7 +410,7 @@ class Runner:
                 self.verified = False
                 found = self._observe("verify_skippables", error, None)
                 if not found:
-                    raise CannotRun(f"verify_skippables raised {one_line(error)}") from error
+                    raise CannotRun(f"verify_skippables raised {whole(error)}") from error
                 self.raw.extend(found)
                 out["status"], out["detail"] = "failed", f"{len(found)} mismatch(es)"
 
@@ -385,7 +473,7 @@ class Runner:
                         found = self._observe("plain Sequential", error, name)
                         if not found:
                             raise CannotRun(f"the sample does not fit the model: layer '{name}' ({cls}) "
-                                            f"raised {one_line(error)}") from error
+                                            f"raised {whole(error)}") from error
                         self.raw.extend(found)
                         out["status"], out["detail"] = "failed", f"layer '{name}' ({cls}): {found[0].message}"
                         return None
@@ -464,13 +552,30 @@ class Runner:
             self.report.static = static_pass.static_findings(files)
             out["detail"] = f"{len(files)} file(s), {len(self.report.static)} finding(s)"
 
+    def _target_file(self) -> Optional[str]:
+        """The file of the target's module, also when it did not import."""
+        built = getattr(self, "built", None)
+        if built is not None:
+            return built.source_file  # type: ignore[no-any-return, unused-ignore]
+        where, _ = target.split_target(self.options.target)
+        if options_is_file(where):
+            return where
+        try:
+            spec = importlib.util.find_spec(where)
+        except (ImportError, ValueError):
+            return None
+        return spec.origin if spec is not None and spec.has_location else None
+
     def _source_files(self) -> list[str]:
-        assert self.lib is not None
         files = set()
-        if self.built.source_file:
-            files.add(os.path.abspath(self.built.source_file))
-        objects: list[Any] = [self.built.origin]
-        objects.extend(_wrapped_class(layer, self.lib) for layer in self.model.children())
+        source = self._target_file()
+        if source:
+            files.add(os.path.abspath(source))
+        built = getattr(self, "built", None)
+        objects: list[Any] = [built.origin] if built is not None else []
+        model = getattr(self, "model", None)
+        if model is not None:
+            objects.extend(_wrapped_class(layer, self.lib) for layer in model.children())
         for obj in objects:
             module = getattr(obj, "__module__", None) or ""
             if module.split(".")[0] in _LIBRARY_MODULES:
@@ -513,8 +618,14 @@ class Runner:
                 out["status"] = "failed"
 
     def _steps(self) -> None:
+        self.check_devices()
         self.load()
-        self.build()
+        if self.rejected is None:
+            self.build()
+        if self.rejected is not None:  # no model to run: what the target's own pipe said is joined
+            self.static()
+            self.finish()
+            return
         self.static()
         self.check_balance()
         if self.report.backend == "pipelining":
@@ -549,7 +660,7 @@ class Runner:
             raise
         except Exception as error:  # a failure outside what the steps expect still ends in one line
             step = self.steps.current or STEP_IMPORT
-            self.report.reason = f"unexpected error during {step}: {_failure_text(error)}"
+            self.report.reason = f"unexpected error during {step}: {_failure_text(error, every_line=True)}"
             self.report.cause = error
         except BaseException as error:
             if not is_stop(error):

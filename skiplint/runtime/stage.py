@@ -23,6 +23,37 @@ STAGE_FORWARD = "stage forward"
 STAGE_BACKWARD = "stage backward"
 
 
+#: How a stage's part of the run ended early: an error in its own work (raised), a wait on a peer
+#: that failed because the peer went away (lost), or a restriction of torch.distributed.pipelining
+#: that this model meets (unsupported: the backend cannot run it, which says nothing of its skips).
+RAISED, LOST, UNSUPPORTED = "raised", "lost", "unsupported"
+
+
+def root_cause(error: BaseException) -> BaseException:
+    """The error the schedule or the stage wrapped, innermost first."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return error
+
+
+def is_restriction(error: BaseException) -> bool:
+    """An error torch.distributed.pipelining raises about what it can carry between stages (its
+    PipeliningMetadataError: a stage after the first that takes the pipeline's own input, a
+    value that is no tensor, metadata that differs between micro-batches), not about the model."""
+    try:
+        from torch.distributed.pipelining._utils import PipeliningMetadataError
+    except ImportError:
+        return False
+    return isinstance(error, PipeliningMetadataError)
+
+
+def ending(error: BaseException, busy: bool) -> str:
+    """RAISED, LOST or UNSUPPORTED for a stage's error; `busy`: it came from the stage's own work."""
+    if is_restriction(root_cause(error)):
+        return UNSUPPORTED
+    return RAISED if busy else LOST
+
+
 def _noted(method: Callable[..., Any], step: str, note: StepNote) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         note(step, True)
@@ -72,6 +103,11 @@ def main(folder: str, rank: int) -> int:
     with open(os.path.join(folder, "job.json")) as handle:
         job = json.load(handle)
     result_path = os.path.join(folder, f"rank{rank}.json")
+    where = {"step": STAGE_BUILD, "busy": True}
+
+    def note(step: str, busy: bool) -> None:
+        where["step"], where["busy"] = step, busy
+
     try:
         from skiplint.runtime import target
 
@@ -85,17 +121,18 @@ def main(folder: str, rank: int) -> int:
                                 world_size=job["world"], init_method=f"tcp://127.0.0.1:{job['port']}",
                                 timeout=timeout)
         grads, output = run_stage(model, data["sample"], data["weights"][0], job["split"], job["chunks"], rank,
-                                  job["world"], device)
+                                  job["world"], device, note)
         torch.save({"grads": grads, "output": output}, os.path.join(folder, f"rank{rank}.pt"))
         dist.destroy_process_group()
-        error = None
-    except Exception as exc:  # reported by the parent as the step's one line
-        cause = exc.__cause__ or exc
+        result: dict[str, Any] = {"error": None}
+    except Exception as exc:  # reported by the parent: the culprit's own error, in one line
+        cause = root_cause(exc)
         lines = str(cause).strip().splitlines()
-        error = f"{type(cause).__name__}: {lines[0] if lines else ''}"
+        result = {"error": f"{type(cause).__name__}: {lines[0] if lines else ''}", "step": where["step"],
+                  "kind": ending(exc, bool(where["busy"]))}
     with open(result_path, "w") as handle:
-        json.dump({"error": error}, handle)
-    return 0 if error is None else 1
+        json.dump(result, handle)
+    return 0 if result["error"] is None else 1
 
 
 if __name__ == "__main__":

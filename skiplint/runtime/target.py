@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable, Iterator, Optional
 
-from skiplint.runtime.errors import CannotRun, Stopped, is_stop, one_line, stop_cause
+from skiplint.runtime.errors import CannotRun, Stopped, is_stop, stop_cause, whole
 from skiplint.runtime.options import is_file_target, split_target as _split
 
 #: How many of a module's callables a "has no attribute" message lists.
@@ -84,7 +84,7 @@ def import_module(where: str, role: str = "the target module") -> ModuleType:
     except CannotRun:
         raise
     except Exception as error:
-        raise CannotRun(f"{where} does not import: {one_line(error)}") from error
+        raise CannotRun(f"{where} does not import: {whole(error)}") from error
     except BaseException as error:
         if not is_stop(error):
             raise
@@ -139,7 +139,7 @@ def _call(factory: Callable[[], Any], role: str, spec: str, argv0: str) -> Any:
         with as_script(argv0):
             return factory()
     except Exception as error:
-        raise CannotRun(f"{spec} raised {one_line(error)}") from error
+        raise CannotRun(f"{spec} raised {whole(error)}") from error
     except BaseException as error:
         if not is_stop(error):
             raise
@@ -171,6 +171,8 @@ def build(spec: str, sample_spec: Optional[str] = None,
         obj, sample = obj
     if not isinstance(obj, nn.Sequential):
         raise CannotRun(f"{spec} gave {type(obj).__name__}, not an nn.Sequential or a (model, sample) pair")
+    if len(obj) == 0:
+        raise CannotRun(f"{spec} gave an empty nn.Sequential: it has no layer to check")
     if sample_spec is not None:
         sample_where, sample_name = split_target(sample_spec)
         factory: Callable[[], Any] = attribute(

@@ -81,3 +81,31 @@ def test_failures_no_rule_reads_are_kept_apart_by_their_message():
     assert [(o.step, o.message) for o in observations] == [
         ("Pipe forward+backward [never]", "AssertionError"),
         ("Pipe forward+backward [always]", "differs from the plain Sequential")]
+
+
+def test_a_pop_in_the_wrong_namespace_stands_for_the_stash_nothing_pops():
+    """verify_skippables names both halves of one mistake (SKP201 at the pop, SKP202 at the stash);
+    the static pass reports it once, at the pop: that finding predicts both failures."""
+    static = [finding("SKP201", layer="2 (Load)", name="x")]
+    failures = [obs("SKP201", "2", "Load", "x", "verify_skippables"),
+                obs("SKP202", "0", "Save", "x", "verify_skippables")]
+    observations, verdicts = join(failures, static, REACH)
+    assert [(o.code, o.predicted) for o in observations] == [("SKP201", True), ("SKP202", True)]
+    assert [v.verdict for v in verdicts] == ["confirmed"]
+    # ... and only that stash: the same name, before the pop.
+    for failure in (obs("SKP202", "0", "Save", "y", "verify_skippables"),  # another name
+                    obs("SKP202", "2", "Load", "x", "verify_skippables"),  # not before the pop
+                    obs("SKP202", None, None, "x", "verify_skippables")):  # no layer known
+        observations, verdicts = join([failure], static, REACH)
+        assert not observations[0].predicted, failure
+        assert verdicts[0].verdict == "not reproduced"  # a stand-in predicts; it never confirms
+
+
+def test_only_the_table_says_what_stands_for_what():
+    from skiplint.runtime.join import STANDS_FOR
+
+    assert STANDS_FOR == {"SKP201": {"SKP202": "an earlier layer"}}
+    # SKP202 does not stand for SKP201: the other way round is no known mistake.
+    observations, _ = join([obs("SKP201", "2", "Load", "x", "verify_skippables")],
+                           [finding("SKP202", layer="0 (Save)", name="x")], REACH)
+    assert not observations[0].predicted

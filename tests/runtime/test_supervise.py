@@ -142,6 +142,106 @@ class Stop(BaseException):
         "layer '1' (Halt) raised Stop: enough during plain Sequential")
 
 
+# -- errors are whole, and the target's own pipe is an observation ---------------------------------
+
+def test_a_library_error_that_spans_lines_is_kept_whole(tmp_path, capsys):
+    """A training script that loads its weights at import: torch.load's error spans lines, and the
+    reason (stderr and the JSON document) keeps every one of them, not just the first."""
+    import torch
+
+    weights = tmp_path / "weights.pt"
+    weights.write_text("not a checkpoint\n")
+    try:
+        torch.load(str(weights))
+    except Exception as error:
+        lines = [line.rstrip() for line in str(error).splitlines() if line.strip()]
+        expected = f"{type(error).__name__}: " + "\n".join(lines)
+    assert len(lines) > 1, "the library's message spans lines"
+    path = write(tmp_path, f"STATE = torch.load({str(weights)!r})\n" + SEVEN)
+    status, out, err = cli(capsys, f"{path}:build", "--format", "json")
+    assert status == 2
+    assert json.loads(out)["reason"] == f"{path} does not import: {expected}"
+    assert err == f"skiplint verify: {path} does not import: {expected}\n"
+
+
+REJECTED = """
+from torchgpipe import GPipe
+from torchgpipe.skip import pop, skippable, stash
+
+
+@skippable(stash=["skip"])
+class Down(nn.Module):
+    def forward(self, x):
+        yield stash("skip", x)
+        return x
+
+
+@skippable(pop=["skip"])
+class Up(nn.Module):
+    def forward(self, x):
+        skip = yield pop("skip")
+        return x + skip
+
+
+def unet():
+    return nn.Sequential(Down(), Down(), nn.Linear(4, 4), Up(), Up())
+
+"""
+
+
+@pytest.mark.parametrize("where, body", [
+    ("import", "MODEL = unet()\nPIPE = GPipe(MODEL, balance=[3, 2], chunks=2)\n\n\ndef build():\n"
+               "    return MODEL, torch.ones(4, 4)\n"),
+    ("build", "def build():\n    model = unet()\n    GPipe(model, balance=[3, 2], chunks=2)\n"
+              "    return model, torch.ones(4, 4)\n"),
+])
+def test_the_targets_own_pipe_rejecting_the_model_is_an_observation(tmp_path, capsys, where, body):
+    """A script that builds its GPipe while it imports (or in its factory): verify_skippables'
+    TypeError is the very failure the static pass predicts, joined as an observation of that step
+    (exit 1, findings confirmed), its list whole, never 'could not verify' (exit 2)."""
+    path = write(tmp_path, REJECTED + body)
+    report = verify(f"{path}:build")
+    assert report.reason is None, report.reason
+    assert [(s.name, s.status) for s in report.steps] == [
+        *([("import", "ok")] if where == "build" else []), (where, "failed"), ("static analysis", "ok"),
+        ("join", "ok")]
+    assert [(o.code, o.step, o.layer, o.cls, o.name, o.predicted) for o in report.observations] == [
+        ("SKP203", where, "1", "Down", "skip", True), ("SKP204", where, "4", "Up", "skip", True)]
+    assert [(s.code, s.verdict) for s in report.static] == [("SKP203", "confirmed"), ("SKP204", "confirmed")]
+    assert report.exit_code == 1
+    status, out, err = cli(capsys, f"{path}:build")
+    assert status == 1 and "Traceback" not in err
+    assert out.splitlines()[-1] == "2 static finding(s), 2 confirmed; 2 runtime failure(s), 0 missed by the static pass"
+
+
+def test_a_stash_never_popped_at_import_is_joined_at_its_layer(tmp_path):
+    # verify_skippables names no layer for SKP202: the rejected Sequential, read from its frame, has it.
+    path = write(tmp_path, """
+from fairscale.nn import Pipe
+from fairscale.nn.pipe.skip import skippable, stash
+
+
+@skippable(stash=["skip"])
+class Keep(nn.Module):
+    def forward(self, x):
+        yield stash("skip", x)
+        return x
+
+
+MODEL = nn.Sequential(nn.Linear(4, 4), Keep(), nn.Linear(4, 4))
+Pipe(MODEL, balance=[2, 1], chunks=2)
+
+
+def build():
+    return MODEL, torch.ones(4, 4)
+""")
+    report = verify(f"{path}:build")
+    assert [(o.code, o.step, o.layer, o.cls, o.name, o.predicted) for o in report.observations] == [
+        ("SKP202", "import", "1", "Keep", "skip", True)]
+    assert [(s.code, s.verdict) for s in report.static] == [("SKP202", "confirmed")]
+    assert report.exit_code == 1
+
+
 # -- time limits ----------------------------------------------------------------------------------
 
 def test_factory_that_never_returns(tmp_path, capsys):
@@ -256,6 +356,52 @@ def test_balance_that_does_not_cover_the_model_is_a_usage_error(tmp_path, capsys
     assert err.splitlines() == ["built", "skiplint verify: --balance 3,2 sums to 5 but the model has 7 layers; "
                                          "give layers per partition that sum to 7"]
     assert "verify_skippables" not in out and "MISSED" not in out
+
+
+def _devices_here():
+    import torch
+
+    return ", ".join(["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())])
+
+
+@pytest.mark.parametrize("devices, line", [
+    ("meta,meta", "--devices meta,meta: a meta tensor holds no data, so no model runs on 'meta'; "
+                  "the devices here are: {here}"),
+    ("cpu,cuda:64", "--devices cpu,cuda:64: there is no cuda:64 here; the devices here are: {here}"),
+    ("tpu9", "--devices tpu9: 'tpu9' is not a device name; the devices here are: {here}"),
+    (",", "--devices ',' names no device: give device names separated by commas, e.g. --devices cuda:0,cuda:1"),
+    ("cpu,", "--devices cpu,: a device name is empty"),
+], ids=["meta", "index-past-the-count", "no-such-type", "comma-only", "empty-entry"])
+def test_devices_that_do_not_exist_are_usage_errors_before_the_model_runs(tmp_path, capsys, devices, line):
+    # Once ended in "unexpected error during plain Sequential: NotImplementedError" (meta), or ran
+    # on the default devices (",").
+    path = write(tmp_path, "print('imported', file=sys.stderr)\n" + SEVEN)
+    status, out, err = cli(capsys, f"{path}:build", "--devices", devices)
+    assert status == 2
+    assert err == f"skiplint verify: {line.format(here=_devices_here())}\n"  # nothing imported or built
+    assert out == f"skiplint verify {path}:build\n"
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="CUDA is here")
+def test_cuda_on_a_cpu_only_torch_is_a_usage_error(tmp_path, capsys):
+    path = write(tmp_path, SEVEN)
+    status, out, err = cli(capsys, f"{path}:build", "--devices", "cuda:0", "--format", "json")
+    assert status == 2
+    assert json.loads(out)["reason"] == "--devices cuda:0: there is no cuda:0 here; the devices here are: cpu"
+    assert err == "skiplint verify: --devices cuda:0: there is no cuda:0 here; the devices here are: cpu\n"
+
+
+def test_api_empty_devices_is_a_usage_error(tmp_path):
+    path = write(tmp_path, SEVEN)
+    with pytest.raises(ValueError, match=r"^--devices '' names no device: "):
+        verify(f"{path}:build", devices=())
+
+
+def test_an_empty_sequential_is_said_so(tmp_path, capsys):
+    # Once "bad --balance: all balance numbers must be positive integer (balance: [0])" with no --balance.
+    path = write(tmp_path, "def build():\n    return nn.Sequential(), torch.ones(4, 4)\n")
+    assert could_not_verify(capsys, f"{path}:build")[0] == (
+        f"{path}:build gave an empty nn.Sequential: it has no layer to check")
 
 
 def test_one_device_serves_every_partition(tmp_path, capsys):

@@ -229,6 +229,87 @@ def test_a_rank_that_is_killed_is_named_by_its_last_step(faulty):
     assert worker_exit_codes(stderr) == {0: 2, 1: -9}
 
 
+DIES = textwrap.dedent('''\
+    """Four layers; the process of rank DIE_RANK ends (os._exit) while it imports, builds or runs the model."""
+    import os
+
+    import torch
+    from torch import nn
+
+    WHO, WHEN = os.environ.get("DIE_RANK"), os.environ.get("DIE_WHEN")
+    if WHEN == "import" and os.environ.get("RANK") == WHO:
+        os._exit(3)
+
+
+    @torch.library.custom_op("skiplint_test::ends", mutates_args=())
+    def ends(x: torch.Tensor) -> torch.Tensor:
+        if WHEN == "model" and os.environ.get("RANK") == WHO:
+            os._exit(3)
+        return x.clone()
+
+
+    @ends.register_fake
+    def _(x):
+        return torch.empty_like(x)
+
+
+    ends.register_autograd(lambda ctx, grad: grad)
+
+
+    class End(nn.Module):
+        def forward(self, x):
+            return ends(x)
+
+
+    def build():
+        if WHEN == "build" and os.environ.get("RANK") == WHO:
+            os._exit(3)
+        return nn.Sequential(nn.Linear(4, 4), End(), nn.Linear(4, 4), nn.Linear(4, 4)), torch.ones(4, 4)
+''')
+
+
+@pytest.mark.parametrize("rank, step, when", [
+    (1, "import", "import"),
+    (1, "build", "build"),
+    (0, "plain Sequential", "model"),
+])
+def test_the_rank_that_ended_is_named_with_its_step(tmp_path, rank, step, when):
+    """A rank whose process ends (no error, no result): torchrun stops every other rank. The report
+    names that rank and the step it was in; it once blamed rank 0 during import for rank 1, and
+    said nothing at all when rank 0 itself ended (another rank reports for it)."""
+    path = tmp_path / "dies.py"
+    path.write_text(DIES)
+    code, stdout, stderr = standalone(2, f"{path}:build", "--format", "json", "--timeout", "60",
+                                      env=_env(DIE_RANK=str(rank), DIE_WHEN=when))
+    line = (f"rank {rank} ({socket.gethostname()}) stopped answering during {step}: the process ended without "
+            "a result and torchrun stopped every rank")
+    payload = json.loads(stdout)  # exactly one JSON document, whichever rank wrote it
+    assert payload["reason"] == line and payload["exit_code"] == 2
+    assert stderr.count("skiplint verify: ") == 1 and f"skiplint verify: {line}\n" in stderr
+    assert worker_exit_codes(stderr) == {rank: 3, 1 - rank: 2}
+
+
+def test_the_targets_own_pipe_is_joined_under_torchrun(tmp_path):
+    """A script that builds its GPipe while it imports: every rank's import is rejected by
+    verify_skippables; rank 0 joins it as the single-process run does, and no rank calls it an error."""
+    path = tmp_path / "script.py"
+    path.write_text(
+        "import torch\nfrom torch import nn\nfrom torchgpipe import GPipe\n"
+        "from torchgpipe.skip import skippable, stash\n\n\n"
+        "@skippable(stash=['skip'])\nclass Keep(nn.Module):\n    def forward(self, x):\n"
+        "        yield stash('skip', x)\n        return x\n\n\n"
+        "MODEL = nn.Sequential(nn.Linear(4, 4), Keep(), nn.Linear(4, 4))\nGPipe(MODEL, balance=[2, 1], chunks=2)\n\n\n"
+        "def build():\n    return MODEL, torch.ones(4, 4)\n")
+    code, stdout, stderr = standalone(2, f"{path}:build", "--format", "json", "--timeout", "60")
+    payload = json.loads(stdout)
+    assert verdict(payload) == verdict(verify(f"{path}:build"))
+    assert payload["exit_code"] == 1 and payload["reason"] is None
+    assert [(o["code"], o["step"], o["layer"], o["predicted"]) for o in payload["observations"]] == [
+        ("SKP202", "import", "1", True)]
+    assert "skiplint verify: " not in stderr
+    assert_every_rank_ended(stderr, 2, 1)
+
+
 def test_launcher_environment():
     from skiplint.runtime.distributed import launched_by_torchrun
 
