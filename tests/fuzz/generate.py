@@ -114,9 +114,49 @@ def control_characters(rng: random.Random) -> Tree:
     return {"model.py": text.encode("utf-8", "surrogatepass")}
 
 
+#: Settings of a checked tree's git configuration that name a command; every one of them writes
+#: TRAP_FILE when it runs, which no door may let happen.
+TRAP_FILE = "sprung"
+_TRAPS = ("core.fsmonitor", "core.pager", "core.editor", "core.sshCommand", "core.askPass",
+          "diff.external", "credential.helper", "filter.trap.clean", "filter.trap.process",
+          "uploadpack.packObjectsHook", "sequence.editor", "gpg.program")
+
+
+def _setting(key: str, value: str) -> str:
+    """`section.name` or `section.sub.name` = value, as a git configuration file writes it."""
+    parts = key.split(".")
+    header = parts[0] if len(parts) == 2 else '%s "%s"' % (parts[0], parts[1])
+    return "[%s]\n\t%s = %s\n" % (header, parts[-1], value)
+
+
+def git_config_trap(rng: random.Random) -> Tree:
+    """A tree that carries its own repository whose configuration runs a command, reached
+    directly, through an include, or in a nested repository, with ignore files to read."""
+    command = rng.choice([f"touch {TRAP_FILE}", f"sh -c 'touch {TRAP_FILE}'", f"!touch {TRAP_FILE}"])
+    keys = ["core.fsmonitor"] + rng.sample(_TRAPS[1:], rng.randint(0, 3))  # ls-files ran the first
+    rng.shuffle(keys)
+    settings = "".join(_setting(key, command) for key in keys)
+    tree: Tree = {"model.py": (API + _fixture(rng)).encode(), "out/gen.py": API.encode(),
+                  ".gitignore": rng.choice([b"out/\n", b"*.pyc\n!keep.py\n", b"[\n**/\n", b"\\\n"]),
+                  ".gitattributes": b"* filter=trap\n"}
+    top = rng.choice([".git", "inner/.git"])
+    if top == "inner/.git":
+        tree["inner/model.py"] = tree["model.py"]
+    tree[f"{top}/HEAD"] = b"ref: refs/heads/main\n"
+    tree[f"{top}/objects/info/packs"] = b""
+    tree[f"{top}/refs/heads/.keep"] = b""
+    if rng.random() < 0.5:
+        tree[f"{top}/config"] = b"[include]\n\tpath = extra\n"
+        tree[f"{top}/extra"] = settings.encode()
+    else:
+        tree[f"{top}/config"] = settings.encode()
+    tree[f"{top}/info/exclude"] = b"gen_*.py\n"
+    return tree
+
+
 GENERATORS: list[Callable[[random.Random], Tree]] = [
     mutate_fixture, deep_sibling, large_constants, syntax_error_after_long_line, odd_file,
-    control_characters,
+    control_characters, git_config_trap,
 ]
 
 
@@ -131,6 +171,7 @@ def run_one(tree: Tree, python: str = sys.executable) -> list[str]:
     problems = []
     with tempfile.TemporaryDirectory(prefix="skiplint-fuzz-") as root:
         for name, data in tree.items():
+            Path(root, name).parent.mkdir(parents=True, exist_ok=True)
             Path(root, name).write_bytes(data)
         for tool in (["-m", "skiplint", "--isolated", "-j", "1", "."],
                      ["-m", "flake8", "--isolated", "-j", "1", "--select", "SKP", "."]):
@@ -150,6 +191,10 @@ def run_one(tree: Tree, python: str = sys.executable) -> list[str]:
             if "failed during execution" in stderr or ("Traceback" in stderr and (
                     tool[1] == "skiplint" or _through_skiplint(stderr))):
                 problems.append(f"{tool[1]}: {stderr.strip().splitlines()[-1][:300]}")
+            for sprung in (Path(root, TRAP_FILE), Path(root, "inner", TRAP_FILE)):
+                if sprung.exists():
+                    sprung.unlink()
+                    problems.append(f"{tool[1]}: ran a command from the tree's git configuration")
     return problems
 
 
