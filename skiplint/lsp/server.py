@@ -739,8 +739,31 @@ class SkiplintServer:
     def serve(self) -> int:
         """Serve over standard input and output until `exit` (which ends the process) or the
         end of the input; the protocol's exit status (1: the input ended without shutdown)."""
-        self.ls.start_io()
+        if not asyncio.run(self._serve_pipe()):
+            self.ls.start_io()  # standard input the event loop cannot watch: pygls' reader thread
         return 0 if self.shut_down else 1
+
+    async def _serve_pipe(self) -> bool:
+        """Read the client's messages on the event loop itself (pygls' own reader hands every
+        line to a thread and back: three thread switches per message, each a wait on a busy
+        machine). False when standard input is not something the loop can watch."""
+        from pygls.io_ import StdoutWriter, run_async
+
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        try:
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+        except (OSError, ValueError, NotImplementedError):
+            return False
+        self.ls.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+        stop = threading.Event()
+        self.ls._stop_event = stop
+        try:
+            await run_async(stop_event=stop, reader=reader, protocol=self.ls.protocol, logger=log,
+                            error_handler=self.ls.report_server_error)
+        except (asyncio.IncompleteReadError, BrokenPipeError, ConnectionError):
+            pass  # the client went away mid-message
+        return True
 
 
 def _load_engine() -> None:
