@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -693,4 +692,4 @@ def test_help_is_shown(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "skiplint", "server", "--help"], capture_output=True, text=True)
     assert done.returncode == 0
     assert done.stdout.startswith("usage: skiplint server [-h] [--debounce MS]")
-    assert textwrap.shorten("docs/editors.md", 40) in done.stdout
+    assert "docs/editors.md" in done.stdout
