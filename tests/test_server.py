@@ -296,9 +296,11 @@ def test_a_5000_line_file(tmp_path: Path) -> None:
     run(scenario())
 
 
-def test_rapid_edits_publish_only_the_last_version(tmp_path: Path) -> None:
+@pytest.mark.parametrize("classes", [1, 60], ids=["small", "large"])
+def test_rapid_edits_publish_only_the_last_version(tmp_path: Path, classes: int) -> None:
     # Each version stashes a differently named undeclared skip: a stale publication would show.
-    layers = "\n".join(UNDECLARED.replace("class Layer", f"class Layer{i}") for i in range(60))
+    # A small file is analysed on the server's event loop, a large one on its worker thread.
+    layers = "\n".join(UNDECLARED.replace("class Layer", f"class Layer{i}") for i in range(classes))
     path = project(tmp_path, {"layers.py": layers}) / "layers.py"
 
     def version(n: int) -> str:
@@ -308,7 +310,7 @@ def test_rapid_edits_publish_only_the_last_version(tmp_path: Path) -> None:
         session = await Session(tmp_path).start()
         try:
             address = session.open(path)
-            assert len((await session.diagnostics(address, version=1)).diagnostics) == 60
+            assert len((await session.diagnostics(address, version=1)).diagnostics) == classes
             for n in range(2, 22):  # twenty edits, none awaited: as fast as the pipe takes them
                 session.change(address, version(n), n)
             last = await session.diagnostics(address, version=21)

@@ -22,8 +22,10 @@ import logging
 import os
 import queue
 import re
+import select
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, TypeVar, Union
 
@@ -41,6 +43,14 @@ T = TypeVar("T")
 DEBOUNCE_S = 0.05
 #: Other open documents are analysed again this long after a module they may import last changed.
 DEPENDENTS_S = 0.3
+#: A document whose last analysis took less than this is analysed on the event loop's thread
+#: when the worker is idle (see _start); longer ones on the worker, so that the server keeps
+#: answering meanwhile.
+INLINE_S = 0.05
+#: How long a result computed on the loop's thread waits for a message the client is still sending.
+DRAIN_S = 1.0
+#: The analysis thread's stack, in bytes: a main thread's usual 8 MB.
+WORKER_STACK = 8 * 1024 * 1024
 #: The command that draws a composition's skip layout (arguments: the document's URI, a 0-based line).
 LAYOUT_COMMAND = "skiplint.showLayout"
 FIX_ALL_KIND = "source.fixAll.skiplint"
@@ -61,13 +71,29 @@ class Worker:
         self._jobs: "queue.SimpleQueue[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[[], Any]]]" = \
             queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="skiplint-analysis", daemon=True)
-        self._thread.start()
+        previous = threading.stack_size()
+        try:  # at least the room a main thread has (some systems give threads far less)
+            threading.stack_size(WORKER_STACK)
+        except (ValueError, RuntimeError):
+            pass
+        try:
+            self._thread.start()
+        finally:
+            threading.stack_size(previous)
+
+    #: Jobs submitted and not yet finished, as the event loop's thread sees it (a job whose
+    #: future was cancelled still runs to its end).
+    pending = 0
 
     def submit(self, job: Callable[[], T]) -> "asyncio.Future[T]":
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
+        self.pending += 1
         self._jobs.put((loop, future, job))
         return future
+
+    def _finished(self) -> None:
+        self.pending -= 1
 
     def _run(self) -> None:
         while True:
@@ -75,17 +101,19 @@ class Worker:
             try:
                 result = job()
             except BaseException as error:  # handed to whoever awaits the job
-                loop.call_soon_threadsafe(_fail, future, error)
+                loop.call_soon_threadsafe(_fail, future, error, self._finished)
             else:
-                loop.call_soon_threadsafe(_succeed, future, result)
+                loop.call_soon_threadsafe(_succeed, future, result, self._finished)
 
 
-def _succeed(future: "asyncio.Future[Any]", result: Any) -> None:
+def _succeed(future: "asyncio.Future[Any]", result: Any, finished: Callable[[], None]) -> None:
+    finished()
     if not future.cancelled():
         future.set_result(result)
 
 
-def _fail(future: "asyncio.Future[Any]", error: BaseException) -> None:
+def _fail(future: "asyncio.Future[Any]", error: BaseException, finished: Callable[[], None]) -> None:
+    finished()
     if not future.cancelled():
         future.set_exception(error)
 
@@ -217,6 +245,10 @@ class SkiplintServer:
         self._configuration: Optional[Configuration] = None
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._running: set[str] = set()
+        #: How long each document's last analysis took (seconds).
+        self._cost: dict[str, float] = {}
+        #: The client's messages, when the event loop reads them itself (see _serve_pipe).
+        self._reader: Optional[asyncio.StreamReader] = None
         #: Documents to analyse again when their running analysis ends.
         self._again: set[str] = set()
         self._last_change: dict[str, float] = {}
@@ -397,6 +429,7 @@ class SkiplintServer:
         if timer is not None:
             timer.cancel()
         self._last_change.pop(uri, None)
+        self._cost.pop(uri, None)
         self._drop_fixes(uri)
         if document is None:
             return
@@ -454,8 +487,43 @@ class SkiplintServer:
             return
         self._running.add(uri)
         buffers = tuple(self.documents.values())
+        if self._reader is not None and self.worker.pending == 0 and self._cost.get(uri, INLINE_S) < INLINE_S:
+            # A document whose last analysis was quick, with the worker idle: analysed here, on
+            # the event loop's thread, which saves two thread switches (each a wait for a core on
+            # a busy machine). Messages that arrive meanwhile wait in the pipe, and are read
+            # before the result is published (or dropped).
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[Any] = loop.create_future()
+            try:
+                future.set_result(self._analyse(document, buffers))
+            except Exception as error:  # a bug of the server itself: said by _analysed
+                future.set_exception(error)
+            asyncio.ensure_future(self._after_input(uri, document, future))
+            return
         future = self.worker.submit(lambda: self._analyse(document, buffers))
         future.add_done_callback(lambda done: self._analysed(uri, document, done))
+
+    def _input_pending(self) -> bool:
+        """Whether part of a message from the client has arrived and not been handled yet."""
+        reader = self._reader
+        if reader is None:
+            return False
+        if getattr(reader, "_buffer", b""):  # read from the pipe, not yet parsed (asyncio keeps it there)
+            return True
+        try:
+            return bool(select.select([sys.stdin.fileno()], [], [], 0)[0])
+        except (OSError, ValueError):
+            return False
+
+    async def _after_input(self, uri: str, document: Document, done: "asyncio.Future[Any]") -> None:
+        """Publish (or drop) a result computed on the loop's thread once the messages that came
+        during the analysis have been handled: a newer edit among them drops it. A message still
+        arriving after DRAIN_S is left to the next round."""
+        loop = asyncio.get_running_loop()
+        limit = loop.time() + DRAIN_S
+        while self._input_pending() and loop.time() < limit:
+            await asyncio.sleep(0.0005)
+        self._analysed(uri, document, done)
 
     def _analysed(self, uri: str, document: Document, done: "asyncio.Future[Any]") -> None:
         self._running.discard(uri)
@@ -495,6 +563,7 @@ class SkiplintServer:
         return (None if finder.unusable else settings), problems
 
     def _analyse(self, document: Document, buffers: Sequence[Document]) -> tuple[Published, list[str]]:
+        started = time.perf_counter()
         self._overlay(buffers)
         path = self.path_for(document)
         settings, problems = self._settings_for(path)
@@ -503,6 +572,7 @@ class SkiplintServer:
         else:
             result = features.check(document.text, path, settings)
         diagnostics = tuple(self.protocol_diagnostic(document, d) for d in result.diagnostics)
+        self._cost[document.uri] = time.perf_counter() - started
         return Published(document, result, diagnostics), problems
 
     def protocol_diagnostic(self, document: Document, diagnostic: Diagnostic) -> types.Diagnostic:
@@ -756,6 +826,7 @@ class SkiplintServer:
         except (OSError, ValueError, NotImplementedError):
             return False
         self.ls.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+        self._reader = reader
         stop = threading.Event()
         self.ls._stop_event = stop
         try:
