@@ -336,7 +336,6 @@ def test_compositions_read_other_modules_from_open_buffers_first(tmp_path: Path)
             assert (await session.diagnostics(model, version=1)).diagnostics == ()
             blocks = session.open(root / "blocks.py", unsaved)  # edited in the editor, not saved
             await session.diagnostics(blocks, version=1)
-            count = len(session.published[model])
             session.change(model, MODEL + "\n", 2)
             params = await session.diagnostics(model, version=2)
             assert [(d.code, d.range.start.line + 1, d.range.start.character + 1) for d in params.diagnostics] == \

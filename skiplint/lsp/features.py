@@ -14,7 +14,7 @@ import os
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 from skiplint import config, filenoqa, formats, noqa, parallel, prefilter, rules, sources
 from skiplint.diagnostics import Diagnostic, FileResult, Selection

@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence, TypeVar, Union
+from typing import Any, Callable, Optional, Sequence, TypeVar
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -310,7 +310,11 @@ class SkiplintServer:
         return document.path if document.path is not None else os.path.join(self.root, "stdin")
 
     def display(self, path: str) -> str:
-        relative = os.path.relpath(path, self.root)
+        """A path as `skiplint layout` would be given it from the workspace's root."""
+        try:
+            relative = os.path.relpath(path, self.root)
+        except ValueError:  # another drive
+            return path
         return path if relative.startswith(os.pardir) else relative
 
     # -- lifecycle -------------------------------------------------------------------------------
