@@ -99,6 +99,17 @@ def test_check_honours_the_projects_excludes_the_file_noqa_and_nul(tmp_path: Pat
     assert features.check(LAYER + "\0", path, config.Config(ignore=("SKP9",))).diagnostics == ()
 
 
+def test_a_buffer_larger_than_the_cli_reads_is_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from skiplint import sources
+
+    monkeypatch.setattr(sources, "MAX_BYTES", len(LAYER.encode()) + 1)
+    assert [d.code for d in features.check(LAYER, "m.py", config.Config()).diagnostics] == ["SKP101"]
+    big = LAYER + "#\u00e9\n"  # two more characters, four more bytes
+    result = features.check(big, "m.py", config.Config())
+    assert [(d.code, d.message) for d in result.diagnostics] == [
+        ("SKP900", "SKP900 could not check this file: too large to check (0.0 MB; the limit is 0.0 MB)")]
+
+
 def test_messages_lose_only_their_leading_code() -> None:
     diagnostic = finding(LAYER)
     assert features.message_text(diagnostic) == "'extra' is stashed but not declared in stash=[...]"

@@ -36,14 +36,20 @@ def check(text: str, path: str, settings: config.Config) -> FileResult:
     """The findings of the CLI for this text under the name `path` (`skiplint PATH` when the file
     holds this text): nothing for a file the project's own exclude patterns name (as for a path
     named on the command line), SKP900 for text that is no Python source, SKP902 for an analyzer
-    bug (the file counts as not checked), and nothing for a file-level `# skiplint: noqa`."""
+    bug (the file counts as not checked), SKP900 for a buffer larger than the CLI reads a file, and
+    nothing for a file-level `# skiplint: noqa`."""
     if settings.excludes_named(path):
         return FileResult(path, ())
+    reason = None
     if "\0" in text:
         try:
             sources.decode(b"\0")
         except sources.SourceError as error:
             reason = str(error)
+    elif len(text) > sources.MAX_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) > sources.MAX_BYTES:
+        # The CLI's limit for a file (sources.MAX_BYTES), so that no buffer takes minutes
+        reason = sources._too_large(len(text.encode("utf-8", "surrogatepass")))
+    if reason is not None:
         message = rules.RULES["SKP900"].format(reason=reason)
         diagnostics = (Diagnostic(path, 1, 0, "SKP900", message),) if settings.selected("SKP900") else ()
         return FileResult(path, diagnostics, reason)
