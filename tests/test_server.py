@@ -452,7 +452,24 @@ def test_configuration_problems_are_shown_once_as_the_cli_words_them(tmp_path: P
             assert shown[0].message.replace(str(root / "setup.cfg"), "setup.cfg") == problem
         finally:
             assert await session.stop() == 0
+
+    async def unusable() -> None:
+        # A `config` setting naming a file that cannot be read: the CLI stops (exit 2); the server
+        # says so as an error and checks nothing until the setting changes.
+        session = await Session(root, settings={"config": "missing.toml"}).start()
+        try:
+            address = session.open(root / "layer.py")
+            assert (await session.diagnostics(address, 1)).diagnostics == ()
+            message = await session.message("missing.toml")
+            assert message.type == types.MessageType.Error
+            assert message.message.endswith("missing.toml: cannot read: no such file or directory")
+            session.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+                settings={"skiplint": {"config": "setup.cfg"}}))
+            assert [d.code for d in (await session.diagnostics(address, after=1)).diagnostics] == ["SKP101"]
+        finally:
+            assert await session.stop() == 0
     run(scenario())
+    run(unusable())
 
 
 # -- code actions ---------------------------------------------------------------------------------------

@@ -535,8 +535,8 @@ class SkiplintServer:
         error = done.exception()
         if current is document and error is None:
             published, problems = done.result()
-            for problem in problems:
-                self.say(problem)
+            for problem, fatal in problems:  # what stops the CLI (exit status 2) is an error here
+                self.say(problem, types.MessageType.Error if fatal else types.MessageType.Warning)
             self.published[uri] = published
             self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri=uri, version=document.version, diagnostics=list(published.diagnostics)))
@@ -556,17 +556,18 @@ class SkiplintServer:
             document.path: ((len(document.source_bytes()), -document.serial), document.source_bytes())
             for document in buffers if document.path is not None and self.checked(document)}
 
-    def _settings_for(self, path: str) -> tuple[Optional[config.Config], list[str]]:
+    def _settings_for(self, path: str) -> tuple[Optional[config.Config], list[tuple[str, bool]]]:
         """The configuration of a file and the configuration problems met so far (one line each,
         as the CLI prints them); None when the file named in the `config` setting cannot be used
         (the CLI stops with exit status 2 before checking anything)."""
         configuration = self.configuration()
         settings = configuration.for_file(path)
         finder = configuration.finder
-        problems = [str(problem) for problem in finder.problems]
+        problems = [(str(problem), problem.fatal) for problem in finder.problems]
         return (None if finder.unusable else settings), problems
 
-    def _analyse(self, document: Document, buffers: Sequence[Document]) -> tuple[Published, list[str]]:
+    def _analyse(self, document: Document,
+                 buffers: Sequence[Document]) -> tuple[Published, list[tuple[str, bool]]]:
         started = time.perf_counter()
         self._overlay(buffers)
         path = self.path_for(document)
