@@ -1,6 +1,6 @@
 """Benchmarks: skiplint against its baselines and its peer, all figures from one run.
 
-    python benchmarks/run.py [--quick] [--full] [--write-docs]
+    python benchmarks/run.py [--quick] [--full] [--server-only] [--write-docs]
 
 Corpora: the installed torch 2.13.0 package sources (thousands of real files, almost none using
 the API), a generated tree of 1,000 realistic skippable-model files (and one of 10,000 for the
@@ -46,6 +46,7 @@ EXCLUDE = frozenset({".svn", "CVS", ".bzr", ".hg", ".git", "__pycache__", ".tox"
                      ".venv", "venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules"})
 DOC = os.path.join(REPO, "docs", "performance.md")
 DOC_START, DOC_END = "<!-- benchmark-table:start -->", "<!-- benchmark-table:end -->"
+SERVER_START, SERVER_END = "<!-- server-table:start -->", "<!-- server-table:end -->"
 
 
 # -- environments ------------------------------------------------------------------------------
@@ -111,9 +112,11 @@ def install_checkout(exe: str, files: Sequence[str]) -> None:
 def skiplint_python(venvs: str, python: str) -> str:
     """An interpreter with this checkout's skiplint installed as users install it (`pip install
     .`: byte-compiled by pip, no editable install's import hook in front of every import), with
-    flake8 and libcst; reinstalled whenever the checkout's package differs from what it holds."""
+    flake8 and libcst, and pygls for `skiplint server` (the lsp extra); reinstalled whenever the
+    checkout's package differs from what it holds."""
     venv = os.path.join(venvs, "skiplint")
-    exe = ensure_venv(venv, ["libcst", "flake8", "tomli; python_version < '3.11'"], "import flake8, libcst", python)
+    exe = ensure_venv(venv, ["libcst", "flake8", "tomli; python_version < '3.11'", "pygls>=2.0,<3"],
+                      "import flake8, libcst, pygls", python)
     stamp = os.path.join(venv, "skiplint-checkout.sha256")
     files = package_files()
     digest = checkout_digest(files)
@@ -380,6 +383,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "many; whole torch: at most 5; the 10x tree: at most 3)")
     parser.add_argument("--python", default=shutil.which("python3.11") or sys.executable,
                         help="interpreter for the peers' virtual environments")
+    parser.add_argument("--server-only", action="store_true",
+                        help="only the language server's rows (benchmarks/server.py), about two minutes")
     args = parser.parse_args(argv)
     out = os.path.abspath(args.out)
     venvs = os.path.join(out, "venvs")
@@ -390,6 +395,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     log("environments ...")
     py = skiplint_python(venvs, args.python)
+    if args.server_only:
+        server_table = server_rows(py, out, env)
+        print(server_table)
+        if args.write_docs:
+            write_docs(server_table, SERVER_START, SERVER_END)
+        return 0
     torch_py = ensure_venv(os.path.join(venvs, "torch"), [TORCH_PIN],
                            "import importlib.metadata as m; assert m.version('torch').startswith('2.13.0')",
                            args.python)
@@ -478,9 +489,27 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         json.dump(info, handle, indent=2)
     table = render(info, figures, corpora, pairs)
     print(table)
+    server_table = server_rows(py, out, env)
+    print("\nThe language server (benchmarks/server.py):\n\n" + server_table)
     if args.write_docs:
         write_docs(table)
+        write_docs(server_table, SERVER_START, SERVER_END)
     return 0
+
+
+def server_rows(py: str, out: str, env: dict) -> str:
+    """`skiplint server`'s rows: latency, memory, start-up (benchmarks/server.py, in the same
+    environment as the CLI's figures)."""
+    log("the language server ...")
+    machine_line = machine()
+    done = subprocess.run([py, os.path.join(HERE, "server.py"), "--json", os.path.join(out, "server.json")],
+                          stdout=subprocess.PIPE, text=True, env=env, cwd=tempfile.gettempdir())
+    if done.returncode != 0:
+        return f"(benchmarks/server.py ended with {done.returncode})"
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    head = (f"Machine: {machine_line['cpu']}, {machine_line['cores']} cores, Python {machine_line['python']}; "
+            f"load average {machine_line['load_before'] or 0:.2f} before, {load or 0:.2f} after.")
+    return head + "\n\n" + done.stdout.strip()
 
 
 def target_pairs(args: argparse.Namespace, py: str, flake8_py: str, corpora: list[Corpus],
@@ -612,15 +641,15 @@ def render(info: dict, figures: list[Figure], corpora: list[Corpus], pairs: Sequ
     return "\n".join(lines)
 
 
-def write_docs(table: str) -> None:
+def write_docs(table: str, start: str = DOC_START, end: str = DOC_END) -> None:
     with open(DOC, encoding="utf-8") as handle:
         text = handle.read()
-    if DOC_START not in text or DOC_END not in text:
-        raise SystemExit(f"{DOC} lacks the {DOC_START} ... {DOC_END} markers")
-    head, rest = text.split(DOC_START, 1)
-    _, tail = rest.split(DOC_END, 1)
+    if start not in text or end not in text:
+        raise SystemExit(f"{DOC} lacks the {start} ... {end} markers")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
     with open(DOC, "w", encoding="utf-8") as handle:
-        handle.write(f"{head}{DOC_START}\n{table}\n{DOC_END}{tail}")
+        handle.write(f"{head}{start}\n{table}\n{end}{tail}")
 
 
 if __name__ == "__main__":

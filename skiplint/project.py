@@ -148,17 +148,15 @@ class ProjectIndex:
 
     # -- summaries ---------------------------------------------------------------------------
     def summary(self, path: str) -> Optional[ModuleSummary]:
-        try:
-            stat = os.stat(path)
-        except OSError:
+        key = self.scan.stat(path)  # an editor's open buffer (the scan's overlay) before the file
+        if key is None:
             return None
-        key = (stat.st_size, stat.st_mtime_ns)
         cache_key = (path, prefilter.alias_key())
         cached = self._summaries.get(cache_key)
         if cached is not None and cached[0] == key:
             return cached[1]
         try:
-            data = sources.read_bytes(path)
+            data = self.scan.read(path)
         except sources.SourceError:
             return None
         self._reads += 1

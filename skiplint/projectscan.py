@@ -393,11 +393,21 @@ class ProjectScan:
     """
 
     def __init__(self) -> None:
+        #: Sources that stand for files on disk, by absolute path: (a key that no real file's
+        #: (size, mtime) can equal, the source's bytes). An editor's open buffers (skiplint server
+        #: sets it); empty for every other run. Module locations still come from the disk.
+        self.overlay: dict[str, tuple[StatKey, bytes]] = {}
         self._files: dict[tuple[str, str], Optional[str]] = {}
         self._scans: dict[tuple[str, AliasKey], _Scan] = {}
         self._names: dict[tuple[str, str, int, AliasKey], tuple[StatKey, bool]] = {}
         self._exports: dict[tuple[str, int, AliasKey], tuple[StatKey, bool]] = {}
         self.reads = 0
+
+    def forget_locations(self) -> None:
+        """Look modules up again (a long-lived process whose files were created or deleted)."""
+        self._files.clear()
+        self._names.clear()
+        self._exports.clear()
 
     def module_file(self, importer: str, module: str) -> Optional[str]:
         """The file of `module` as `importer` sees it (cached per directory and module)."""
@@ -407,18 +417,33 @@ class ProjectScan:
             self._files[key] = locate(directory, module)
         return self._files[key]
 
-    def scan(self, path: str) -> Optional[_Scan]:
+    def stat(self, path: str) -> Optional[StatKey]:
+        """What a cached answer about the module at `path` is valid for: its overlay's key, else
+        its size and mtime; None when it cannot be read."""
+        shown = self.overlay.get(path)
+        if shown is not None:
+            return shown[0]
         try:
             info = os.stat(path)
         except OSError:
             return None
-        stat = (info.st_size, info.st_mtime_ns)
+        return (info.st_size, info.st_mtime_ns)
+
+    def read(self, path: str) -> bytes:
+        """The module's source: its overlay, else the file (SourceError when it cannot be read)."""
+        shown = self.overlay.get(path)
+        return shown[1] if shown is not None else sources.read_bytes(path)
+
+    def scan(self, path: str) -> Optional[_Scan]:
+        stat = self.stat(path)
+        if stat is None:
+            return None
         key = (path, alias_key())
         cached = self._scans.get(key)
         if cached is not None and cached.stat == stat:
             return cached
         try:
-            data = sources.read_bytes(path)
+            data = self.read(path)
         except sources.SourceError:
             return None
         self.reads += 1

@@ -79,7 +79,7 @@ def test_help_lists_every_command(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     assert lines[0] == "usage: skiplint [-h] [--version] [COMMAND] [ARGS ...]"
     listed = [line.split()[0] for line in lines if line.startswith("    ") and line.split()]
-    assert listed == ["check", "fix", "layout", "verify", "rule"]
+    assert listed == ["check", "fix", "layout", "verify", "rule", "server"]
 
 
 @pytest.mark.parametrize("command, usage", [
@@ -88,6 +88,7 @@ def test_help_lists_every_command(tmp_path: Path) -> None:
     ("layout", "usage: skiplint layout "),
     ("verify", "usage: skiplint verify "),
     ("rule", "usage: skiplint rule "),
+    ("server", "usage: skiplint server "),
 ])
 def test_each_command_has_its_own_help(tmp_path: Path, command: str, usage: str) -> None:
     done = skiplint(tmp_path, command, "--help")
@@ -501,7 +502,7 @@ def _record(argv: list[str]) -> int:
     return 7
 
 
-@pytest.mark.parametrize("command", ["fix", "layout", "verify"])
+@pytest.mark.parametrize("command", ["fix", "layout", "verify", "server"])
 def test_delegated_commands_get_the_rest_of_the_command_line_unchanged(
         monkeypatch: pytest.MonkeyPatch, command: str) -> None:
     monkeypatch.setitem(cli.DELEGATED, command, "tests.test_cli_commands:_record")

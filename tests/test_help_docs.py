@@ -35,7 +35,8 @@ def documented_block(name: str) -> str:
 
 @pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="argparse's layout differs between versions")
 @pytest.mark.parametrize("argv, name", [((), "skiplint --help"), (("check",), "skiplint check --help"),
-                                        (("rule",), "skiplint rule --help"), (("fix",), "skiplint fix --help")])
+                                        (("rule",), "skiplint rule --help"), (("fix",), "skiplint fix --help"),
+                                        (("server",), "skiplint server --help")])
 def test_usage_shows_the_current_help(argv: tuple[str, ...], name: str) -> None:
     assert documented_block(name) == help_text(*argv), \
         f"docs/usage.md is out of date: paste `COLUMNS=100 skiplint {' '.join(argv)} --help` between the markers"

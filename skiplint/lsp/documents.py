@@ -1,0 +1,151 @@
+"""The editor's documents as the server keeps them, and positions in the client's units.
+
+Lines are what Python's tokenizer, skiplint and the Language Server Protocol count: only CR LF,
+CR and LF end a line (a form feed or U+2028 does not). A column is a count of code points for
+skiplint and a count of the negotiated encoding's units for the client (UTF-16 unless the client
+offered UTF-8 or UTF-32). Nothing here imports pygls.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tokenize
+import urllib.parse
+from typing import Optional
+
+from skiplint import sources
+
+#: The position encodings the server speaks, by their protocol names.
+UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
+
+
+def units(text: str, encoding: str) -> int:
+    """How many of the encoding's code units `text` takes."""
+    if encoding == UTF32 or text.isascii():
+        return len(text)
+    if encoding == UTF8:
+        return len(text.encode("utf-8", "surrogatepass"))
+    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+
+
+def column_from_units(line: str, count: int, encoding: str) -> int:
+    """The code point column of `count` code units into `line` (clamped to the line; a count
+    that falls inside a character gives the character's own column)."""
+    if count <= 0:
+        return 0
+    if encoding == UTF32 or line.isascii():
+        return min(count, len(line))
+    seen = 0
+    for index, char in enumerate(line):
+        if seen >= count:
+            return index
+        seen += units(char, encoding)
+    return len(line)
+
+
+def path_of(uri: str) -> Optional[str]:
+    """The file path of a `file:` URI, else None (an untitled buffer, another scheme)."""
+    parsed = urllib.parse.urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    path = _url2pathname(urllib.parse.unquote(parsed.path))
+    if parsed.netloc and parsed.netloc != "localhost":  # a UNC path
+        path = f"//{parsed.netloc}{path}"
+    return os.path.abspath(path)
+
+
+def uri_of(path: str) -> str:
+    """The `file:` URI of an absolute path."""
+    return "file://" + urllib.parse.quote(os.path.abspath(path).replace(os.sep, "/") if os.name != "nt"
+                                          else "/" + os.path.abspath(path).replace(os.sep, "/"))
+
+
+def _url2pathname(path: str) -> str:
+    """urllib.request's url2pathname, without importing urllib.request (and with it http, email)."""
+    if os.name == "nt":  # pragma: no cover - Windows
+        from nturl2path import url2pathname
+
+        return url2pathname(path)
+    return path
+
+
+class Document:
+    """One snapshot of an open document (never changed: an edit makes a new one), with its line
+    table computed on first use."""
+
+    __slots__ = ("uri", "path", "version", "text", "language", "serial", "_starts", "_lines", "_bytes")
+
+    def __init__(self, uri: str, text: str, version: Optional[int], language: str = "python",
+                 serial: int = 0) -> None:
+        self.uri = uri
+        self.path = path_of(uri)
+        self.version = version
+        self.text = text
+        self.language = language
+        #: Unique to this snapshot among the server's documents (a new one for every change).
+        self.serial = serial
+        self._starts: Optional[list[int]] = None
+        self._lines: Optional[list[str]] = None
+        self._bytes: Optional[bytes] = None
+
+    @property
+    def starts(self) -> list[int]:
+        """The offset of each line's first character (one more when the text ends with a break)."""
+        if self._starts is None:
+            self._starts = sources.line_starts(self.text)
+        return self._starts
+
+    @property
+    def lines(self) -> list[str]:
+        """Each line without its line break."""
+        if self._lines is None:
+            self._lines = sources.lines(self.text)
+        return self._lines
+
+    def line(self, index: int) -> str:
+        """The 0-based line `index` without its break; "" past the end."""
+        lines = self.lines
+        return lines[index] if 0 <= index < len(lines) else ""
+
+    def source_bytes(self) -> bytes:
+        """The text as the file would hold it: in the encoding its coding cookie names (UTF-8
+        without one, or when the text cannot be written in that encoding)."""
+        if self._bytes is None:
+            data = self.text.encode("utf-8", "surrogatepass")
+            try:
+                encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+                if encoding not in ("utf-8", "utf-8-sig"):
+                    data = self.text.encode(encoding)
+            except (SyntaxError, LookupError, UnicodeError):
+                pass
+            self._bytes = data
+        return self._bytes
+
+    # -- positions ---------------------------------------------------------------------------
+    def offset(self, line: int, character: int, encoding: str) -> int:
+        """The character offset of a client position (0-based line, code units), clamped to the text."""
+        starts = self.starts
+        if line < 0:
+            return 0
+        if line >= len(starts):
+            return len(self.text)
+        return starts[line] + column_from_units(self.line(line), character, encoding)
+
+    def client_position(self, line: int, column: int, encoding: str) -> tuple[int, int]:
+        """A skiplint position (1-based line, 0-based code point column) in the client's units."""
+        index = max(line - 1, 0)
+        text = self.line(index)
+        return index, units(text[:max(column, 0)], encoding)
+
+    def client_position_at(self, offset: int, encoding: str) -> tuple[int, int]:
+        """A character offset of the text in the client's units."""
+        starts = self.starts
+        low, high = 0, len(starts) - 1
+        while low < high:  # the last line starting at or before the offset
+            middle = (low + high + 1) // 2
+            if starts[middle] <= offset:
+                low = middle
+            else:
+                high = middle - 1
+        return low, units(self.text[starts[low]:offset], encoding)

@@ -1,0 +1,307 @@
+"""What the language server computes, on the engine the CLI uses; nothing here imports pygls.
+
+A document is checked as `skiplint - --stdin-display-name PATH` checks the same text: the
+configuration the CLI would find for PATH (select/ignore, per-file-ignores, api-aliases,
+max-unroll), `parallel.check_source` (the engine of the standard input door), `# noqa` and the
+file-level noqa. Quick fixes are `skiplint fix`'s edits under its never-worse test, the hover is
+the rule's text of `skiplint rule`, the layout is `skiplint layout`'s drawing.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import tokenize
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional, Union
+
+from skiplint import config, filenoqa, formats, noqa, parallel, prefilter, rules, sources
+from skiplint.diagnostics import Diagnostic, FileResult, Selection
+
+if TYPE_CHECKING:
+    from skiplint import layout as layout_module
+    from skiplint.facts import ModelFacts, Site
+
+# The engine (libcst), the fixer and the layout are imported on first use, so that the server
+# answers `initialize` before they are loaded.
+
+#: The codes `skiplint fix` rewrites (fix.FIXABLE), and where an SKP401 import may move
+#: (fix.TARGETS, `skiplint fix --target`); a test keeps them equal.
+FIXABLE = frozenset({"SKP106", "SKP107", "SKP401"})
+TARGETS = ("torchgpipe", "fairscale")
+
+
+def check(text: str, path: str, settings: config.Config) -> FileResult:
+    """The findings of the CLI for this text under the name `path` (`skiplint PATH` when the file
+    holds this text): nothing for a file the project's own exclude patterns name (as for a path
+    named on the command line), SKP900 for text that is no Python source, SKP902 for an analyzer
+    bug (the file counts as not checked), SKP900 for a buffer larger than the CLI reads a file, and
+    nothing for a file-level `# skiplint: noqa`."""
+    if settings.excludes_named(path):
+        return FileResult(path, ())
+    reason = None
+    if "\0" in text:
+        try:
+            sources.decode(b"\0")
+        except sources.SourceError as error:
+            reason = str(error)
+    elif len(text) > sources.MAX_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) > sources.MAX_BYTES:
+        # The CLI's limit for a file (sources.MAX_BYTES), so that no buffer takes minutes
+        reason = sources._too_large(len(text.encode("utf-8", "surrogatepass")))
+    if reason is not None:
+        message = rules.RULES["SKP900"].format(reason=reason)
+        diagnostics = (Diagnostic(path, 1, 0, "SKP900", message),) if settings.selected("SKP900") else ()
+        return FileResult(path, diagnostics, reason)
+    try:
+        result = parallel.check_source(text, path, settings)
+    except Exception as error:  # an analyzer bug: SKP902, as the CLI reports it, and the server goes on
+        if os.environ.get("SKIPLINT_DEBUG"):
+            raise
+        selection = Selection(settings.select, settings.ignore, settings.extend_select)
+        result = parallel.internal_error(path, "this file", error, selection)
+    if (result.diagnostics or result.error is not None) and filenoqa.skips_file(text):
+        return FileResult(path, ())
+    return result
+
+
+def message_text(diagnostic: Diagnostic) -> str:
+    """The message without its leading code (the protocol carries the code on its own)."""
+    prefix = diagnostic.code + " "
+    return diagnostic.message[len(prefix):] if diagnostic.message.startswith(prefix) else diagnostic.message
+
+
+def severity(code: str) -> str:
+    """"error" or "note" (an opt-in code), as the SARIF report grades them."""
+    return formats.level(code)
+
+
+def help_uri(code: str) -> str:
+    """The address of the rule's section of docs/rules.md."""
+    return formats.help_uri(code)
+
+
+# -- quick fixes ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Replacement:
+    """Replace the characters [start, end) of the document's text with `text`."""
+
+    start: int
+    end: int
+    text: str
+
+
+def _same(a: Diagnostic, b: Diagnostic) -> bool:
+    return (a.code, a.line, a.col, a.message) == (b.code, b.line, b.col, b.message)
+
+
+def quick_fix(text: str, path: str, settings: config.Config, diagnostic: Diagnostic,
+              target: str = "torchgpipe") -> Union[list[Replacement], str]:
+    """The edits of `skiplint fix` for this one finding, when they make the file strictly better
+    (the same test as `skiplint fix`: the file still parses and compiles, no finding of any code is
+    added, this one is gone); else the reason there is none."""
+    from skiplint import fix
+
+    if diagnostic.code not in FIXABLE:
+        return f"{diagnostic.code} has no automatic fix"
+    state = fix._lint(text, path, settings)
+    if state.error is not None:
+        return f"the file could not be checked: {state.error}"
+    current = next((d for d in state.reported if _same(d, diagnostic)), None)
+    if current is None:
+        return "the finding is no longer reported"
+    try:
+        change = fix.plan(text, current, target)
+    except fix._NotFixable as why:
+        return str(why)
+    outcome = fix._judged(current, state, change, path, settings, fix._compiles(text, path))
+    if isinstance(outcome, str):
+        return outcome
+    return [Replacement(edit.start, edit.end, edit.text) for edit in change]
+
+
+def fix_all(text: str, path: str, settings: config.Config,
+            target: str = "torchgpipe") -> Optional[tuple[Replacement, tuple[Diagnostic, ...]]]:
+    """`skiplint fix` on the text: one replacement of the span that changes, and the findings it
+    fixed; None when nothing can be fixed."""
+    from skiplint import fix
+
+    outcome = fix.fix_source(text, path, settings, target)
+    if outcome.error is not None or not outcome.changed:
+        return None
+    return _difference(text, outcome.fixed), outcome.applied
+
+
+def _difference(old: str, new: str) -> Replacement:
+    """The smallest single replacement that turns `old` into `new`."""
+    start = 0
+    limit = min(len(old), len(new))
+    while start < limit and old[start] == new[start]:
+        start += 1
+    end_old, end_new = len(old), len(new)
+    while end_old > start and end_new > start and old[end_old - 1] == new[end_new - 1]:
+        end_old -= 1
+        end_new -= 1
+    # Never split a CR LF pair or a surrogate-free character sequence at the edges.
+    if start > 0 and old[start - 1] == "\r" and start < len(old) and old[start] == "\n":
+        start -= 1
+    return Replacement(start, end_old, new[start:end_new])
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def suppression(text: str, diagnostic: Diagnostic) -> Union[Replacement, str]:
+    """The edit that adds `# noqa: CODE` to the finding's line (or the code to the line's noqa
+    list), or why the line cannot take one: it ends inside a string or with a continuation
+    backslash, where a comment would change the program."""
+    starts = sources.line_starts(text)
+    index = diagnostic.line - 1
+    if not 0 <= index < len(starts) or (index == len(starts) - 1 and starts[index] == len(text) and index):
+        return "the finding's line is not in the file"
+    begin = starts[index]
+    match = _LINE_BREAK.search(text, begin)
+    end = match.start() if match is not None else len(text)
+    line = text[begin:end]
+    codes = noqa.suppressed_codes(line)
+    if noqa.covers(codes, diagnostic.code):
+        return "the line's noqa already covers this code"
+    if line.rstrip().endswith("\\"):
+        return "the line ends with a continuation backslash"
+    if _ends_in_string(text, index + 1):
+        return "the line ends inside a string"
+    if codes:  # `# noqa: A,B`: add the code to the list
+        found = noqa._NOQA.search(line)
+        assert found is not None and found.group("codes")
+        at = begin + found.end("codes")
+        while text[at - 1] in ", \t":
+            at -= 1
+        return Replacement(at, at, f",{diagnostic.code}")
+    body = line.rstrip()
+    return Replacement(begin + len(body), end, f"{'  ' if body else ''}# noqa: {diagnostic.code}")
+
+
+def _ends_in_string(text: str, line: int) -> bool:
+    """Whether a string token (a triple-quoted string, an f-string) runs past the end of `line`."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
+            if token.start[0] > line:
+                return False
+            if token.start[0] <= line < token.end[0] and token.type not in (
+                    tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+                if token.type == tokenize.STRING or getattr(tokenize, "FSTRING_MIDDLE", -1) == token.type:
+                    return True
+    except (tokenize.TokenError, SyntaxError):
+        return True  # an unterminated string or bracket: no comment is safe to add
+    return False
+
+
+# -- hover -----------------------------------------------------------------------------------------
+
+def hover_markdown(code: str) -> str:
+    """The rule in Markdown: what it finds, the run-time failure it prevents, the fixed example."""
+    from skiplint import ruledoc
+
+    facts = ruledoc.rule_json(code)
+    rule = rules.RULES[code]
+    lines = [f"**{code}** `{rule.name}`" + (" (opt-in)" if rule.opt_in else ""), "",
+             f"Finds: {_sentence(rule.summary)}", "",
+             f"Fails at run time: {_failure(rule)}.", "",
+             "Fixed:", "", "```python", str(facts["fixed"]).rstrip("\n"), "```", "",
+             f"[{code} in docs/rules.md]({facts['url']})"]
+    return "\n".join(lines)
+
+
+def hover_text(code: str) -> str:
+    """The same as plain text: `skiplint rule CODE`."""
+    from skiplint import ruledoc
+
+    return ruledoc.rule_text(code)
+
+
+def _sentence(text: str) -> str:
+    from skiplint import ruledoc
+
+    return ruledoc._sentence(text)
+
+
+def _failure(rule: rules.Rule) -> str:
+    from skiplint import ruledoc
+
+    return ruledoc._failure(rule)
+
+
+# -- layout ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Lens:
+    """A pipe call (0-based line, code point columns) and the name of what it pipes."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    name: str
+
+
+def models(text: str, path: str, settings: config.Config) -> "ModelFacts":
+    """The compositions and pipes of the text (ParseFailure when it does not parse)."""
+    from skiplint import engine
+    from skiplint.facts import ModelFacts
+
+    with prefilter.using_aliases(settings.api_aliases):
+        both = engine.analyze_models(text, path, prefiltered=True, max_unroll=settings.max_unroll)
+    return both[1] if both is not None else ModelFacts(path)
+
+
+def _span(site: Optional["Site"]) -> Optional[tuple[int, int, int, int]]:
+    """(first line, column, last line, end column) of a site, lines 1-based."""
+    if site is None:
+        return None
+    line, column = site.position
+    end_line, end_column = site.locator.end(site.node)
+    return line, column, end_line, end_column
+
+
+def lenses(facts: "ModelFacts") -> list[Lens]:
+    """A lens on every pipe call whose composition `skiplint layout` can draw."""
+    from skiplint import layout
+
+    out = []
+    for model in layout.models(facts):
+        if model.pipe is None:
+            continue
+        pipe = next((p for p in facts.pipes if p.composition is model.composition and p.name == model.name), None)
+        span = _span(pipe.site if pipe is not None else None)
+        if span is not None:
+            out.append(Lens(span[0] - 1, span[1], span[2] - 1, span[3], model.name))
+    return out
+
+
+def layout_at(text: str, path: str, settings: config.Config, line: int, display: str) -> Optional[str]:
+    """`skiplint layout`'s drawing of the composition under the 0-based `line`: the innermost pipe
+    call or composition whose source spans the line, else the nearest one above it, else the
+    first; None when the text builds none worth drawing. ParseFailure when it does not parse."""
+    from skiplint import layout
+
+    facts = models(text, path, settings)
+    found = layout.models(facts)
+    if not found:
+        return None
+    row = line + 1
+    spans: list[tuple["layout_module.Model", tuple[int, int, int, int]]] = []
+    for model in found:
+        pipe = next((p for p in facts.pipes if p.composition is model.composition and p.name == model.name), None)
+        span = _span(pipe.site if pipe is not None and model.pipe is not None else model.composition.site)
+        if span is not None:
+            spans.append((model, span))
+    inside = [(model, span) for model, span in spans if span[0] <= row <= span[2]]
+    if inside:
+        chosen = min(inside, key=lambda item: (item[1][2] - item[1][0], -item[1][0]))[0]
+    else:
+        above = [(model, span) for model, span in spans if span[0] <= row]
+        chosen = max(above, key=lambda item: item[1][0])[0] if above else found[0]
+    return layout.render_text(display, chosen, chosen.balance)
+
+
