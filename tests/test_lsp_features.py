@@ -157,13 +157,13 @@ def test_a_quick_fix_is_the_one_skiplint_fix_makes_or_its_reason() -> None:
     found = {d.line: d for d in features.check(text, path, config.Config()).diagnostics if d.code == "SKP107"}
     edits = features.quick_fix(text, path, config.Config(), found[9])
     assert isinstance(edits, list) and [(e.text) for e in edits] == ["yield "]
-    assert features.quick_fix(text, path, config.Config(), found[21]) == \
+    assert features.quick_fix(text, path, config.Config(), found[28]) == \
         "a yield here would change what the enclosing function is"
     stale = Diagnostic(path, 9, 8, "SKP107", "SKP107 something else")
     assert features.quick_fix(text, path, config.Config(), stale) == "the finding is no longer reported"
     assert features.quick_fix(LAYER, path, config.Config(), finding(LAYER)) == "SKP101 has no automatic fix"
     replacement, fixed = features.fix_all(text, path, config.Config()) or (None, ())
-    assert replacement is not None and [d.line for d in fixed] == [9, 16]
+    assert replacement is not None and [d.line for d in fixed] == [9, 16, 23]
     whole = fix.fix_source(text, path).fixed
     assert text[:replacement.start] + replacement.text + text[replacement.end:] == whole
     assert features.fix_all(LAYER, path, config.Config()) is None

@@ -505,7 +505,7 @@ def test_quick_fixes_are_skiplint_fixs_edits(tmp_path: Path, resolve: bool) -> N
             address = session.open(path)
             params = await session.diagnostics(address, version=1)
             fixable = [d for d in params.diagnostics if d.code == "SKP107"]
-            assert len(fixable) == 4
+            assert len(fixable) == 5
             # Each finding's own fix, one at a time, as `skiplint fix` would make it.
             first = await actions(session, address, fixable[0])
             titles = [a.title for a in first]
@@ -521,7 +521,7 @@ def test_quick_fixes_are_skiplint_fixs_edits(tmp_path: Path, resolve: bool) -> N
             fixed_one = apply(text, edits_of(await resolved(session, first[0])))
             assert fixed_one == text.replace('        stash("skip", x)  # expect', '        yield stash("skip", x)  # expect')
             # A finding whose rewrite would change what a function is has no quick fix, only the noqa.
-            helper = next(d for d in fixable if d.range.start.line == 20)
+            helper = next(d for d in fixable if d.range.start.line == 27)
             assert [a.title for a in await actions(session, address, helper, only=["quickfix"])] == [
                 "Suppress SKP107 on this line (# noqa: SKP107)"]
             # Fix all: the whole of `skiplint fix`.
@@ -530,7 +530,7 @@ def test_quick_fixes_are_skiplint_fixs_edits(tmp_path: Path, resolve: bool) -> N
             # Applied by the client as a new version: the fixed findings are gone.
             session.change(address, fixed_one, 2)
             after = await session.diagnostics(address, version=2)
-            assert len([d for d in after.diagnostics if d.code == "SKP107"]) == 3
+            assert len([d for d in after.diagnostics if d.code == "SKP107"]) == 4
         finally:
             assert await session.stop() == 0
     run(scenario())
