@@ -84,6 +84,60 @@ def _end(pattern: re.Pattern[str], text: str, pos: int) -> int:
     return pos if match is None else match.end()
 
 
+#: Python's tokenizer measures indentation twice: with tabs to the next multiple of 8 (`col`) and
+#: of 1 (`altcol`); a form feed sets both back to 0. Two lines are at the same indentation when
+#: both numbers agree (tokenizer.c, every supported version).
+_TAB_SIZE = 8
+
+
+def _columns(indentation: str) -> tuple[int, int]:
+    """(col, altcol) of a line's indentation, as Python's tokenizer counts them."""
+    col = altcol = 0
+    for char in indentation:
+        if char == " ":
+            col, altcol = col + 1, altcol + 1
+        elif char == "\t":
+            col, altcol = (col // _TAB_SIZE + 1) * _TAB_SIZE, altcol + 1
+        elif char == "\f":
+            col = altcol = 0
+    return col, altcol
+
+
+#: A line break after a backslash: the continuation that makes a lone backslash's line one
+#: logical line with the next.
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def _continued_columns(text: str, pos: int) -> Optional[tuple[int, int]]:
+    """The indentation Python 3.10 and later give a logical line that begins at `pos` with lone
+    backslashes: the col of the first backslash not in column 0 (for both numbers: the
+    tokenizer's `cont_line_col`), else the col and altcol of the statement after them; None
+    when no statement follows (a comment, a blank line or the end of the text)."""
+    col = altcol = first = 0
+    end = len(text)
+    while True:
+        indent = _INDENT.match(text, pos)
+        assert indent is not None  # it matches the empty string
+        for char in indent.group():
+            if char == " ":
+                col, altcol = col + 1, altcol + 1
+            elif char == "\t":
+                col, altcol = (col // _TAB_SIZE + 1) * _TAB_SIZE, altcol + 1
+            else:
+                col = altcol = 0
+        pos = indent.end()
+        if pos >= end or text[pos] != "\\":
+            break
+        newline = _BREAK.match(text, pos + 1)
+        if newline is None:
+            break  # a backslash before code: a syntax error that Python reports
+        first = first or col
+        pos = newline.end()
+    if pos >= end or text[pos] in "#\r\n":
+        return None
+    return (first, first) if first else (col, altcol)
+
+
 class _Refused(Exception):
     def __init__(self, reason: str, pos: int) -> None:
         super().__init__(reason)
@@ -111,6 +165,9 @@ class _Scan:
         self.indentation = ""
         #: The current logical line began with a lone backslash that keeps `indentation`.
         self.continued = False
+        #: Where the logical line whose lone backslashes were last judged begins (its later
+        #: backslashes are part of the same judgement).
+        self.judged = -1
         #: Offsets of the logical lines that begin in column 0, with their first word ("" when
         #: the line begins with anything but a name, "@" for a decorator).
         self.tops: list[tuple[int, str]] = []
@@ -166,19 +223,20 @@ class _Scan:
             self.elifs.pop(indent, None)
 
     def lone_backslash(self, start: int, after: int) -> None:
-        """A logical line that begins with a backslash continuation (a line holding only `\\`).
-        Python 3.10 and later indent the statement that follows as that line (as the next line
-        when the backslash is in column 0); libcst, like Python 3.9, keeps it in the block of the
-        line before. Where the two differ, the file's blocks depend on the Python that runs it:
-        refused on every Python, so that every Python gives the same verdict."""
-        text = self.text
-        code = _INDENT.match(text, after)
-        assert code is not None  # it matches the empty string
-        ahead = code.end()
-        if ahead >= len(text) or text[ahead] in "#\r\n\\":
-            return  # no statement follows on the continued line
-        python = text[self.line_pos:start] or code.group()
-        if python != self.indentation:
+        """A logical line that begins with backslash continuations (lines holding only `\\`).
+        libcst, like Python 3.9, keeps the statement that follows in the block of the line before.
+        Python 3.10 and later indent it as the first of those backslashes that is not in column
+        0, else as its own line (see `_continued_columns`). Where the two differ, the file's
+        blocks depend on the Python that runs it: refused on every Python, so that every Python
+        gives the same verdict. Where they agree (the same columns, however spelled with form
+        feeds, or several backslash lines in a row), the text is accepted."""
+        if self.judged == self.line_pos:
+            return  # a later backslash of a logical line already judged at its first
+        self.judged = self.line_pos
+        columns = _continued_columns(self.text, self.line_pos)
+        if columns is None:
+            return  # no statement follows on the continued lines
+        if columns != _columns(self.indentation):
             raise _Refused("a line holding only a backslash before a change of indentation (Python 3.10+ "
                            "puts the next statement in another block than libcst and Python 3.9 do)", start)
         self.continued = True

@@ -15,9 +15,11 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from skiplint import cli, engine, limits, sources
 from skiplint.flake8_plugin import SkiplintChecker
@@ -269,6 +271,105 @@ def test_lone_backslash_before_a_comment_or_at_the_same_indentation_is_accepted(
     assert limits.parser_hazard("def f(x):\n    a = 1\n    \\\n    y = 1\n    \\\n    z = 2\n") is None
     assert limits.parser_hazard("s = \'\'\'\n    \\\ny\'\'\'\n") is None  # inside a string: not code
     assert limits.parser_hazard("x = (1,\n    \\\n2)\n") is None  # inside brackets: no indentation
+
+
+def _blocks_by_python(text: str) -> list[tuple[str, tuple[str, ...]]]:
+    """Each assigned name with the names of the `def`s and `if`s around it, as Python reads them."""
+    out: list[tuple[str, tuple[str, ...]]] = []
+
+    def walk(body: list[ast.stmt], path: tuple[str, ...]) -> None:
+        for statement in body:
+            if isinstance(statement, ast.Assign):
+                out.append((statement.targets[0].id, path))  # type: ignore[attr-defined]
+            elif isinstance(statement, ast.If):
+                walk(statement.body, path + (statement.test.id,))  # type: ignore[attr-defined]
+            elif isinstance(statement, ast.FunctionDef):
+                walk(statement.body, path + (statement.name,))
+    walk(ast.parse(text).body, ())
+    return out
+
+
+def _blocks_by_libcst(text: str) -> list[tuple[str, tuple[str, ...]]]:
+    """The same, as libcst reads them."""
+    import libcst as cst
+
+    out: list[tuple[str, tuple[str, ...]]] = []
+
+    def walk(body: Sequence[cst.BaseStatement], path: tuple[str, ...]) -> None:
+        for statement in body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                out.extend((small.targets[0].target.value, path)  # type: ignore[attr-defined]
+                           for small in statement.body if isinstance(small, cst.Assign))
+            elif isinstance(statement, cst.If):
+                walk(statement.body.body, path + (statement.test.value,))  # type: ignore[attr-defined]
+            elif isinstance(statement, cst.FunctionDef):
+                walk(statement.body.body, path + (statement.name.value,))  # type: ignore[arg-type]
+    walk(cst.parse_module(text).body, ())
+    return out
+
+
+@pytest.mark.parametrize("lines", [
+    ["        \\", "        \\", "        y = 2"],   # two backslash lines in a row
+    ["        \\", "    \\", "        y = 2"],   # the first one not in column 0 decides
+    ["\\", "\\", "        y = 2"],             # all in column 0: the statement's own line decides
+    ["        \\", "\x0c    y = 2"],           # a form feed after the backslash line
+    ["\\", "\x0c        y = 2"],
+    ["\x0c        \\", "        y = 2"],       # a form feed before the backslash
+    ["  \x0c        \\", "\\", "        y = 2"],
+])
+def test_lone_backslashes_where_every_python_and_libcst_agree_are_accepted(lines: list[str]) -> None:
+    """Several backslash lines in a row, or form feeds around one, put the statement where Python
+    3.10+ (the first backslash not in column 0, else the statement's own columns, a form feed
+    counting from 0) and libcst (the block of the line before) both do: nothing to refuse."""
+    source = "def f(x):\n    if x:\n        a = 1\n" + "\n".join(lines) + "\n    z = 3\n"
+    assert limits.parser_hazard(source) is None
+    assert _blocks_by_libcst(source) == _blocks_by_python(source) == [
+        ("a", ("f", "x")), ("y", ("f", "x")), ("z", ("f",))]
+
+
+def test_lone_backslashes_in_a_row_are_judged_by_their_first(tmp_path: Path) -> None:
+    """A finding after two backslash lines is reported where it is, not refused (SKP900)."""
+    source = API + textwrap.dedent("""\
+        from torch import nn
+
+
+        @skippable(stash=["skip"])
+        class Stash(nn.Module):
+            def forward(self, x):
+                x = x + 1
+                \\
+                \\
+                yield stash("other", x)
+                \\
+        \x0c        return x
+        """)
+    (tmp_path / "m.py").write_text(source)
+    done = skiplint("m.py", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (1, "")
+    assert norm(done.stdout) == [
+        "m.py:5:19: SKP103 'skip' is declared in stash=[...] but no path of forward stashes it",
+        "m.py:11:15: SKP101 'other' is stashed but not declared in stash=[...]"]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="Python 3.9 reads lone backslashes as libcst does")
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["", "    ", "        ", "\t", "\x0c", "\x0c    ", "    \x0c",
+                                            "    \x0c    ", "  ", "\x0c        ", "        \x0c"]),
+                          st.sampled_from(["\\", "\\", "y{} = 1", "if c{}:", "# c", ""])),
+                min_size=1, max_size=6))
+def test_lone_backslashes_are_refused_exactly_where_python_and_libcst_disagree(
+        lines: list[tuple[str, str]]) -> None:
+    """Generated blocks with lone backslashes and form feeds: of those Python and libcst both
+    read, the scan refuses exactly the ones whose blocks they read differently."""
+    body = [indent + line.format(number) for number, (indent, line) in enumerate(lines)]
+    source = "def f(x):\n    if x:\n        a = 1\n" + "\n".join(body) + "\n    z = 3\n"
+    try:
+        python = _blocks_by_python(source)
+        libcst = _blocks_by_libcst(source)
+    except Exception:  # noqa: BLE001 - not valid Python, or a form feed libcst cannot read
+        return
+    refused = limits.parser_hazard(source)
+    assert (refused == LONE) is (python != libcst), (source, refused)
 
 
 def test_lone_backslash_that_would_invent_a_finding_is_one_skp900_line(tmp_path: Path) -> None:
