@@ -139,6 +139,7 @@ def test_read_cap_also_holds_for_a_file_growing_after_fstat(tmp_path: Path, monk
 
 BRACKETS = "nested too deeply to parse (more than 200 levels of brackets)"
 CHAIN = "nested too deeply to parse (an expression of more than 3,000 operators and operands)"
+DEPTH = "nested too deeply to parse (more than 3,000 levels of operators, operands and elif branches at once)"
 DEEP = [  # (source, where the SKP900 is reported, reason)
     pytest.param(API + "x = " + "(" * 5000 + "1" + ")" * 5000 + "\n", "2:205", BRACKETS, id="parentheses-5000"),
     pytest.param(API + "x = " + "[" * 3000 + "]" * 3000 + "\n", "2:205", BRACKETS, id="lists-3000"),
@@ -150,8 +151,13 @@ DEEP = [  # (source, where the SKP900 is reported, reason)
     pytest.param(API + "if a: pass\n" + "elif a: pass\n" * 20000, "2003:1",
                  "nested too deeply to parse (more than 2,000 elif branches in a row)", id="elif-20000"),
     pytest.param(API + "x = f'{" + "(" * 300 + "}'\n", "2:207", BRACKETS, id="f-string-field"),
+    # Runs each under the limit, nested in one another: SIGSEGV in libcst's parser (10,000 levels).
+    pytest.param(API + "x = " + "-" * 2500 + "(" + "-" * 2500 + "(" + "-" * 2500 + "(" + "-" * 2500 + "(x" + ")" * 4
+                 + "\n", "2:3006", DEPTH, id="chains-in-brackets"),
+    pytest.param(API + "if a: pass\n" + "elif a: pass\n" * 1999 + "elif a:\n    x = " + "-" * 1500 + "1\n",
+                 "2003:1009", DEPTH, id="chain-in-elifs"),
     # Python stops at an earlier syntax error, or does not know the syntax: the scan still holds.
-    pytest.param(API + "def f(:\n" + "x = a" + ".b" * 15000 + "\n", "3:3005", CHAIN, id="attributes-after-error"),
+    pytest.param(API + "def f(:\n" + "x = a" + ".b" * 15000 + "\n", "3:3003", DEPTH, id="attributes-after-error"),
     pytest.param(API + "type A = int\n" + "x = a" + "[0]" * 5000 + "\n", "3:3005", CHAIN,
                  id="subscripts-after-new-syntax"),
 ]
@@ -221,6 +227,57 @@ def test_expression_deep_enough_for_recursion_error_in_libcst(tmp_path: Path) ->
     # Either the file is fully checked (it is clean) or it is reported once as too deep.
     assert deep == [] or (len(deep) == 1 and "SKP900" in deep[0] and "RecursionError" in deep[0]), deep
     assert done.returncode == (2 if deep else 1)
+
+
+#: Valid chains of 1,000 terms, inside the parser's limits (and CPython's): each nests libcst's
+#: tree 1,000 levels deep, as deep as Python's default recursion limit.
+CHAINS = {
+    "unary": "-" * 1000 + "x",
+    "attribute": "x" + ".b" * 1000,
+    "not": "not " * 1000 + "x",
+    "and": " and ".join(["x"] * 1000),
+    "power": " ** ".join(["x"] * 1000),
+}
+
+
+def chain_in_forward(expression: str) -> str:
+    return API + textwrap.dedent("""\
+        import torch.nn as nn
+
+
+        @skippable(stash=["a"])
+        class Deep(nn.Module):
+            def forward(self, x):
+                y = {}
+                yield stash("b", x)
+                return y
+        """).format(expression)
+
+
+def test_chains_of_a_thousand_terms_are_checked(tmp_path: Path) -> None:
+    """Each was "nested too deeply to analyse (RecursionError)": the analysis recurses once per
+    level, and a deep tree now gets the room for it (limits.SHALLOW_DEPTH), in the CLI and in the
+    flake8 plugin (called here from within pytest's own stack)."""
+    for name, expression in CHAINS.items():
+        (tmp_path / f"{name}.py").write_text(chain_in_forward(expression), encoding="utf-8")
+    done = skiplint(".", cwd=tmp_path, timeout=300)
+    source = chain_in_forward(CHAINS["unary"])
+    found = [(line, col, message[:6]) for line, col, message, _ in
+             SkiplintChecker(None, source.splitlines(keepends=True), "unary.py").run()]
+    if sys.version_info[:2] == (3, 12):  # its limit on nested C calls stops libcst's code generation
+        assert (done.returncode, done.stderr) == (2, "")
+        assert norm(done.stdout) == [
+            f"{name}.py:1:1: SKP900 could not check this file: nested too deeply to locate its findings "
+            "(RecursionError with 12,000 frames of room; Python 3.12 also limits nested C calls)"
+            for name in sorted(CHAINS)]
+        assert found == [(1, 0, "SKP900")]
+        return
+    assert (done.returncode, done.stderr) == (1, "")
+    assert norm(done.stdout) == [
+        line for name in sorted(CHAINS) for line in (
+            f"{name}.py:5:19: SKP103 'a' is declared in stash=[...] but no path of forward stashes it",
+            f"{name}.py:9:15: SKP101 'b' is stashed but not declared in stash=[...]")]
+    assert found == [(5, 18, "SKP103"), (9, 14, "SKP101")]
 
 
 def test_parser_hazard_accepts_what_python_accepts() -> None:
