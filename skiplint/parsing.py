@@ -181,6 +181,8 @@ class _Scan:
         #: Offsets of the logical lines that begin in column 0, with their first word ("" when
         #: the line begins with anything but a name, "@" for a decorator).
         self.tops: list[tuple[int, str]] = []
+        #: Where each comment begins and ends, when asked for (see comment_spans).
+        self.comments: Optional[list[tuple[int, int]]] = None
 
     def count(self, pos: int, weight: int = 1) -> None:
         self.tokens += 1
@@ -315,6 +317,8 @@ class _Scan:
             if kind == "blank" or kind == "comment":
                 if kind == "blank" and line_start and depth == 0 and pos < end:
                     self.lone_backslash(match.start(kind), pos)
+                elif kind == "comment" and self.comments is not None:
+                    self.comments.append((match.start(kind), pos))
                 continue
             if line_start and depth == 0:
                 line_start = False
@@ -623,6 +627,18 @@ def top_level_starts(text: str) -> Optional[list[int]]:
             starts.append(pos)
         decorated = word == "@"
     return starts
+
+
+def comment_spans(text: str) -> Optional[list[tuple[int, int]]]:
+    """(start, end) of every comment of `text`, as the token scan finds them, or None when the
+    scan stops at a limit before the end."""
+    scan = _Scan(text)
+    scan.comments = []
+    try:
+        scan.code(0)
+    except _Refused:
+        return None
+    return scan.comments
 
 
 def needs_room(text: str) -> bool:

@@ -104,6 +104,56 @@ def test_latin1_cookie_is_honoured_not_reported(tmp_path: Path) -> None:
     check_tree(tmp_path, write("latin1.py", data), None)
 
 
+#: Byte sequences that are not UTF-8: a lone lead byte, a continuation byte, a cut sequence, an
+#: overlong form, an encoded surrogate, a code point past U+10FFFF, and latin-1 text.
+NOT_UTF8 = [b"\xff", b"\x80", b"\xe2\x82", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe9t\xe9"]
+#: Where they sit: comments (first line, after code, inside brackets, after a BOM or a utf-8
+#: cookie, at the end without a newline, with CR line ends), and what Python decodes.
+PLACES = {
+    "comment-first-line": (b"# ", b"\nx = 1\n"),
+    "comment-after-code": (b"x = 1\ny = 2  # ", b"\n"),
+    "comment-in-brackets": (b"x = (1,  # ", b"\n     2)\n"),
+    "comment-after-bom": (b"\xef\xbb\xbfx = 1\n# ", b"\n"),
+    "comment-after-cookie": (b"# coding: UTF-8\nx = 1\n# ", b"\n"),
+    "comment-at-the-end": (b"x = 1\n# ", b""),
+    "comment-cr": (b"x = 1\ry = 2\r# ", b"\r"),
+    "string": (b"x = 1\ny = '", b"'\n"),
+    "docstring": (b'"""', b'"""\nx = 1\n'),
+    "name": (b"x = 1\ny", b" = 2\n"),
+    "cookie-utf8": (b"# coding: utf8\nx = 1\n# ", b"\n"),  # not utf-8 to Python's tokenizer: a codec
+}
+
+
+@pytest.mark.parametrize("bad", NOT_UTF8, ids=lambda bad: bad.hex())
+@pytest.mark.parametrize("place", sorted(PLACES))
+def test_bytes_that_are_not_utf8_are_refused_where_python_refuses_them(place: str, bad: bytes) -> None:
+    """Python's compile (so every import) accepts them inside a comment of UTF-8 source, the
+    same on 3.9 to 3.13, and refuses them elsewhere: so does skiplint, reading each as U+FFFD."""
+    before, after = PLACES[place]
+    data = before + bad + after
+    try:
+        compile(data, "m.py", "exec", dont_inherit=True)
+        python_accepts = True
+    except SyntaxError:
+        python_accepts = False
+    assert python_accepts is (place.startswith("comment")), place  # the same on every supported Python
+    if python_accepts:
+        text = sources.decode(data)
+        assert text == data.decode("utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8", "replace")
+    else:
+        with pytest.raises(sources.SourceError, match=r"^(not valid utf-8: byte 0x[0-9a-f]{2} at offset \d+|"
+                                                      r"not valid utf8: .*)$"):
+            sources.decode(data)
+
+
+def test_bytes_that_are_not_utf8_in_a_comment_are_checked(tmp_path: Path) -> None:
+    data = API.encode() + GOOD.split("\n", 1)[1].encode().replace(b"class Layer", b"# caf\xe9 \xff\nclass Layer")
+    check_tree(tmp_path, write("comment.py", data), None)
+    done = skiplint("comment.py", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (1, "")
+    assert norm(done.stdout) == ["comment.py:9:15: SKP101 'b' is stashed but not declared in stash=[...]"]
+
+
 @pytest.fixture(scope="module")
 def ten_megabytes(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     """A 10 MB generated module that uses the API (libcst would need minutes and gigabytes)."""
