@@ -17,7 +17,7 @@ import re
 import stat
 import subprocess
 import tokenize
-from typing import Callable, Iterable, Iterator, Optional
+from typing import BinaryIO, Callable, Iterable, Iterator, Optional
 
 #: Directory names never descended into when a directory is walked (flake8's defaults, virtual
 #: environments, caches, and build output). `--exclude` replaces this list, `--extend-exclude` adds.
@@ -185,12 +185,32 @@ def read_bytes(path: str) -> bytes:
         if fd >= 0:
             os.close(fd)
     if len(data) > MAX_BYTES:
-        raise SourceError(_too_large(len(data)))
+        raise SourceError(_too_large(len(data), more=True))
     return data
 
 
-def _too_large(size: int) -> str:
-    return f"too large to check ({size / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.1f} MB)"
+def read_stream(stream: BinaryIO, name: str = "standard input") -> bytes:
+    """All of a stream (standard input), or SourceError: never more than MAX_BYTES + 1 bytes are
+    read (`skiplint - < /dev/zero` is refused as a file of that size is)."""
+    try:
+        data = stream.read(MAX_BYTES + 1)
+    except OSError as error:
+        raise SourceError(f"cannot read {name}: {error.strerror or error}") from None
+    if len(data) > MAX_BYTES:
+        raise SourceError(_too_large(len(data), more=True))
+    return data
+
+
+def too_large(size: int) -> Optional[str]:
+    """Why source of `size` bytes is not checked (one line), or None: the one test of MAX_BYTES
+    for every door (a file's size, the bytes read from standard input, the UTF-8 bytes of the
+    text that flake8 hands its plugin)."""
+    return _too_large(size) if size > MAX_BYTES else None
+
+
+def _too_large(size: int, more: bool = False) -> str:
+    what = f"more than {MAX_BYTES / 1e6:.1f} MB" if more else f"{size / 1e6:.1f} MB"
+    return f"too large to check ({what}; the limit is {MAX_BYTES / 1e6:.1f} MB)"
 
 
 def _unlistable(path: str) -> str:
@@ -236,6 +256,19 @@ def decode(data: bytes) -> str:
         raise SourceError(f"not valid {encoding}: byte 0x{data[error.start]:02x} at offset {error.start}") from None
     except LookupError:
         raise SourceError(f"unknown encoding {encoding!r}") from None
+
+
+def utf8(data: bytes) -> bool:
+    """Whether Python reads `data` as UTF-8: no cookie in its first two lines, or one that names
+    UTF-8 (a cookie it cannot read also counts: decoding the source reports it)."""
+    first = data.find(b"\n")
+    end = data.find(b"\n", first + 1) if first >= 0 else -1
+    if data.find(b"coding", 0, len(data) if end < 0 else end) < 0:
+        return True
+    try:
+        return tokenize.detect_encoding(io.BytesIO(data).readline)[0] in _UTF8
+    except SyntaxError:
+        return True
 
 
 _ESCAPED = re.compile("[\udc80-\udcff]")
