@@ -203,26 +203,21 @@ def report_problems(finder: config.Finder) -> None:
 
 
 def _check_stdin(name: str, settings: config.Config) -> tuple["FileResult", Optional[str]]:
-    """The result for the source read from standard input, and its text (None: unreadable)."""
-    from skiplint import engine, parallel, prefilter, sources
-    from skiplint.diagnostics import Diagnostic
+    """The result for the source read from standard input, and its text (None: unreadable).
+    The same guards and verdicts as a file of the same bytes (parallel.check_data): at most the
+    size limit is read, an analyzer bug is SKP902."""
+    from skiplint import parallel, prefilter, sources
 
-    data = b""
     try:
-        data = sys.stdin.buffer.read()
-        text = sources.decode(data)
-    except (sources.SourceError, OSError) as error:
-        if isinstance(error, OSError):
-            reason = f"cannot read standard input: {error.strerror or error}"
-        else:
-            with prefilter.using_aliases(settings.api_aliases):
-                if not prefilter.wanted(data, name):  # names no API module: not read (prefilter.triage)
-                    return engine.FileResult(name, ()), None
-            reason = str(error)
-        message = rules.RULES["SKP900"].format(reason=reason)
-        diagnostics = (Diagnostic(name, 1, 0, "SKP900", message),) if settings.selected("SKP900") else ()
-        return engine.FileResult(name, diagnostics, reason), None
-    return parallel.check_source(text, name, settings), text
+        data = sources.read_stream(sys.stdin.buffer)
+    except sources.SourceError as error:
+        reason = str(error)
+        return parallel.checked(name, settings, lambda: prefilter.unchecked(name, reason)), None
+    try:
+        text: Optional[str] = sources.decode(data)
+    except sources.SourceError:
+        text = None  # check_data says why
+    return parallel.check_data(data, name, settings), text
 
 
 def _without_file_noqa(result: "FileResult", text: Optional[str] = None) -> "FileResult":
@@ -287,7 +282,7 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
         # Not an error (a hook may run where there is nothing to check), but never a silent pass.
         _say(f"skiplint: no Python files to check in {' '.join(args.paths)}")
 
-    from skiplint import formats, parallel
+    from skiplint import formats, parallel, sources
 
     say = (lambda _line: None) if args.quiet else _say
     if (args.fix or args.diff) and "-" in [path for path, _ in tasks]:
@@ -337,7 +332,7 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
                             color=not args.output and args.format == "text"
                             and use_color(args.color, sys.stdout))
     for name, text in texts.items():
-        report._lines[name] = text.splitlines()  # --show-source: the text read, not a file of that name
+        report._lines[name] = sources.lines(text)  # --show-source: the text read, not a file of that name
     reporter = formats.FORMATS[args.format]
     if args.quiet:  # as flake8: -q and -qq replace the format
         reporter = formats.names if args.quiet == 1 else formats.nothing
@@ -456,18 +451,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_CLEAN  # pragma: no cover - argparse exits
     command = argv[0] if argv and argv[0] in COMMANDS else "check"
     rest = argv[1:] if argv and argv[0] in COMMANDS else argv
-    if command in DELEGATED:
-        return _delegate(command, rest)
-    if command == "rule":
-        return run_rule(rest)
     if argv and command != argv[0]:
         near = nearest_command(argv[0])
         if near is not None and not os.path.lexists(argv[0]):
             _say(f"skiplint: {argv[0]!r} is neither a file nor a command; did you mean {near}?")
     try:
-        return run_check(rest, "skiplint check" if argv[:1] == ["check"] else "skiplint")
-    except BrokenPipeError:  # a closed pipe on standard error
+        if command in DELEGATED:
+            status = _delegate(command, rest)
+        elif command == "rule":
+            status = run_rule(rest)
+        else:
+            status = run_check(rest, "skiplint check" if argv[:1] == ["check"] else "skiplint")
+        sys.stdout.flush()  # here, not at exit, so that a reader gone early is seen here
+        return status
+    except BrokenPipeError:  # `skiplint layout m.py | head -1`: the reader left before the end
         _silence_stdout()
+        _say("skiplint: standard output was closed before the whole output was written")
         return EXIT_UNCHECKED
 
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from typing import Any, Iterable, Optional
 
 import libcst as cst
 
-from skiplint import checks, interpret, noqa, parsing, pipes, prefilter, projectscan, rules, skippables, sources
+from skiplint import checks, interpret, limits, noqa, parsing, pipes, prefilter, projectscan, rules, skippables, sources
 from skiplint.diagnostics import Diagnostic, FileResult as FileResult, Selection as Selection, error_text, shown
 from skiplint.parsing import ParseFailure as ParseFailure
-from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts, SkippableClass
+from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts, SkippableClass, with_room
 from skiplint.project import INDEX, ProjectIndex
 
 # The cheap front (reading, the prefilter, the verdict on a file that needs no analysis) is
@@ -65,6 +66,23 @@ def analyze_models(text: str, path: str, *, project: Optional[ProjectIndex] = No
         return None
     module = parsing.parse_module(text)
     try:
+        return with_room(text, lambda: _analyze_models(module, text, path, index_, max_unroll))
+    except RecursionError:
+        raise ParseFailure(too_deep("analyse")) from None
+
+
+def too_deep(what: str) -> str:
+    """Why a tree that Python's recursion limit stopped, with all the room it is given, is not
+    checked. Python 3.12 also holds nested C calls to a limit of its own, which no setting
+    raises: libcst's code generation (how findings are located) meets it about 740 levels down
+    a tree, where 3.9 to 3.11 and 3.13 go on."""
+    own = "; Python 3.12 also limits nested C calls" if sys.version_info[:2] == (3, 12) else ""
+    return f"nested too deeply to {what} (RecursionError with {limits.DEEP_RECURSION:,} frames of room{own})"
+
+
+def _analyze_models(module: cst.Module, text: str, path: str, index_: ProjectIndex,
+                    max_unroll: Optional[int]) -> tuple[ModuleFacts, ModelFacts]:
+    try:
         index = skippables.ModuleIndex(module)
         locator = Locator(module, text)  # one per module: all its findings are located in one pass
         facts = skippables.extract(module, path, text, index, locator)
@@ -83,8 +101,8 @@ def analyze_models(text: str, path: str, *, project: Optional[ProjectIndex] = No
                 raise
             facts = dataclasses.replace(facts, findings=facts.findings + (internal_error("compositions", error),))
             models = ModelFacts(path)
-    except RecursionError:
-        raise ParseFailure("nested too deeply to analyse (RecursionError)") from None
+    except RecursionError:  # with all the room it is given (`with_room`): said by analyze_models
+        raise
     return facts, models
 
 
@@ -141,8 +159,7 @@ def _diagnostics(findings: Iterable[Finding], path: str, text: str, selection: S
             line, col = finding.site.position if finding.site is not None else (1, 0)
             end_line, end_col = finding.site.locator.end(finding.site.node) if finding.site is not None else (0, 0)
         except RecursionError:
-            return (Diagnostic(path, 1, 0, "SKP900", rules.RULES["SKP900"].format(
-                reason="nested too deeply to locate its findings (RecursionError)")),)
+            raise ParseFailure(too_deep("locate its findings")) from None
         if apply_noqa and 0 < line <= len(lines):
             if line not in noqa_at:
                 noqa_at[line] = noqa.suppressed_codes(lines[line - 1])
@@ -165,8 +182,12 @@ def check_text(text: str, path: str, selection: Selection = Selection(), *, appl
         return prefilter.unchecked(path, str(failure), failure.line, failure.col)
     if facts is None:
         return FileResult(path, ())
-    return FileResult(path, _diagnostics(checks.module_findings(facts), path, text, selection, apply_noqa),
-                      _internal_error(facts) if selection("SKP902") else None)
+    found = checks.module_findings(facts)
+    try:
+        diagnostics = with_room(text, lambda: _diagnostics(found, path, text, selection, apply_noqa))
+    except ParseFailure as failure:
+        return prefilter.unchecked(path, str(failure))
+    return FileResult(path, diagnostics, _internal_error(facts) if selection("SKP902") else None)
 
 
 def check_file(path: str, selection: Selection = Selection(), *, project: Optional[ProjectIndex] = None,

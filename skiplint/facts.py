@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Literal, Optional, Sequence, TypeVar
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from skiplint import parsing, sources, syntax
+from skiplint import limits, parsing, sources, syntax
 from skiplint.limits import MAX_ALIGN_CHARS
 
 try:  # the code generator's state: private in libcst, stable across 1.x
@@ -31,13 +31,23 @@ Kind = Literal["stash", "pop"]
 T = TypeVar("T")
 
 
-def with_deep_stack(func: Callable[[], T], depth: int = 50_000, stack_mb: int = 512) -> T:
-    """Run `func` in a thread with a large stack and recursion limit (libcst's code generator
-    recurses once per nesting level). Still raises RecursionError past `depth`."""
+#: Set in the thread that with_deep_stack starts: work already there needs no other.
+_ROOMY = threading.local()
+
+
+def with_deep_stack(func: Callable[[], T]) -> T:
+    """Run `func` in a thread with a large stack and recursion limit (libcst's code generator,
+    its visitors and the analysis recurse once or more per level of a tree; limits.py says how
+    much): limits.DEEP_STACK_BYTES of stack, limits.DEEP_RECURSION frames. Still raises
+    RecursionError past them. Where no such thread can be started (a process short of memory or
+    threads), `func` runs where it is."""
+    if getattr(_ROOMY, "active", False):
+        return func()
     result: list[T] = []
     errors: list[BaseException] = []
 
     def target() -> None:
+        _ROOMY.active = True
         try:
             result.append(func())
         except BaseException as error:  # re-raised in the caller's thread
@@ -45,10 +55,14 @@ def with_deep_stack(func: Callable[[], T], depth: int = 50_000, stack_mb: int = 
 
     old_limit, old_size = sys.getrecursionlimit(), threading.stack_size()
     try:
-        threading.stack_size(stack_mb * 1024 * 1024)
-        sys.setrecursionlimit(max(old_limit, depth))
-        worker = threading.Thread(target=target, name="skiplint-deep-stack")
-        worker.start()
+        try:
+            threading.stack_size(limits.DEEP_STACK_BYTES)
+            worker = threading.Thread(target=target, name="skiplint-deep-stack")
+            sys.setrecursionlimit(max(old_limit, limits.DEEP_RECURSION))
+            worker.start()
+        except (RuntimeError, ValueError, MemoryError):
+            sys.setrecursionlimit(old_limit)
+            return func()
         worker.join()
     finally:
         threading.stack_size(old_size)
@@ -56,6 +70,22 @@ def with_deep_stack(func: Callable[[], T], depth: int = 50_000, stack_mb: int = 
     if errors:
         raise errors[0]
     return result[0]
+
+
+def with_room(text: str, func: Callable[[], T]) -> T:
+    """`func()`, the work on the tree of `text`: where it is when the tree is shallow, else in a
+    thread with room to recurse (limits.SHALLOW_DEPTH), so that the same text is analysed alike
+    whatever the caller's own stack holds. A RecursionError where it is (a caller that left
+    little of the recursion limit) is retried there too."""
+    if not parsing.needs_room(text):
+        try:
+            return func()
+        except RecursionError:
+            if getattr(_ROOMY, "active", False):
+                raise
+    return with_deep_stack(func)
+
+
 #: A command a forward performs: ("stash", "skip") or ("pop", "skip").
 Key = tuple[Kind, str]
 

@@ -5,12 +5,16 @@ flake8 skips a whole file when any physical line *starts* (after blanks) with `#
 `# flake8: noqa: E501` as the whole file's noqa too). After code on the same line it is not a
 file-level noqa. The CLI honours the same comment, so both doors skip the same files, and
 `# skiplint: noqa` (same shape) skips the file for skiplint alone (`skips_file(text, flake8=False)`
-is the test for a flake8 plugin, flake8 handling its own comment).
+is the test for a flake8 plugin, flake8 handling its own comment). Lines end where Python's
+tokenizer and flake8 end them (CR LF, CR, LF): after a form feed, U+2028 or another break that
+`str.splitlines` knows, the line goes on, so `x = 1<form feed># flake8: noqa` is no file-level noqa.
 """
 
 from __future__ import annotations
 
 import re
+
+from skiplint import sources
 
 _FLAKE8 = re.compile(r"\s*# flake8[:=]\s*noqa", re.IGNORECASE)
 _SKIPLINT = re.compile(r"\s*# skiplint[:=]\s*noqa", re.IGNORECASE)
@@ -27,4 +31,4 @@ def skips_file(text: str, flake8: bool = True) -> bool:
         wanted.append(_SKIPLINT)
     if flake8 and "flake8" in lowered:
         wanted.append(_FLAKE8)
-    return bool(wanted) and any(pattern.match(line) for line in text.splitlines() for pattern in wanted)
+    return bool(wanted) and any(pattern.match(line) for line in sources.lines(text) for pattern in wanted)

@@ -24,8 +24,8 @@ import tokenize
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from skiplint import config, engine, imports, parallel, parsing, sources
-from skiplint.diagnostics import Diagnostic
+from skiplint import config, engine, imports, parallel, parsing, rules, sources
+from skiplint.diagnostics import Diagnostic, error_text
 
 FIXABLE = ("SKP106", "SKP107", "SKP401")
 #: Where the skip API lives for each `--target`: (the skip package, the module that contains it).
@@ -560,6 +560,22 @@ def fix_bytes(data: bytes, path: str, settings: config.Config, target: str,
         return FileFix(path, text, text, (), (), str(error)), data
 
 
+def internal_error(error: BaseException) -> str:
+    """Why a file was left as it is when the analyzer failed on it (SKP902's text)."""
+    return rules.RULES["SKP902"].template.format(what="this file", error=error_text(error))
+
+
+def _fixed_bytes(data: bytes, path: str, settings: config.Config, target: str,
+                 codes: Sequence[str]) -> tuple[FileFix, bytes]:
+    """fix_bytes, with an analyzer bug reported as SKP902 and the contents given back unchanged."""
+    try:
+        return fix_bytes(data, path, settings, target, codes)
+    except Exception as error:
+        if os.environ.get("SKIPLINT_DEBUG"):
+            raise
+        return FileFix(path, "", "", (), (), internal_error(error)), data
+
+
 def fix_file(path: str, settings: config.Config, target: str, codes: Sequence[str],
              write: bool) -> FileFix:
     try:
@@ -629,13 +645,17 @@ def fix_stdin(display_name: Optional[str], finder: config.Finder, target: str, c
     (or its diff) on standard output; the exit status is the lint's on the fixed source."""
     name = display_name or "stdin"
     settings = finder.for_file(display_name or os.path.join(os.getcwd(), "stdin"))
-    data = sys.stdin.buffer.read()
     for problem in finder.problems:
         print(problem, file=sys.stderr)
+    try:
+        data = sources.read_stream(sys.stdin.buffer)  # at most the size limit: as a file of it
+    except sources.SourceError as error:  # not all read: nothing to give back
+        say(f"{name}: could not fix this source: {error}")
+        return EXIT_UNCHECKED
     if display_name is not None and settings.excludes_named(display_name):
         outcome, fixed = FileFix(name, "", "", (), ()), data
     else:
-        outcome, fixed = fix_bytes(data, name, settings, target, codes)
+        outcome, fixed = _fixed_bytes(data, name, settings, target, codes)
     if show_diff:
         sys.stdout.write(diff(outcome))
         sys.stdout.flush()
@@ -684,7 +704,12 @@ def fix_tasks(tasks: Sequence[tuple[str, config.Config]], target: str, codes: Se
     status = EXIT_OK
     outcomes = []
     for path, settings in tasks:
-        outcome = fix_file(path, settings, target, codes, write=write)
+        try:
+            outcome = fix_file(path, settings, target, codes, write=write)
+        except Exception as error:  # an analyzer bug: one line, as the lint's SKP902, never a traceback
+            if os.environ.get("SKIPLINT_DEBUG"):
+                raise
+            outcome = FileFix(path, "", "", (), (), internal_error(error))
         outcomes.append(outcome)
         if outcome.error is not None:
             say(f"{path}: could not fix this file: {outcome.error}")

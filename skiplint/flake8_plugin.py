@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
+import stat
 import sys
 import warnings
 from typing import Any, Iterator, Optional, Sequence
@@ -37,6 +38,8 @@ class SkiplintChecker:
     #: --select/--extend-select (so `flake8 --select SKP` reports what `skiplint` reports); () for
     #: every code. Kept as codes: the engine's Selection is built only for a file that needs it.
     selected_codes: tuple[str, ...] = ()
+    #: The name flake8 gives the source it reads from standard input (--stdin-display-name).
+    stdin_name: str = "stdin"
 
     @classmethod
     def add_options(cls, option_manager: Any) -> None:
@@ -68,6 +71,7 @@ class SkiplintChecker:
         if "max-unroll" in values:
             cls.overrides["max_unroll"] = settings.max_unroll
         cls.finder = None
+        cls.stdin_name = getattr(options, "stdin_display_name", None) or "stdin"
         named = {code.strip() for option in ("select", "extend_select")
                  for code in (getattr(options, option, None) or ())}
         cls.selected_codes = tuple(code for code in rules.RULES if code not in rules.OPT_IN or code in named)
@@ -81,9 +85,21 @@ class SkiplintChecker:
             return cls.finder.for_directory(os.curdir)
         return cls.finder.for_file(filename)
 
+    def size(self, text: str) -> int:
+        """The bytes of the source, as the CLI counts them: the file's size on disk (flake8 hands
+        the plugin decoded lines, CR LF read as LF), or, for standard input, the text's UTF-8."""
+        if self.filename not in (self.stdin_name, "stdin", "-"):
+            try:
+                info = os.stat(self.filename)
+                if stat.S_ISREG(info.st_mode):
+                    return info.st_size
+            except (OSError, ValueError):
+                pass
+        return len(text.encode("utf-8", "surrogatepass"))
+
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
-        if len(text) > sources.MAX_BYTES:
+        if sources.too_large(self.size(text)) is not None:
             return  # the CLI reports SKP900 for it; flake8 has no such code to show, so: silence
         settings = self.settings_for(self.filename)
         with prefilter.using_aliases(settings.api_aliases):

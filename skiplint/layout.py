@@ -15,8 +15,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Hashable, Iterable, Optional, Sequence
 
-from skiplint import config, engine, parsing, pipes, prefilter, sources
-from skiplint.facts import Composition, Layer, ModelFacts, SkipRoute
+from skiplint import config, engine, parsing, pipes, prefilter, rules, sources
+from skiplint.diagnostics import error_text
+from skiplint.facts import Composition, Layer, ModelFacts, ModuleFacts, SkipRoute
 
 #: 1: no composition found, or a balance that leaves layers in no partition (the pipe would fail).
 EXIT_OK, EXIT_NOT_FOUND, EXIT_UNCHECKED = 0, 1, 2
@@ -99,13 +100,17 @@ def _line(composition: Composition) -> str:
 def load(path: str, settings: Optional[config.Config] = None) -> ModelFacts:
     """The composition facts of one file (read whatever the prefilter would say), analysed with
     the project's configuration for it (api-aliases, max-unroll) as the lint reads it."""
+    return _load(path, settings)[1]
+
+
+def _load(path: str, settings: Optional[config.Config] = None) -> tuple[ModuleFacts, ModelFacts]:
     if settings is None:
         settings = config.Finder().for_file(path)
     text = sources.decode(sources.read_bytes(path))
     with prefilter.using_aliases(settings.api_aliases):
         both = engine.analyze_models(text, path, prefiltered=True, max_unroll=settings.max_unroll)
     assert both is not None
-    return both[1]
+    return both
 
 
 def route_table(path: str, name: Optional[str] = None,
@@ -393,6 +398,23 @@ def _files(targets: Sequence[str]) -> list[tuple[str, Optional[str], bool]]:
     return out
 
 
+def _draw(form: str, path: str, model: Any, balance: Optional[tuple[int, ...]]) -> tuple[Any, int]:
+    """One model drawn in `form`, and the exit status it calls for."""
+    use = balance if balance is not None else model.balance
+    status = EXIT_OK
+    if unresolved(model.composition) is not None:
+        status = EXIT_UNCHECKED
+    elif balance_problem(use, len(model.composition.layers)) is not None:
+        status = EXIT_BAD_BALANCE
+    if form == "json":
+        return render_json(path, model, use), status
+    if form == "dot":
+        return render_dot(path, model, use), status
+    if form == "mermaid":
+        return render_mermaid(path, model, use), status
+    return render_text(path, model, use), status
+
+
 def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(list(argv))
     balance: Optional[tuple[int, ...]] = None
@@ -406,32 +428,41 @@ def main(argv: Sequence[str]) -> int:
     status = EXIT_OK
     for path, name, named in _files(args.targets):
         try:
-            facts = load(path)
+            module, facts = _load(path)
+            found = models(facts, name)
         except (sources.SourceError, parsing.ParseFailure) as error:
             print(f"{path}: cannot read: {error}", file=sys.stderr)
             status = EXIT_UNCHECKED
             continue
-        found = models(facts, name)
+        except Exception as error:  # an analyzer bug: one line, as the lint's SKP902, never a traceback
+            if os.environ.get("SKIPLINT_DEBUG"):
+                raise
+            print(f"{path}: {rules.RULES['SKP902'].format(what='this file', error=error_text(error))}",
+                  file=sys.stderr)
+            status = EXIT_UNCHECKED
+            continue
+        bug = next((f for f in module.findings if f.code == "SKP902"), None)
+        if bug is not None:  # the compositions could not be analysed: what is drawn may be partial
+            print(f"{path}: {rules.RULES['SKP902'].format(**dict(bug.args))}", file=sys.stderr)
+            status = EXIT_UNCHECKED
         if not found:
             if named:
                 what = f"no composition named {name!r}" if name else "no composition with skippable layers"
                 print(f"{path}: {what}", file=sys.stderr)
                 status = max(status, EXIT_NOT_FOUND)
             continue
-        for model in found:
-            use = balance if balance is not None else model.balance
-            if unresolved(model.composition) is not None:
-                status = EXIT_UNCHECKED
-            elif balance_problem(use, len(model.composition.layers)) is not None:
-                status = max(status, EXIT_BAD_BALANCE)
-            if args.format == "json":
-                chunks.append(render_json(path, model, use))
-            elif args.format == "dot":
-                chunks.append(render_dot(path, model, use))
-            elif args.format == "mermaid":
-                chunks.append(render_mermaid(path, model, use))
-            else:
-                chunks.append(render_text(path, model, use))
+        try:
+            drawn = [_draw(args.format, path, model, balance) for model in found]
+        except Exception as error:  # an analyzer bug: one line, as the lint's SKP902, never a traceback
+            if os.environ.get("SKIPLINT_DEBUG"):
+                raise
+            print(f"{path}: {rules.RULES['SKP902'].format(what='this file', error=error_text(error))}",
+                  file=sys.stderr)
+            status = EXIT_UNCHECKED
+            continue
+        for chunk, model_status in drawn:
+            chunks.append(chunk)
+            status = max(status, model_status)
     if not chunks and status == EXIT_OK:
         print("skiplint layout: no composition with skippable layers", file=sys.stderr)
         return EXIT_NOT_FOUND

@@ -38,6 +38,13 @@ MAX_NESTING = 200
 MAX_EXPRESSION_RUN = 3000
 #: `elif` branches of one `if` statement (each nests the rest of the chain in libcst's tree).
 MAX_ELIF_CHAIN = 2000
+#: Levels of libcst's tree at once, as the scan counts them: the operators and operands of every
+#: expression still open (each bracket's run since its last separator, as above) and the elif
+#: branches of every chain still open. The two limits above hold one run and one chain; this one
+#: holds them together: 4 bracketed chains of 2,500 unary minus (each run under the limit) end
+#: the process with SIGSEGV in libcst 1.9's parser (measured in an 8 MB stack on Python 3.11).
+#: CPython 3.9 to 3.12 refuse trees deeper than about 2,990 levels of these themselves.
+MAX_DEPTH = 3000
 #: Tokens in one file: what libcst parses in a few seconds and under 400 MB (a 700 KB list of
 #: 13,500 calls, 148,520 tokens: 35 s and 535 MB on a loaded 2-core machine). 12 files of the
 #: torch 2.13 package have more (the largest 196,408); none of them uses the skip API.
@@ -56,6 +63,22 @@ FILE_SECONDS = 600.0
 #: Seconds the workers are given to exit once every file is checked; a worker still there (a
 #: stopped one) is then ended, so that it cannot keep the run from finishing.
 WORKER_EXIT_SECONDS = 10.0
+# -- room to recurse -------------------------------------------------------------------------------
+# The analysis of a tree (and libcst's code generation, equality and visitors) recurses about once
+# per level of it: measured with libcst 1.9 on Python 3.11, a whole check of a module with one
+# chain of N unary minus, `.b` trailers, `and`, `**` or `+` terms, or N elif branches, needs about
+# N + 60 frames of Python's recursion limit (1,000 by default, less the caller's own frames).
+
+#: A tree no deeper than this (as the scan counts, above) is analysed where it is read; a deeper
+#: one in a thread of its own, with DEEP_STACK_BYTES of stack and DEEP_RECURSION frames, so that
+#: every tree the parser limits let through is analysed whatever the caller's stack.
+SHALLOW_DEPTH = 400
+#: Python's recursion limit in that thread: about 3 frames per level of the deepest tree that
+#: MAX_DEPTH lets through, and the frames of the analysis around it.
+DEEP_RECURSION = 12_000
+#: Its stack: the C stack that DEEP_RECURSION frames use where Python frames live on it
+#: (Python 3.9 and 3.10), with room to spare.
+DEEP_STACK_BYTES = 256 * 1024 * 1024
 
 
 # -- locating reported nodes (skiplint.facts.Locator) --------------------------------------------

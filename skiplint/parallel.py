@@ -67,10 +67,22 @@ def internal_error(path: str, what: str, error: BaseException, selection: Select
 def check_one(task: Task) -> FileResult:
     """Check one file with its configuration: selection, api-aliases, then per-file-ignores."""
     path, config = task
+    return checked(path, config, lambda: prefilter.triage(path, _selection(config)))
+
+
+def check_data(data: bytes, path: str, config: Config) -> FileResult:
+    """As check_one, for source read from elsewhere (standard input): the same verdicts, from
+    the same guards."""
+    return checked(path, config, lambda: prefilter.judge(data, path))
+
+
+def checked(path: str, config: Config, triage: Callable[[], Any]) -> FileResult:
+    """The result of one source with its configuration, from `triage` (a verdict or the text to
+    analyse); an analyzer bug is SKP902, never a traceback."""
     selection = _selection(config)
     with prefilter.using_aliases(config.api_aliases):
         try:
-            verdict = prefilter.triage(path, selection)
+            verdict = triage()
             if isinstance(verdict, FileResult):
                 return _without_ignored(verdict, path, config)
             from skiplint import engine

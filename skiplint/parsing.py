@@ -84,6 +84,60 @@ def _end(pattern: re.Pattern[str], text: str, pos: int) -> int:
     return pos if match is None else match.end()
 
 
+#: Python's tokenizer measures indentation twice: with tabs to the next multiple of 8 (`col`) and
+#: of 1 (`altcol`); a form feed sets both back to 0. Two lines are at the same indentation when
+#: both numbers agree (tokenizer.c, every supported version).
+_TAB_SIZE = 8
+
+
+def _columns(indentation: str) -> tuple[int, int]:
+    """(col, altcol) of a line's indentation, as Python's tokenizer counts them."""
+    col = altcol = 0
+    for char in indentation:
+        if char == " ":
+            col, altcol = col + 1, altcol + 1
+        elif char == "\t":
+            col, altcol = (col // _TAB_SIZE + 1) * _TAB_SIZE, altcol + 1
+        elif char == "\f":
+            col = altcol = 0
+    return col, altcol
+
+
+#: A line break after a backslash: the continuation that makes a lone backslash's line one
+#: logical line with the next.
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def _continued_columns(text: str, pos: int) -> Optional[tuple[int, int]]:
+    """The indentation Python 3.10 and later give a logical line that begins at `pos` with lone
+    backslashes: the col of the first backslash not in column 0 (for both numbers: the
+    tokenizer's `cont_line_col`), else the col and altcol of the statement after them; None
+    when no statement follows (a comment, a blank line or the end of the text)."""
+    col = altcol = first = 0
+    end = len(text)
+    while True:
+        indent = _INDENT.match(text, pos)
+        assert indent is not None  # it matches the empty string
+        for char in indent.group():
+            if char == " ":
+                col, altcol = col + 1, altcol + 1
+            elif char == "\t":
+                col, altcol = (col // _TAB_SIZE + 1) * _TAB_SIZE, altcol + 1
+            else:
+                col = altcol = 0
+        pos = indent.end()
+        if pos >= end or text[pos] != "\\":
+            break
+        newline = _BREAK.match(text, pos + 1)
+        if newline is None:
+            break  # a backslash before code: a syntax error that Python reports
+        first = first or col
+        pos = newline.end()
+    if pos >= end or text[pos] in "#\r\n":
+        return None
+    return (first, first) if first else (col, altcol)
+
+
 class _Refused(Exception):
     def __init__(self, reason: str, pos: int) -> None:
         super().__init__(reason)
@@ -95,25 +149,40 @@ class _Scan:
 
     `depth` counts open brackets and f-string replacement fields; a bracket level's `run` counts
     the operators and operands since its last comma-like separator (each nested bracket group
-    counting as three), which is how deep libcst's tree of that expression becomes.
+    counting as three), which is how deep libcst's tree of that expression becomes. A level's
+    `base` is how deep the tree already is where the level opens: the runs of the levels around
+    it and the elif branches of the chains open at once (each nests the rest of its chain); the
+    base and the run together are held to MAX_DEPTH.
     """
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, elifs: int = 0) -> None:
         self.text = text
+        #: elif branches open around the text (a line scanned on its own).
+        self.elifs_around = elifs
         self.tokens = 0
         self.depth = 0
         self.runs: list[int] = [0]
+        self.bases: list[int] = [0]
+        #: For each level, how far its run may grow before `count` has something to say.
+        self.rooms: list[int] = [0]
         self.lambdas: list[int] = [0]
         self.elifs: dict[int, int] = {}
+        #: Whether the tree is anywhere deeper than limits.SHALLOW_DEPTH.
+        self.deep = False
         self.line_start = True
         self.line_pos = 0
         #: The indentation of the last logical line that began at bracket depth 0.
         self.indentation = ""
         #: The current logical line began with a lone backslash that keeps `indentation`.
         self.continued = False
+        #: Where the logical line whose lone backslashes were last judged begins (its later
+        #: backslashes are part of the same judgement).
+        self.judged = -1
         #: Offsets of the logical lines that begin in column 0, with their first word ("" when
         #: the line begins with anything but a name, "@" for a decorator).
         self.tops: list[tuple[int, str]] = []
+        #: Where each comment begins and ends, when asked for (see comment_spans).
+        self.comments: Optional[list[tuple[int, int]]] = None
 
     def count(self, pos: int, weight: int = 1) -> None:
         self.tokens += 1
@@ -123,6 +192,29 @@ class _Scan:
         if self.runs[-1] > limits.MAX_EXPRESSION_RUN:
             raise _Refused(f"nested too deeply to parse (an expression of more than "
                            f"{limits.MAX_EXPRESSION_RUN:,} operators and operands)", pos)
+        self.reach(self.bases[-1] + self.runs[-1], pos)
+
+    def reach(self, levels: int, pos: int) -> None:
+        """The tree is `levels` deep here, and up to two levels more for each open bracket."""
+        if levels + 2 * self.depth > limits.SHALLOW_DEPTH:
+            if not self.deep:
+                self.deep = True
+                self.make_room()
+            if levels > limits.MAX_DEPTH:
+                raise _Refused(f"nested too deeply to parse (more than {limits.MAX_DEPTH:,} levels of "
+                               f"operators, operands and elif branches at once)", pos)
+
+    def room(self, level: int) -> int:
+        """How far the run of bracket level `level` may grow before `count` has something to say."""
+        if self.deep:
+            return min(limits.MAX_EXPRESSION_RUN, limits.MAX_DEPTH - self.bases[level])
+        return min(limits.MAX_EXPRESSION_RUN, limits.SHALLOW_DEPTH - self.bases[level] - 2 * level)
+
+    def make_room(self) -> int:
+        """Every level's room, again (the tree was found deep, or the elifs changed); the
+        innermost one's."""
+        self.rooms[:] = [self.room(level) for level in range(len(self.bases))]
+        return self.rooms[-1]
 
     def separate(self, pos: int) -> None:
         self.tokens += 1
@@ -131,23 +223,32 @@ class _Scan:
         self.runs[-1] = 0
 
     def open(self, pos: int) -> None:
-        self.count(pos, 2)
+        self.opening(pos)
         self.depth += 1
-        if self.depth > limits.MAX_NESTING:
-            raise _Refused(f"nested too deeply to parse (more than {limits.MAX_NESTING} levels of "
-                           f"brackets)", pos)
+        self.bases.append(self.bases[-1] + self.runs[-1] - 2)  # the group itself: MAX_NESTING
         self.runs.append(0)
         self.lambdas.append(0)
+        self.rooms.append(self.room(self.depth))
+
+    def opening(self, pos: int) -> None:
+        """Count an open bracket in its level (the level itself is not opened yet)."""
+        self.count(pos, 2)
+        if self.depth + 1 > limits.MAX_NESTING:
+            raise _Refused(f"nested too deeply to parse (more than {limits.MAX_NESTING} levels of "
+                           f"brackets)", pos)
 
     def close(self, pos: int) -> None:
         if self.depth:
             self.depth -= 1
             self.runs.pop()
+            self.bases.pop()
+            self.rooms.pop()
             self.lambdas.pop()
         self.count(pos)
 
     def statement(self, pos: int, word: str) -> None:
-        """The first word of a logical line: elif chains nest in libcst's tree."""
+        """The first word of a logical line (at bracket depth 0): elif chains nest in libcst's tree."""
+        self.depth = 0
         indent = pos - self.line_pos
         if self.continued:  # its first line is the backslash's: the indentation is unchanged
             self.continued = False
@@ -164,21 +265,27 @@ class _Scan:
                                f"elif branches in a row)", pos)
         elif word != "else":
             self.elifs.pop(indent, None)
+        below = self.elifs_around + sum(self.elifs.values()) if self.elifs else self.elifs_around
+        if below != self.bases[0]:  # a statement begins at bracket depth 0
+            self.bases[0] = below
+            self.reach(below, pos)
+            self.rooms[0] = self.room(0)
 
     def lone_backslash(self, start: int, after: int) -> None:
-        """A logical line that begins with a backslash continuation (a line holding only `\\`).
-        Python 3.10 and later indent the statement that follows as that line (as the next line
-        when the backslash is in column 0); libcst, like Python 3.9, keeps it in the block of the
-        line before. Where the two differ, the file's blocks depend on the Python that runs it:
-        refused on every Python, so that every Python gives the same verdict."""
-        text = self.text
-        code = _INDENT.match(text, after)
-        assert code is not None  # it matches the empty string
-        ahead = code.end()
-        if ahead >= len(text) or text[ahead] in "#\r\n\\":
-            return  # no statement follows on the continued line
-        python = text[self.line_pos:start] or code.group()
-        if python != self.indentation:
+        """A logical line that begins with backslash continuations (lines holding only `\\`).
+        libcst, like Python 3.9, keeps the statement that follows in the block of the line before.
+        Python 3.10 and later indent it as the first of those backslashes that is not in column
+        0, else as its own line (see `_continued_columns`). Where the two differ, the file's
+        blocks depend on the Python that runs it: refused on every Python, so that every Python
+        gives the same verdict. Where they agree (the same columns, however spelled with form
+        feeds, or several backslash lines in a row), the text is accepted."""
+        if self.judged == self.line_pos:
+            return  # a later backslash of a logical line already judged at its first
+        self.judged = self.line_pos
+        columns = _continued_columns(self.text, self.line_pos)
+        if columns is None:
+            return  # no statement follows on the continued lines
+        if columns != _columns(self.indentation):
             raise _Refused("a line holding only a backslash before a change of indentation (Python 3.10+ "
                            "puts the next statement in another block than libcst and Python 3.9 do)", start)
         self.continued = True
@@ -191,9 +298,11 @@ class _Scan:
         runs: this loop meets every token of every checked file."""
         text, end = self.text, len(self.text)
         base = self.depth
-        runs, lambdas = self.runs, self.lambdas
+        runs, bases, rooms, lambdas = self.runs, self.bases, self.rooms, self.lambdas
         tokens, depth, line_start = self.tokens, self.depth, self.line_start
-        most_tokens, longest_run, deepest = limits.MAX_TOKENS, limits.MAX_EXPRESSION_RUN, limits.MAX_NESTING
+        most_tokens, deepest = limits.MAX_TOKENS, limits.MAX_NESTING
+        longest_run, deepest_tree, shallow = limits.MAX_EXPRESSION_RUN, limits.MAX_DEPTH, limits.SHALLOW_DEPTH
+        room = rooms[-1] = self.room(depth)  # past it, count, opening or reach decide
         match_token = _TOKEN.match
         while pos < end:
             match = match_token(text, pos)
@@ -208,31 +317,41 @@ class _Scan:
             if kind == "blank" or kind == "comment":
                 if kind == "blank" and line_start and depth == 0 and pos < end:
                     self.lone_backslash(match.start(kind), pos)
+                elif kind == "comment" and self.comments is not None:
+                    self.comments.append((match.start(kind), pos))
                 continue
             if line_start and depth == 0:
                 line_start = False
                 word = match.group(kind) if kind == "name" or kind == "word" or kind == "lambda" else ""
                 self.statement(match.start(kind), word)
+                room = rooms[-1]
             if kind == "name" or kind == "op" or kind == "number" or kind == "word" or kind == "lambda" \
                     or kind == "other":
                 if kind == "lambda":
                     lambdas[-1] += 1
                 tokens += 1
                 runs[-1] += 1
-                if tokens > most_tokens or runs[-1] > longest_run:
+                if tokens > most_tokens or runs[-1] > room:
                     self.tokens, self.depth, self.line_start = tokens - 1, depth, line_start
                     runs[-1] -= 1
                     self.count(match.start(kind))
+                    room = rooms[-1]
             elif kind == "open":
                 tokens += 1
                 runs[-1] += 2
-                if tokens > most_tokens or runs[-1] > longest_run or depth + 1 > deepest:
+                if tokens > most_tokens or runs[-1] > room or depth + 1 > deepest:
                     self.tokens, self.depth, self.line_start = tokens - 1, depth, line_start
                     runs[-1] -= 2
-                    self.open(match.start(kind))
+                    self.opening(match.start(kind))
                 depth += 1
+                below = bases[-1] + runs[-1] - 2  # the group itself: MAX_NESTING
+                bases.append(below)
                 runs.append(0)
                 lambdas.append(0)
+                room = (deepest_tree - below) if self.deep else (shallow - below - 2 * depth)  # self.room
+                if room > longest_run:
+                    room = longest_run
+                rooms.append(room)
             elif kind == "close":
                 if field and depth == base and match.group(kind) == "}":
                     self.tokens, self.depth, self.line_start = tokens, depth, line_start
@@ -240,13 +359,17 @@ class _Scan:
                 if depth:
                     depth -= 1
                     runs.pop()
+                    bases.pop()
+                    rooms.pop()
                     lambdas.pop()
+                    room = rooms[-1]
                 tokens += 1
                 runs[-1] += 1
-                if tokens > most_tokens or runs[-1] > longest_run:
+                if tokens > most_tokens or runs[-1] > room:
                     self.tokens, self.depth, self.line_start = tokens - 1, depth, line_start
                     runs[-1] -= 1
                     self.count(match.start(kind))
+                    room = rooms[-1]
             elif kind == "separator" or (kind == "colon" and not lambdas[-1] and not (field and depth == base)):
                 tokens += 1
                 if tokens > most_tokens:
@@ -260,10 +383,11 @@ class _Scan:
                 lambdas[-1] -= 1  # a lambda's body continues its expression
                 tokens += 1
                 runs[-1] += 1
-                if tokens > most_tokens or runs[-1] > longest_run:
+                if tokens > most_tokens or runs[-1] > room:
                     self.tokens, self.depth, self.line_start = tokens - 1, depth, line_start
                     runs[-1] -= 1
                     self.count(match.start(kind))
+                    room = rooms[-1]
             else:
                 self.tokens, self.depth, self.line_start = tokens, depth, line_start
                 start = match.start(kind)
@@ -308,6 +432,8 @@ class _Scan:
         while self.depth > outer:  # the field's own level, and any bracket left open in it
             self.depth -= 1
             self.runs.pop()
+            self.bases.pop()
+            self.rooms.pop()
             self.lambdas.pop()
         return after
 
@@ -371,10 +497,14 @@ def _blank(match: re.Match[str]) -> str:
     return "S" + " " * (len(found) - 1)
 
 
+#: A word or one other character that is no blank: every token holds at least one.
+_TOKENISH = re.compile(r"\w+|[^\w \t\f\r\n]")
+
+
 def _tokens_at_most(quiet: str, start: int, end: int) -> int:
-    """A bound on the tokens of quiet[start:end]: each holds a character other than a blank."""
-    part = quiet[start:end]
-    return len(part) - sum(part.count(blank) for blank in " \t\f\r\n")
+    """A bound on the tokens of quiet[start:end]: each holds a word or another character that is
+    no blank (what `_TOKENISH` counts)."""
+    return len(_TOKENISH.findall(quiet, start, end))
 
 
 def _head(text: str, pos: int) -> str:
@@ -388,19 +518,27 @@ def _head(text: str, pos: int) -> str:
     return word.group()
 
 
-def _quick_tops(text: str) -> Optional[list[tuple[int, str]]]:
-    """The scan's column-0 lines of a text that the bounds show to be inside every limit, or
-    None when they cannot (the exact scan then decides)."""
-    if (len(text) > limits.MAX_TOKENS or text.count("elif") > limits.MAX_ELIF_CHAIN
+def _quick_bounds(text: str) -> Optional[tuple[list[tuple[int, str]], bool]]:
+    """The scan's column-0 lines of a text that the bounds show to be inside every limit, and
+    whether its tree may be deeper than limits.SHALLOW_DEPTH (never False where the scan's `deep`
+    is True), or None when they cannot (the exact scan then decides)."""
+    elifs = text.count("elif")  # at least the elif branches open at once
+    if (len(text) > limits.MAX_TOKENS or elifs > limits.MAX_ELIF_CHAIN
             or _CONTINUATION.search(text)):
         return None
     try:
         quiet = _QUIET.sub(_blank, text)
     except _FStringMet:
         return None
-    # A logical line's expression runs weigh at most two per token (an open bracket weighs two).
-    longest = limits.MAX_EXPRESSION_RUN // 2
+    # A logical line's expression runs, and their sum over the open brackets, weigh at most two
+    # per token (an open bracket weighs two); below them are the elif branches open at once.
+    longest = min(limits.MAX_EXPRESSION_RUN, limits.MAX_DEPTH - elifs) // 2
     deepest = limits.MAX_NESTING
+    # The scan's `deep` cannot be reached by a line of fewer tokens than this (over the elifs,
+    # a token weighs one in the runs' sum, an open bracket two as a level): a longer line is
+    # scanned for it.
+    shallow = (limits.SHALLOW_DEPTH - elifs) // 2
+    deep = shallow < 0
     opens, closes = _OPENS, _CLOSES
     tops: list[tuple[int, str]] = []
     depth = line = 0  # line: where the current logical line began
@@ -421,32 +559,52 @@ def _quick_tops(text: str) -> Optional[list[tuple[int, str]]]:
             if line < ends and quiet[line] not in " \t\f\r\n":
                 tops.append((line, _head(text, line)))
             start, line = line, match.end()
-            if match.start() - start > longest and _tokens_at_most(quiet, start, match.start()) > longest:
-                return None
+            if match.start() - start > shallow:
+                tokens = _tokens_at_most(quiet, start, match.start())
+                if tokens > longest:
+                    return None
+                deep = deep or (tokens > shallow and _deep_line(text[start:match.start()], elifs))
     if line < ends and quiet[line] not in " \t\f\r\n":
         tops.append((line, _head(text, line)))
-    if ends - line > longest and _tokens_at_most(quiet, line, ends) > longest:
-        return None
-    return tops
+    if ends - line > shallow:
+        tokens = _tokens_at_most(quiet, line, ends)
+        if tokens > longest:
+            return None
+        deep = deep or (tokens > shallow and _deep_line(text[line:], elifs))
+    return tops, deep
+
+
+def _deep_line(line: str, elifs: int) -> bool:
+    """Whether the scan finds the tree deeper than limits.SHALLOW_DEPTH in one logical line (with
+    no f-string or backslash continuation) below at most `elifs` elif branches."""
+    scan = _Scan(line, elifs)
+    try:
+        scan.code(0)
+    except _Refused:
+        return True
+    return scan.deep
 
 
 def hazard(text: str) -> Optional[tuple[str, int]]:
     """Why libcst must not be given this text (one line) and the offset where that shows, or None."""
-    tops = _quick_tops(text)
-    if tops is not None:
-        _LAST_SCAN[0] = (text, tops)
+    if _LAST_SCAN[0][0] is text:
+        return None  # this very text was accepted last
+    quick = _quick_bounds(text)
+    if quick is not None:
+        _LAST_SCAN[0] = (text, *quick)
         return None
     scan = _Scan(text)
     try:
         scan.code(0)
     except _Refused as refused:
         return str(refused), refused.pos
-    _LAST_SCAN[0] = (text, scan.tops)  # one store: a reader sees the pair whole
+    _LAST_SCAN[0] = (text, scan.tops, scan.deep)  # one store: a reader sees it whole
     return None
 
 
-#: The last text the scan accepted and its column-0 logical lines (see top_level_starts).
-_LAST_SCAN: list[tuple[str, list[tuple[int, str]]]] = [("", [])]
+#: The last text the scan accepted, its column-0 logical lines (see top_level_starts) and
+#: whether its tree may be deeper than limits.SHALLOW_DEPTH (see needs_room).
+_LAST_SCAN: list[tuple[str, list[tuple[int, str]], bool]] = [("", [], False)]
 #: Words that continue a compound statement begun on an earlier line.
 _CONTINUING = frozenset({"else", "elif", "except", "finally"})
 
@@ -456,7 +614,7 @@ def top_level_starts(text: str) -> Optional[list[int]]:
     first decorator), as the token scan saw them when `text` (this very object) was the last text
     it accepted; None otherwise. One offset per statement of libcst's Module.body when the text
     has no form feed before a statement (the scan reads such a line as indented)."""
-    scanned, tops = _LAST_SCAN[0]
+    scanned, tops, _ = _LAST_SCAN[0]
     if scanned is not text:
         return None
     starts: list[int] = []
@@ -469,6 +627,29 @@ def top_level_starts(text: str) -> Optional[list[int]]:
             starts.append(pos)
         decorated = word == "@"
     return starts
+
+
+def comment_spans(text: str) -> Optional[list[tuple[int, int]]]:
+    """(start, end) of every comment of `text`, as the token scan finds them, or None when the
+    scan stops at a limit before the end."""
+    scan = _Scan(text)
+    scan.comments = []
+    try:
+        scan.code(0)
+    except _Refused:
+        return None
+    return scan.comments
+
+
+def needs_room(text: str) -> bool:
+    """Whether the tree of `text` may be deeper than limits.SHALLOW_DEPTH levels, as the scan
+    counts them (see limits.py): its analysis then runs with room to recurse (`with_room`)."""
+    scanned, _, deep = _LAST_SCAN[0]
+    if scanned is not text:
+        if hazard(text) is not None:
+            return False  # refused before the parser: nothing is analysed
+        scanned, _, deep = _LAST_SCAN[0]
+    return deep
 
 
 # -- lines and positions ----------------------------------------------------------------------------

@@ -129,6 +129,10 @@ def mentions_api(data: Union[bytes, str]) -> bool:
     analysis can resolve? A file without a needle cannot; an import line that begins with the
     import (nearly every file that can) is found by the pattern; any other text with a needle is
     read by the import reader (skiplint.projectscan.imports_api), so no import form is missed."""
+    readable = _readable(data)
+    if readable is None:
+        return True  # the caller's decode says why it cannot be checked
+    data = readable
     if isinstance(data, str):
         aliases: Iterable[Any] = (needle.decode() for needle in _ALIAS_NEEDLES)
         packages: Iterable[Any] = _PACKAGE_NEEDLES_TEXT
@@ -148,6 +152,19 @@ def mentions_api(data: Union[bytes, str]) -> bool:
     from skiplint import projectscan
 
     return projectscan.imports_api(data)
+
+
+def _readable(data: Union[bytes, str]) -> Optional[Union[bytes, str]]:
+    """What the prefilter looks in: the bytes of UTF-8 source (the API's needles are ASCII, which
+    UTF-8 keeps as is), else the text (`# coding: utf-7` spells `t` as `+AHQ-`, UTF-16 puts NULs
+    between letters): the text that the path, standard input and flake8 all analyse. None for
+    source that cannot be decoded (wanted: its reader reports why)."""
+    if isinstance(data, str) or sources.utf8(data):
+        return data
+    try:
+        return sources.decode(data)
+    except sources.SourceError:
+        return None
 
 
 def framework_name(qualified: str) -> bool:
@@ -217,8 +234,10 @@ class using_aliases:
 def wanted(data: Union[bytes, str], path: str, scan: Optional[ProjectScan] = None) -> bool:
     """The whole prefilter: the file names an API module, or it composes (says `Sequential`)
     names it imports from its own project that may be skippable classes."""
-    if mentions_api(data):
+    readable = _readable(data)
+    if readable is None or mentions_api(readable):
         return True
+    data = readable
     word: Union[bytes, str] = b"Sequential" if isinstance(data, bytes) else "Sequential"
     if word not in data:  # type: ignore[operator]
         return False
@@ -239,10 +258,18 @@ def triage(path: str, selection: Selection, scan: Optional[ProjectScan] = None) 
     that are not text: Python and flake8's E902/E999 report those); a file that names the API and
     cannot be decoded or parsed is SKP900.
     """
+    try:
+        data = sources.read_bytes(path)
+    except sources.SourceError as error:
+        return unchecked(path, str(error))
+    return judge(data, path, scan)
+
+
+def judge(data: bytes, path: str, scan: Optional[ProjectScan] = None) -> Union[FileResult, str]:
+    """As triage, for the bytes of a file already read (or of standard input)."""
     from skiplint.diagnostics import FileResult
 
     try:
-        data = sources.read_bytes(path)
         if not wanted(data, path, scan):
             return FileResult(path, ())
         return sources.decode(data)

@@ -19,7 +19,7 @@ from typing import Optional, Union
 import libcst as cst
 
 from skiplint import parsing, prefilter, projectscan, skippables, sources
-from skiplint.facts import ModuleFacts, SkippableClass
+from skiplint.facts import ModuleFacts, SkippableClass, with_room
 from skiplint.imports import OTHER, Scope, dotted_name
 from skiplint.limits import MAX_REEXPORT
 from skiplint.prefilter import mentions_api
@@ -58,13 +58,15 @@ def summarize(path: str, data: bytes) -> ModuleSummary:
         module = parsing.parse_module(text)
     except (sources.SourceError, parsing.ParseFailure):
         return ModuleSummary(path)
+    try:
+        return with_room(text, lambda: _summarize(path, data, text, module))
+    except RecursionError:  # with all the room it is given
+        return ModuleSummary(path)
+
+
+def _summarize(path: str, data: bytes, text: str, module: cst.Module) -> ModuleSummary:
     index = skippables.ModuleIndex(module)
-    facts = None
-    if mentions_api(data):
-        try:
-            facts = skippables.extract(module, path, text, index)
-        except RecursionError:
-            return ModuleSummary(path)
+    facts = skippables.extract(module, path, text, index) if mentions_api(data) else None
     return _summary(path, index, facts)
 
 

@@ -258,11 +258,15 @@ def read_imports(data: Union[bytes, str]) -> list[Imported]:
     return found
 
 
-#: An attribute chain (spaces, line breaks and backslash continuations allowed around its dots)
-#: from a local name bound to `torch` or `torch.distributed` down to the removed pipeline package.
+#: What Python lets stand between the parts of an attribute chain: blanks, line breaks, backslash
+#: continuations, comments (in brackets), and the closing parentheses of `(torch).distributed`
+#: or `(torch.distributed).pipeline` (each opened before the name, which nothing here needs).
+_BETWEEN = rb"(?:[\s\\)]|\#[^\r\n]*)*"
+#: An attribute chain from a local name bound to `torch` or `torch.distributed` down to the removed
+#: pipeline package, in any of those spellings.
 _THROUGH_TORCH = {
-    "torch": rb"(?:\s|\\)*\.(?:\s|\\)*distributed(?:\s|\\)*\.(?:\s|\\)*_?pipeline(?!\w)",
-    "torch.distributed": rb"(?:\s|\\)*\.(?:\s|\\)*_?pipeline(?!\w)",
+    "torch": _BETWEEN + rb"\." + _BETWEEN + rb"distributed" + _BETWEEN + rb"\." + _BETWEEN + rb"_?pipeline(?!\w)",
+    "torch.distributed": _BETWEEN + rb"\." + _BETWEEN + rb"_?pipeline(?!\w)",
 }
 #: Module roots whose every import may reach the API (the torch spellings are REMOVED_MODULES).
 _API_PACKAGES = frozenset({"torchgpipe", "fairscale"})

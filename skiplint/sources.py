@@ -8,13 +8,15 @@ failure becomes a SourceError whose message is the one-line reason reported as S
 
 from __future__ import annotations
 
+import bisect
+import codecs
 import errno
 import io
 import os
 import re
 import stat
 import tokenize
-from typing import Callable, Iterable, Iterator, Optional
+from typing import BinaryIO, Callable, Iterable, Iterator, Optional
 
 #: Directory names never descended into when a directory is walked (flake8's defaults, virtual
 #: environments, caches, and build output). `--exclude` replaces this list, `--extend-exclude` adds.
@@ -159,12 +161,32 @@ def read_bytes(path: str) -> bytes:
         if fd >= 0:
             os.close(fd)
     if len(data) > MAX_BYTES:
-        raise SourceError(_too_large(len(data)))
+        raise SourceError(_too_large(len(data), more=True))
     return data
 
 
-def _too_large(size: int) -> str:
-    return f"too large to check ({size / 1e6:.1f} MB; the limit is {MAX_BYTES / 1e6:.1f} MB)"
+def read_stream(stream: BinaryIO, name: str = "standard input") -> bytes:
+    """All of a stream (standard input), or SourceError: never more than MAX_BYTES + 1 bytes are
+    read (`skiplint - < /dev/zero` is refused as a file of that size is)."""
+    try:
+        data = stream.read(MAX_BYTES + 1)
+    except OSError as error:
+        raise SourceError(f"cannot read {name}: {error.strerror or error}") from None
+    if len(data) > MAX_BYTES:
+        raise SourceError(_too_large(len(data), more=True))
+    return data
+
+
+def too_large(size: int) -> Optional[str]:
+    """Why source of `size` bytes is not checked (one line), or None: the one test of MAX_BYTES
+    for every door (a file's size, the bytes read from standard input, the UTF-8 bytes of the
+    text that flake8 hands its plugin)."""
+    return _too_large(size) if size > MAX_BYTES else None
+
+
+def _too_large(size: int, more: bool = False) -> str:
+    what = f"more than {MAX_BYTES / 1e6:.1f} MB" if more else f"{size / 1e6:.1f} MB"
+    return f"too large to check ({what}; the limit is {MAX_BYTES / 1e6:.1f} MB)"
 
 
 def _unlistable(path: str) -> str:
@@ -180,27 +202,69 @@ def _has_cookie(data: bytes) -> bool:
     return any(b"coding" in line and line.lstrip().startswith(b"#") for line in head)
 
 
+#: What tokenize.detect_encoding says of UTF-8 source: no cookie, or a cookie that Python's own
+#: tokenizer reads as UTF-8 itself (`utf-8`, `UTF_8`, `utf-8-*`; not `utf8`), with or without BOM.
+_UTF8 = ("utf-8", "utf-8-sig")
+
+
 def decode(data: bytes) -> str:
-    """Source text as Python would decode it (PEP 263 cookie, BOM), or SourceError."""
+    """Source text as Python would decode it (PEP 263 cookie, BOM), or SourceError.
+
+    UTF-8 source may hold bytes that are not UTF-8 inside its comments: Python's compile, and
+    so every import, accepts them on every supported version (3.9 to 3.13; running such a file
+    as a script is refused by 3.11 and later, and by 3.9 and 3.10 for most of them). They are
+    read as U+FFFD; such bytes anywhere else (a string, a name) are refused, as Python does."""
     if b"\0" in data:
         raise SourceError("contains NUL bytes; not a Python source file")
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
         reason = getattr(error, "msg", None) or str(error)
-        if "invalid or missing encoding declaration" in reason and not _has_cookie(data):
-            # No cookie: tokenize means the first lines are not UTF-8; say where, as below.
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError as bad:
-                raise SourceError(f"not valid utf-8: byte 0x{data[bad.start]:02x} at offset {bad.start}") from None
-        raise SourceError(f"bad encoding declaration: {reason}") from None
+        if "invalid or missing encoding declaration" not in reason or _has_cookie(data):
+            raise SourceError(f"bad encoding declaration: {reason}") from None
+        # No cookie: the first lines are not UTF-8 (a comment there may hold such bytes).
+        encoding = "utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8"
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as error:
+        if encoding in _UTF8:
+            return _utf8_outside_comments(data, encoding)
         raise SourceError(f"not valid {encoding}: byte 0x{data[error.start]:02x} at offset {error.start}") from None
     except LookupError:
         raise SourceError(f"unknown encoding {encoding!r}") from None
+
+
+def utf8(data: bytes) -> bool:
+    """Whether Python reads `data` as UTF-8: no cookie in its first two lines, or one that names
+    UTF-8 (a cookie it cannot read also counts: decoding the source reports it)."""
+    first = data.find(b"\n")
+    end = data.find(b"\n", first + 1) if first >= 0 else -1
+    if data.find(b"coding", 0, len(data) if end < 0 else end) < 0:
+        return True
+    try:
+        return tokenize.detect_encoding(io.BytesIO(data).readline)[0] in _UTF8
+    except SyntaxError:
+        return True
+
+
+_ESCAPED = re.compile("[\udc80-\udcff]")
+
+
+def _utf8_outside_comments(data: bytes, encoding: str) -> str:
+    """UTF-8 source with bytes that are not UTF-8: its text (each such sequence read as U+FFFD)
+    when they are all inside comments, else SourceError naming the first one outside."""
+    from skiplint import parsing
+
+    escaped = data.decode(encoding, "surrogateescape")  # one lone surrogate per such byte
+    comments = parsing.comment_spans(escaped) or []  # None: past a parser limit, said as this
+    starts = [start for start, _ in comments]
+    for found in _ESCAPED.finditer(escaped):
+        at = found.start()
+        index = bisect.bisect_right(starts, at) - 1
+        if index < 0 or at >= comments[index][1]:
+            offset = len(escaped[:at].encode("utf-8", "surrogateescape")) + (3 if encoding == "utf-8-sig" else 0)
+            raise SourceError(f"not valid utf-8: byte 0x{data[offset]:02x} at offset {offset}")
+    return data.decode(encoding, "replace")
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -314,3 +315,178 @@ def test_an_analyzer_bug_in_the_cli_is_skp902_and_exit_2(tmp_path: Path) -> None
         assert result.returncode == 2
         assert "src/m03.py:1:1: SKP902 internal error while analysing this file: ValueError: analyzer bug; " \
                "please report" in result.stdout.splitlines()
+
+
+# -- every door has the same guards ------------------------------------------------------------------
+
+BUG_HOOK = """\
+import os
+
+if os.environ.get("BUG_FILE"):
+    from skiplint import engine, layout
+
+    def buggy(original):
+        def call(text, path, *args, **kwargs):
+            if path.endswith(os.environ["BUG_FILE"]):
+                raise ValueError("analyzer bug")
+            return original(text, path, *args, **kwargs)
+        return call
+
+    engine.check_text = buggy(engine.check_text)
+    engine.analyze_models = buggy(engine.analyze_models)
+"""
+BUG_LINE = "SKP902 internal error while analysing this file: ValueError: analyzer bug; please report"
+
+
+def bug_tree(tmp_path: Path) -> dict[str, str]:
+    write(tmp_path, {"src/m.py": TYPO.replace("mypkg.api", "torchgpipe.skip"), "hook/sitecustomize.py": BUG_HOOK})
+    return dict(os.environ, PYTHONPATH=str(tmp_path / "hook"), BUG_FILE="m.py")
+
+
+def test_an_analyzer_bug_is_one_line_through_every_door(tmp_path: Path) -> None:
+    """The path, standard input, layout, fix (in place and on standard input) and flake8: one line
+    each, exit 2 where the command has its own status; never a traceback."""
+    env = bug_tree(tmp_path)
+    source = (tmp_path / "src" / "m.py").read_bytes()
+
+    def door(*argv: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, *argv], cwd=tmp_path, input=stdin, capture_output=True,
+                              timeout=300, env=env)
+
+    path = door("-m", "skiplint", "--isolated", "-j", "1", "src/m.py")
+    stdin = door("-m", "skiplint", "--isolated", "-", "--stdin-display-name", "src/m.py", stdin=source)
+    assert path.stdout == stdin.stdout == f"src/m.py:1:1: {BUG_LINE}\n".encode()
+    assert (path.returncode, path.stderr, stdin.returncode, stdin.stderr) == (2, b"", 2, b"")
+    layout = door("-m", "skiplint", "layout", "src/m.py")
+    assert (layout.returncode, layout.stdout, layout.stderr) == (2, b"", f"src/m.py: {BUG_LINE}\n".encode())
+    fix = door("-m", "skiplint", "fix", "--isolated", "src/m.py")
+    reason = BUG_LINE[len("SKP902 "):]
+    assert (fix.returncode, fix.stdout, fix.stderr) == (2, b"", f"src/m.py: could not fix this file: {reason}\n".encode())
+    assert (tmp_path / "src" / "m.py").read_bytes() == source
+    fixed = door("-m", "skiplint", "fix", "--isolated", "-", "--stdin-display-name", "src/m.py", stdin=source)
+    assert (fixed.returncode, fixed.stdout) == (2, source)  # given back as it came
+    assert fixed.stderr == f"src/m.py: could not fix this source: {reason}\n".encode()
+    flake8 = door("-m", "flake8", "--isolated", "--select", "SKP", "src/m.py")
+    assert (flake8.stdout, flake8.stderr) == (f"src/m.py:1:1: {BUG_LINE}\n".encode(), b"")
+
+
+def _limited() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero") or sys.platform == "win32", reason="POSIX")
+@pytest.mark.parametrize("command", [["-"], ["fix", "-"]])
+def test_endless_standard_input_is_refused_after_the_size_limit(tmp_path: Path, command: list[str]) -> None:
+    """`skiplint - < /dev/zero` read until MemoryError: now at most the size limit and one byte."""
+    with open("/dev/zero", "rb") as zero:
+        done = subprocess.run([sys.executable, "-m", "skiplint", *command, "--isolated"], cwd=tmp_path, stdin=zero,
+                              capture_output=True, text=True, timeout=120, preexec_fn=_limited)
+    reason = "too large to check (more than 4.2 MB; the limit is 4.2 MB)"
+    assert done.returncode == 2
+    if command == ["-"]:
+        assert (done.stdout, done.stderr) == (f"stdin:1:1: SKP900 could not check this file: {reason}\n", "")
+    else:  # fix: nothing given back, since not all of it was read
+        assert (done.stdout, done.stderr) == ("", f"stdin: could not fix this source: {reason}\n")
+
+
+def test_a_source_over_the_size_limit_is_refused_alike_by_every_door(tmp_path: Path) -> None:
+    """4.5 MB of CJK text in a module that uses the API: 1.5 million characters, 4.5 million
+    bytes. The path and standard input refuse it; the flake8 plugin counted characters and
+    analysed it, and now counts bytes as they do."""
+    text = TYPO.replace("mypkg.api", "torchgpipe.skip") + "".join(
+        f"# {'漢字' * 40}\n" for _ in range(18_000))
+    write(tmp_path, {"big.py": text})
+    data = (tmp_path / "big.py").read_bytes()
+    assert len(text) < 4 * 1024 * 1024 < len(data)
+    reason = f"too large to check ({len(data) / 1e6:.1f} MB; the limit is 4.2 MB)"
+    path = run("-m", "skiplint", "--isolated", "big.py", cwd=tmp_path)
+    assert (path.returncode, path.stdout) == (2, f"big.py:1:1: SKP900 could not check this file: {reason}\n")
+    stdin = subprocess.run([sys.executable, "-m", "skiplint", "--isolated", "-", "--stdin-display-name", "big.py"],
+                           cwd=tmp_path, input=data, capture_output=True, timeout=300)
+    assert stdin.returncode == 2 and b"too large to check (more than 4.2 MB" in stdin.stdout
+    from skiplint.flake8_plugin import SkiplintChecker
+
+    assert list(SkiplintChecker(None, text.splitlines(keepends=True), str(tmp_path / "big.py")).run()) == []
+    flake8 = run("-m", "flake8", "--isolated", "--select", "SKP", "big.py", cwd=tmp_path)
+    assert (flake8.returncode, flake8.stdout, flake8.stderr) == (0, "", "")
+
+
+@pytest.mark.parametrize("argv", [["layout", "m.py"], ["fix", "--diff", "--isolated", "m.py"],
+                                  ["rule", "SKP101"], ["--isolated", "m.py"]])
+def test_a_reader_gone_early_is_one_line_for_every_command(tmp_path: Path, argv: list[str]) -> None:
+    """`skiplint layout m.py | head -1` ended in a BrokenPipeError traceback."""
+    (tmp_path / "m.py").write_text(textwrap.dedent(BLOCKS.format(api="torchgpipe.skip")) + "\n\n"
+                                   "@skippable(stash='late')\nclass Late(nn.Module):\n    def forward(self, x):\n"
+                                   "        yield stash('late', x)\n        return x\n\n\n"
+                                   "model = nn.Sequential(Down(), Up(), Late())\n")
+    read, write_end = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "skiplint", *argv], cwd=tmp_path, stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 2
+    assert done.stderr in ("skiplint: standard output was closed before the whole output was written\n",
+                           "skiplint: standard output was closed before the whole report was written\n")
+
+
+def _every_door(tmp_path: Path, name: str) -> list[tuple[str, int]]:
+    """The report and exit status of `name` through the path (-j 1 and -j 2), standard input and
+    flake8 (whose own E999 for what Python cannot compile aside)."""
+    data = (tmp_path / name).read_bytes()
+    outs = [run("-m", "skiplint", "--isolated", "-j", jobs, name, cwd=tmp_path) for jobs in ("1", "2")]
+    stdin = subprocess.run([sys.executable, "-m", "skiplint", "--isolated", "-", "--stdin-display-name", name],
+                           cwd=tmp_path, input=data, capture_output=True, timeout=300)
+    flake8 = run("-m", "flake8", "--isolated", "--select", "SKP,E9", name, cwd=tmp_path)
+    return [(done.stdout, done.returncode) for done in outs] + [
+        (stdin.stdout.decode(), stdin.returncode), (flake8.stdout, flake8.returncode)]
+
+
+UNDECLARED = TYPO.replace("mypkg.api", "torchgpipe.skip")
+UNDECLARED_LINES = ["{}:6:19: SKP103 'declared' is declared in stash=[...] but no path of forward stashes it",
+                    "{}:9:15: SKP101 'stashed' is stashed but not declared in stash=[...]"]
+
+
+@pytest.mark.parametrize("separator", ["\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "\x0b"])
+def test_a_file_noqa_after_code_and_a_break_that_ends_no_line_skips_nothing(tmp_path: Path, separator: str) -> None:
+    """`str.splitlines` breaks at these; Python's tokenizer and flake8 do not: `x = 1<break>#
+    flake8: noqa` is code then a comment on one line, no file-level noqa, in every door."""
+    text = textwrap.dedent(UNDECLARED).replace("from torch import nn\n", f"from torch import nn\nx = 1{separator}# flake8: noqa\n", 1)
+    (tmp_path / "m.py").write_text(text.replace("\n\n\n@", "\n\n@"), encoding="utf-8")
+    doors = _every_door(tmp_path, "m.py")
+    if separator == "\x0c":  # a form feed is a blank to Python: the file is checked
+        expected = "".join(line.format("m.py") + "\n" for line in UNDECLARED_LINES)
+        assert doors == [(expected, 1)] * 4
+    else:  # the others are no Python: the file is no longer passed as clean
+        (cli, status), *others, (flake8, flake8_status) = doors
+        assert others == [(cli, status)] * 2 and status == 2
+        assert cli.startswith("m.py:2:6: SKP900 could not check this file: syntax error: ") and cli.count("\n") == 1
+        assert flake8.startswith("m.py:2:") and " E999 " in flake8 and flake8_status == 1
+    skipped = text.replace(f"x = 1{separator}# flake8: noqa", "# flake8: noqa")
+    (tmp_path / "m.py").write_text(skipped.replace("\n\n\n@", "\n\n@"), encoding="utf-8")
+    assert _every_door(tmp_path, "m.py") == [("", 0)] * 4
+
+
+COOKIES = [
+    # t written in UTF-7 (+AHQ-): the bytes hold no `torchgpipe` that the text does.
+    pytest.param(b"# coding: utf-7\n", lambda text: text.encode("utf-7").replace(b"torchgpipe", b"+AHQ-orchgpipe"),
+                 id="utf-7"),
+    pytest.param(b"# -*- coding: latin-1 -*-\n", lambda text: text.encode("latin-1"), id="latin-1"),
+    pytest.param(b"# vim: set fileencoding=cp1252 :\n", lambda text: text.encode("cp1252"), id="cp1252"),
+]
+
+
+@pytest.mark.parametrize(("cookie", "encode"), COOKIES)
+def test_encodings_that_hide_the_api_from_the_bytes_are_read_as_text_by_every_door(
+        tmp_path: Path, cookie: bytes, encode: Callable[[str], bytes]) -> None:
+    """A `# coding: utf-7` file was clean by path (its bytes name no API module) while standard
+    input and flake8 reported its findings: the prefilter decides on the text whenever the
+    encoding is not UTF-8."""
+    text = textwrap.dedent(UNDECLARED).replace("declared", "déclaré")
+    (tmp_path / "m.py").write_bytes(cookie + encode(text))
+    expected = ("m.py:7:19: SKP103 'déclaré' is declared in stash=[...] but no path of forward stashes it\n"
+                "m.py:10:15: SKP101 'stashed' is stashed but not declared in stash=[...]\n")
+    assert _every_door(tmp_path, "m.py") == [(expected, 1)] * 4

@@ -15,9 +15,11 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from skiplint import cli, engine, limits, sources
 from skiplint.flake8_plugin import SkiplintChecker
@@ -108,6 +110,56 @@ def test_latin1_cookie_is_honoured_not_reported(tmp_path: Path) -> None:
     check_tree(tmp_path, write("latin1.py", data), None)
 
 
+#: Byte sequences that are not UTF-8: a lone lead byte, a continuation byte, a cut sequence, an
+#: overlong form, an encoded surrogate, a code point past U+10FFFF, and latin-1 text.
+NOT_UTF8 = [b"\xff", b"\x80", b"\xe2\x82", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe9t\xe9"]
+#: Where they sit: comments (first line, after code, inside brackets, after a BOM or a utf-8
+#: cookie, at the end without a newline, with CR line ends), and what Python decodes.
+PLACES = {
+    "comment-first-line": (b"# ", b"\nx = 1\n"),
+    "comment-after-code": (b"x = 1\ny = 2  # ", b"\n"),
+    "comment-in-brackets": (b"x = (1,  # ", b"\n     2)\n"),
+    "comment-after-bom": (b"\xef\xbb\xbfx = 1\n# ", b"\n"),
+    "comment-after-cookie": (b"# coding: UTF-8\nx = 1\n# ", b"\n"),
+    "comment-at-the-end": (b"x = 1\n# ", b""),
+    "comment-cr": (b"x = 1\ry = 2\r# ", b"\r"),
+    "string": (b"x = 1\ny = '", b"'\n"),
+    "docstring": (b'"""', b'"""\nx = 1\n'),
+    "name": (b"x = 1\ny", b" = 2\n"),
+    "cookie-utf8": (b"# coding: utf8\nx = 1\n# ", b"\n"),  # not utf-8 to Python's tokenizer: a codec
+}
+
+
+@pytest.mark.parametrize("bad", NOT_UTF8, ids=lambda bad: bad.hex())
+@pytest.mark.parametrize("place", sorted(PLACES))
+def test_bytes_that_are_not_utf8_are_refused_where_python_refuses_them(place: str, bad: bytes) -> None:
+    """Python's compile (so every import) accepts them inside a comment of UTF-8 source, the
+    same on 3.9 to 3.13, and refuses them elsewhere: so does skiplint, reading each as U+FFFD."""
+    before, after = PLACES[place]
+    data = before + bad + after
+    try:
+        compile(data, "m.py", "exec", dont_inherit=True)
+        python_accepts = True
+    except SyntaxError:
+        python_accepts = False
+    assert python_accepts is (place.startswith("comment")), place  # the same on every supported Python
+    if python_accepts:
+        text = sources.decode(data)
+        assert text == data.decode("utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8", "replace")
+    else:
+        with pytest.raises(sources.SourceError, match=r"^(not valid utf-8: byte 0x[0-9a-f]{2} at offset \d+|"
+                                                      r"not valid utf8: .*)$"):
+            sources.decode(data)
+
+
+def test_bytes_that_are_not_utf8_in_a_comment_are_checked(tmp_path: Path) -> None:
+    data = API.encode() + GOOD.split("\n", 1)[1].encode().replace(b"class Layer", b"# caf\xe9 \xff\nclass Layer")
+    check_tree(tmp_path, write("comment.py", data), None)
+    done = skiplint("comment.py", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (1, "")
+    assert norm(done.stdout) == ["comment.py:9:15: SKP101 'b' is stashed but not declared in stash=[...]"]
+
+
 @pytest.fixture(scope="module")
 def ten_megabytes(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     """A 10 MB generated module that uses the API (libcst would need minutes and gigabytes)."""
@@ -143,6 +195,7 @@ def test_read_cap_also_holds_for_a_file_growing_after_fstat(tmp_path: Path, monk
 
 BRACKETS = "nested too deeply to parse (more than 200 levels of brackets)"
 CHAIN = "nested too deeply to parse (an expression of more than 3,000 operators and operands)"
+DEPTH = "nested too deeply to parse (more than 3,000 levels of operators, operands and elif branches at once)"
 DEEP = [  # (source, where the SKP900 is reported, reason)
     pytest.param(API + "x = " + "(" * 5000 + "1" + ")" * 5000 + "\n", "2:205", BRACKETS, id="parentheses-5000"),
     pytest.param(API + "x = " + "[" * 3000 + "]" * 3000 + "\n", "2:205", BRACKETS, id="lists-3000"),
@@ -154,8 +207,13 @@ DEEP = [  # (source, where the SKP900 is reported, reason)
     pytest.param(API + "if a: pass\n" + "elif a: pass\n" * 20000, "2003:1",
                  "nested too deeply to parse (more than 2,000 elif branches in a row)", id="elif-20000"),
     pytest.param(API + "x = f'{" + "(" * 300 + "}'\n", "2:207", BRACKETS, id="f-string-field"),
+    # Runs each under the limit, nested in one another: SIGSEGV in libcst's parser (10,000 levels).
+    pytest.param(API + "x = " + "-" * 2500 + "(" + "-" * 2500 + "(" + "-" * 2500 + "(" + "-" * 2500 + "(x" + ")" * 4
+                 + "\n", "2:3006", DEPTH, id="chains-in-brackets"),
+    pytest.param(API + "if a: pass\n" + "elif a: pass\n" * 1999 + "elif a:\n    x = " + "-" * 1500 + "1\n",
+                 "2003:1009", DEPTH, id="chain-in-elifs"),
     # Python stops at an earlier syntax error, or does not know the syntax: the scan still holds.
-    pytest.param(API + "def f(:\n" + "x = a" + ".b" * 15000 + "\n", "3:3005", CHAIN, id="attributes-after-error"),
+    pytest.param(API + "def f(:\n" + "x = a" + ".b" * 15000 + "\n", "3:3003", DEPTH, id="attributes-after-error"),
     pytest.param(API + "type A = int\n" + "x = a" + "[0]" * 5000 + "\n", "3:3005", CHAIN,
                  id="subscripts-after-new-syntax"),
 ]
@@ -227,6 +285,57 @@ def test_expression_deep_enough_for_recursion_error_in_libcst(tmp_path: Path) ->
     assert done.returncode == (2 if deep else 1)
 
 
+#: Valid chains of 1,000 terms, inside the parser's limits (and CPython's): each nests libcst's
+#: tree 1,000 levels deep, as deep as Python's default recursion limit.
+CHAINS = {
+    "unary": "-" * 1000 + "x",
+    "attribute": "x" + ".b" * 1000,
+    "not": "not " * 1000 + "x",
+    "and": " and ".join(["x"] * 1000),
+    "power": " ** ".join(["x"] * 1000),
+}
+
+
+def chain_in_forward(expression: str) -> str:
+    return API + textwrap.dedent("""\
+        import torch.nn as nn
+
+
+        @skippable(stash=["a"])
+        class Deep(nn.Module):
+            def forward(self, x):
+                y = {}
+                yield stash("b", x)
+                return y
+        """).format(expression)
+
+
+def test_chains_of_a_thousand_terms_are_checked(tmp_path: Path) -> None:
+    """Each was "nested too deeply to analyse (RecursionError)": the analysis recurses once per
+    level, and a deep tree now gets the room for it (limits.SHALLOW_DEPTH), in the CLI and in the
+    flake8 plugin (called here from within pytest's own stack)."""
+    for name, expression in CHAINS.items():
+        (tmp_path / f"{name}.py").write_text(chain_in_forward(expression), encoding="utf-8")
+    done = skiplint(".", cwd=tmp_path, timeout=300)
+    source = chain_in_forward(CHAINS["unary"])
+    found = [(line, col, message[:6]) for line, col, message, _ in
+             SkiplintChecker(None, source.splitlines(keepends=True), "unary.py").run()]
+    if sys.version_info[:2] == (3, 12):  # its limit on nested C calls stops libcst's code generation
+        assert (done.returncode, done.stderr) == (2, "")
+        assert norm(done.stdout) == [
+            f"{name}.py:1:1: SKP900 could not check this file: nested too deeply to locate its findings "
+            "(RecursionError with 12,000 frames of room; Python 3.12 also limits nested C calls)"
+            for name in sorted(CHAINS)]
+        assert found == [(1, 0, "SKP900")]
+        return
+    assert (done.returncode, done.stderr) == (1, "")
+    assert norm(done.stdout) == [
+        line for name in sorted(CHAINS) for line in (
+            f"{name}.py:5:19: SKP103 'a' is declared in stash=[...] but no path of forward stashes it",
+            f"{name}.py:9:15: SKP101 'b' is stashed but not declared in stash=[...]")]
+    assert found == [(5, 18, "SKP103"), (9, 14, "SKP101")]
+
+
 def test_parser_hazard_accepts_what_python_accepts() -> None:
     assert limits.parser_hazard("x = " + "(" * 200 + "1" + ")" * 200 + "\n") is None
     assert limits.parser_hazard("type X = int\n" * 200) is None  # newer than 3.11: left to libcst
@@ -275,6 +384,105 @@ def test_lone_backslash_before_a_comment_or_at_the_same_indentation_is_accepted(
     assert limits.parser_hazard("def f(x):\n    a = 1\n    \\\n    y = 1\n    \\\n    z = 2\n") is None
     assert limits.parser_hazard("s = \'\'\'\n    \\\ny\'\'\'\n") is None  # inside a string: not code
     assert limits.parser_hazard("x = (1,\n    \\\n2)\n") is None  # inside brackets: no indentation
+
+
+def _blocks_by_python(text: str) -> list[tuple[str, tuple[str, ...]]]:
+    """Each assigned name with the names of the `def`s and `if`s around it, as Python reads them."""
+    out: list[tuple[str, tuple[str, ...]]] = []
+
+    def walk(body: list[ast.stmt], path: tuple[str, ...]) -> None:
+        for statement in body:
+            if isinstance(statement, ast.Assign):
+                out.append((statement.targets[0].id, path))  # type: ignore[attr-defined]
+            elif isinstance(statement, ast.If):
+                walk(statement.body, path + (statement.test.id,))  # type: ignore[attr-defined]
+            elif isinstance(statement, ast.FunctionDef):
+                walk(statement.body, path + (statement.name,))
+    walk(ast.parse(text).body, ())
+    return out
+
+
+def _blocks_by_libcst(text: str) -> list[tuple[str, tuple[str, ...]]]:
+    """The same, as libcst reads them."""
+    import libcst as cst
+
+    out: list[tuple[str, tuple[str, ...]]] = []
+
+    def walk(body: Sequence[cst.BaseStatement], path: tuple[str, ...]) -> None:
+        for statement in body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                out.extend((small.targets[0].target.value, path)  # type: ignore[attr-defined]
+                           for small in statement.body if isinstance(small, cst.Assign))
+            elif isinstance(statement, cst.If):
+                walk(statement.body.body, path + (statement.test.value,))  # type: ignore[attr-defined]
+            elif isinstance(statement, cst.FunctionDef):
+                walk(statement.body.body, path + (statement.name.value,))  # type: ignore[arg-type]
+    walk(cst.parse_module(text).body, ())
+    return out
+
+
+@pytest.mark.parametrize("lines", [
+    ["        \\", "        \\", "        y = 2"],   # two backslash lines in a row
+    ["        \\", "    \\", "        y = 2"],   # the first one not in column 0 decides
+    ["\\", "\\", "        y = 2"],             # all in column 0: the statement's own line decides
+    ["        \\", "\x0c    y = 2"],           # a form feed after the backslash line
+    ["\\", "\x0c        y = 2"],
+    ["\x0c        \\", "        y = 2"],       # a form feed before the backslash
+    ["  \x0c        \\", "\\", "        y = 2"],
+])
+def test_lone_backslashes_where_every_python_and_libcst_agree_are_accepted(lines: list[str]) -> None:
+    """Several backslash lines in a row, or form feeds around one, put the statement where Python
+    3.10+ (the first backslash not in column 0, else the statement's own columns, a form feed
+    counting from 0) and libcst (the block of the line before) both do: nothing to refuse."""
+    source = "def f(x):\n    if x:\n        a = 1\n" + "\n".join(lines) + "\n    z = 3\n"
+    assert limits.parser_hazard(source) is None
+    assert _blocks_by_libcst(source) == _blocks_by_python(source) == [
+        ("a", ("f", "x")), ("y", ("f", "x")), ("z", ("f",))]
+
+
+def test_lone_backslashes_in_a_row_are_judged_by_their_first(tmp_path: Path) -> None:
+    """A finding after two backslash lines is reported where it is, not refused (SKP900)."""
+    source = API + textwrap.dedent("""\
+        from torch import nn
+
+
+        @skippable(stash=["skip"])
+        class Stash(nn.Module):
+            def forward(self, x):
+                x = x + 1
+                \\
+                \\
+                yield stash("other", x)
+                \\
+        \x0c        return x
+        """)
+    (tmp_path / "m.py").write_text(source)
+    done = skiplint("m.py", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (1, "")
+    assert norm(done.stdout) == [
+        "m.py:5:19: SKP103 'skip' is declared in stash=[...] but no path of forward stashes it",
+        "m.py:11:15: SKP101 'other' is stashed but not declared in stash=[...]"]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="Python 3.9 reads lone backslashes as libcst does")
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["", "    ", "        ", "\t", "\x0c", "\x0c    ", "    \x0c",
+                                            "    \x0c    ", "  ", "\x0c        ", "        \x0c"]),
+                          st.sampled_from(["\\", "\\", "y{} = 1", "if c{}:", "# c", ""])),
+                min_size=1, max_size=6))
+def test_lone_backslashes_are_refused_exactly_where_python_and_libcst_disagree(
+        lines: list[tuple[str, str]]) -> None:
+    """Generated blocks with lone backslashes and form feeds: of those Python and libcst both
+    read, the scan refuses exactly the ones whose blocks they read differently."""
+    body = [indent + line.format(number) for number, (indent, line) in enumerate(lines)]
+    source = "def f(x):\n    if x:\n        a = 1\n" + "\n".join(body) + "\n    z = 3\n"
+    try:
+        python = _blocks_by_python(source)
+        libcst = _blocks_by_libcst(source)
+    except Exception:  # noqa: BLE001 - not valid Python, or a form feed libcst cannot read
+        return
+    refused = limits.parser_hazard(source)
+    assert (refused == LONE) is (python != libcst), (source, refused)
 
 
 def test_lone_backslash_that_would_invent_a_finding_is_one_skp900_line(tmp_path: Path) -> None:

@@ -242,24 +242,25 @@ def test_a_libcst_without_post_init_validation_is_left_as_it_is(monkeypatch: pyt
 
 # -- the quick bounds of the token scan -------------------------------------------------------------
 
-def _scan(text: str) -> tuple[str | None, list[tuple[int, str]]]:
+def _scan(text: str) -> tuple[str | None, list[tuple[int, str]], bool]:
     scan = parsing._Scan(text)
     try:
         scan.code(0)
     except parsing._Refused as refused:
-        return str(refused), scan.tops
-    return None, scan.tops
+        return str(refused), scan.tops, scan.deep
+    return None, scan.tops, scan.deep
 
 
 def _agrees(text: str) -> bool:
-    """Whether the quick bounds took the text; when they did, the exact scan accepts it too and
-    finds the same column-0 lines."""
-    quick = parsing._quick_tops(text)
+    """Whether the quick bounds took the text; when they did, the exact scan accepts it too,
+    finds the same column-0 lines, and finds the tree deep only where the bounds say it may be."""
+    quick = parsing._quick_bounds(text)
     if quick is None:
         return False
-    refused, tops = _scan(text)
+    refused, tops, deep = _scan(text)
     assert refused is None, (text, refused)
-    assert quick == tops, text
+    assert quick[0] == tops, text
+    assert quick[1] or not deep, text
     return True
 
 
@@ -274,14 +275,14 @@ def test_quick_bounds_take_the_fixtures_and_agree_with_the_scan() -> None:
     'x = 1\\\n    + 2\n', "if x:\n    \\\r    y = 1\n",  # backslash continuations
     "x = )(\n",  # a stray close: the scan stays at depth 0
     "x = " + "(" * 201 + ")" * 201 + "\n",
-    "x = [" + "a, " * 10 + "a" * 1501 + "]\n",  # one long run of characters
+    "x = [" + "a, " * 10 + "a " * 1501 + "]\n",  # one long run of tokens
     "if a:\n    pass\n" + "elif a:\n    pass\n" * 2001,
     "x = 1\n" * 20_000,  # longer than the token limit
     "x = [" + "a, " * 2000 + "]\n",  # the scan's runs end at each comma; the bound's at the line
 ])
 def test_quick_bounds_leave_to_the_scan_what_they_cannot_bound(text: str) -> None:
-    assert parsing._quick_tops(text) is None
-    refused, _ = _scan(text)
+    assert parsing._quick_bounds(text) is None
+    refused, _, _ = _scan(text)
     verdict = parsing.hazard(text)
     assert (verdict is None and refused is None) or (verdict is not None and verdict[0] == refused)
 

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from skiplint import imports
 
@@ -154,3 +156,82 @@ def test_a_project_module_behind_a_byte_order_mark_and_try_is_learned(tmp_path: 
     result = engine.check_file(str(model), project=ProjectIndex())
     assert [(d.line, d.col, d.code) for d in result.diagnostics] == [(4, 22, "SKP201"), (4, 30, "SKP202")]
     assert engine.check_file(str(tmp_path / "kit" / "parts.py"), project=ProjectIndex()).diagnostics == ()
+
+
+# -- the prefilter never skips a file the analysis has findings in -----------------------------------
+#: (import statement, the local name it binds, the attributes from that name to the skip module)
+_BINDINGS = [
+    ("import torch", "torch", ["distributed", "pipeline", "sync", "skip"]),
+    ("import torch as T", "T", ["distributed", "pipeline", "sync", "skip"]),
+    ("import torch.distributed", "torch", ["distributed", "_pipeline", "sync", "skip"]),
+    ("import torch.distributed as D", "D", ["pipeline", "sync", "skip"]),
+    ("from torch import distributed", "distributed", ["pipeline", "sync", "skip"]),
+    ("from torch import (\n    distributed as D,\n)", "D", ["_pipeline", "sync", "skip"]),
+    ("import torch.distributed.pipeline.sync.skip as S", "S", []),
+    ("from torch.distributed.pipeline.sync import skip", "skip", []),
+    ("import torchgpipe", "torchgpipe", ["skip"]),
+    ("from torchgpipe import skip as S", "S", []),
+    ("import fairscale", "fairscale", ["nn", "pipe", "skip"]),
+    ("import fairscale.nn.pipe.skip as F", "F", []),
+]
+#: How an import statement may stand in a module.
+_STATEMENTS = [
+    "{}\n", "try:\n    {}\nexcept ImportError:\n    raise\n", "if True:\n    {}\n", "x = 1; {}\n",
+    "{}  # the API\n", '"""Docstring."""\n{}\n', "\ufeff{}\n",
+]
+#: Between two parts of an attribute chain, outside brackets and inside them.
+_OUTSIDE = [".", " . ", ".\\\n    ", " \\\n    . "]
+_INSIDE = _OUTSIDE + ["\n    .", "  # a comment\n    .", ".  # a comment\n    "]
+
+
+@st.composite
+def _chain(draw: st.DrawFn, local: str, parts: list[str]) -> str:
+    """`local.parts...` with blanks, continuations, comments and parentheses around a head of it."""
+    names = [local, *parts]
+    grouped = draw(st.integers(0, len(names)))  # the first `grouped` names in parentheses (0: none)
+    out = "(" * (grouped > 0) + names[0]
+    for index, name in enumerate(names[1:], 1):
+        if index == grouped:
+            out += ")"
+        out += draw(st.sampled_from(_INSIDE if index < grouped else _OUTSIDE)) + name
+    return out + (")" if grouped == len(names) else "")
+
+
+@st.composite
+def _api_modules(draw: st.DrawFn) -> str:
+    statement, local, parts = draw(st.sampled_from(_BINDINGS))
+    form = draw(st.sampled_from(_STATEMENTS))
+    if form.startswith("if") or form.startswith("try"):
+        statement = statement.replace("\n", "\n    ")
+    skippable = draw(_chain(local, [*parts, "skippable"]))
+    stash = draw(_chain(local, [*parts, "stash"]))
+    return (form.format(statement) + "import torch.nn as nn\n\n\n"
+            f"@{skippable}(stash=['a'])\nclass Layer(nn.Module):\n    def forward(self, x):\n"
+            f"        yield {stash}('b', x)\n        return x\n")
+
+
+_ISSUE_SPELLINGS = [
+    "import torch\nimport torch.nn as nn\n\n\n@(torch.distributed).pipeline.sync.skip.skippable(stash=['a'])\n"
+    "class Layer(nn.Module):\n    def forward(self, x):\n        yield torch.distributed.pipeline.sync.skip.stash('b', x)\n"
+    "        return x\n",
+    "import torch\nimport torch.nn as nn\n\n\n@(torch).distributed.pipeline.sync.skip.skippable(stash=['a'])\n"
+    "class Layer(nn.Module):\n    def forward(self, x):\n        yield (torch\n    .distributed  # c\n    ).pipeline.sync.skip.stash('b', x)\n"
+    "        return x\n",
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_api_modules())
+@example(_ISSUE_SPELLINGS[0])
+@example(_ISSUE_SPELLINGS[1])
+def test_the_prefilter_never_skips_a_file_the_analysis_has_findings_in(source: str) -> None:
+    """Generated spellings of the API's imports, decorator and stash (parenthesised, spaced,
+    continued, commented): a text the prefilter skips (as text and as bytes) has no finding when
+    it is analysed all the same; every one of these has its two, so none may be skipped."""
+    compile(source.encode("utf-8"), "m.py", "exec", dont_inherit=True)  # every spelling is valid Python
+    from skiplint import engine, prefilter
+
+    found = [d.code for d in engine.check_text(source, "m.py", prefiltered=True).diagnostics]
+    if not prefilter.wanted(source, "m.py") or not prefilter.wanted(source.encode("utf-8"), "m.py"):
+        assert found == [], source
+    assert found in (["SKP103", "SKP101"], ["SKP401", "SKP103", "SKP101"], ["SKP103", "SKP401", "SKP101"]), source

@@ -152,11 +152,93 @@ def git_config_trap(rng: random.Random) -> Tree:
         tree[f"{top}/config"] = settings.encode()
     tree[f"{top}/info/exclude"] = b"gen_*.py\n"
     return tree
+#: A model with two findings wherever its API import is seen: SKP103 and SKP101.
+LAYER = ("import torch.nn as nn\n\n\n@{api}skippable(stash=['a'])\nclass Layer(nn.Module):\n"
+         "    def forward(self, x):\n        yield {api}stash('b', x)  # café\n        return x\n")
+#: Cookies, as written on a first or second line (None: no cookie), with the codec that writes the rest.
+COOKIES = [(None, "utf-8"), ("# coding: utf-8", "utf-8"), ("# -*- coding: UTF_8 -*-", "utf-8"),
+           ("# coding: utf8", "utf-8"), ("# coding: latin-1", "latin-1"), ("# vim: fileencoding=cp1252", "cp1252"),
+           ("# coding: utf-7", "utf-7"), ("# coding: utf-16", "utf-16-le"), ("# coding: ascii", "ascii"),
+           ("# coding: koi8-r", "koi8-r"), ("# coding: shift_jis", "shift_jis"), ("# coding: klingon", "utf-8")]
+#: What may end a line, or stand in it, that str.splitlines and Python's tokenizer read differently.
+BREAKS = ["\n", "\r\n", "\r", "\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+def encoding_and_line_breaks(rng: random.Random) -> Tree:
+    """A model behind a random cookie (or BOM), its letters hidden by UTF-7 where it can, with
+    line ends and in-line breaks of every kind, bytes that are not UTF-8 in comments, and file
+    noqa comments after code: every door must read it alike (the doors oracle)."""
+    cookie, codec = rng.choice(COOKIES)
+    head = "from torchgpipe.skip import skippable, stash\n" if rng.random() < 0.7 else "import torch\n"
+    api = "" if head.startswith("from") else "torch.distributed.pipeline.sync.skip."
+    lines = (head + LAYER.format(api=api)).split("\n")
+    for _ in range(rng.randint(0, 3)):
+        i = rng.randrange(len(lines))
+        lines[i] += rng.choice(BREAKS[3:]) + rng.choice(["# flake8: noqa", "# skiplint: noqa", "# note", ""])
+    text = "".join(line + rng.choice(BREAKS[:3] if rng.random() < 0.8 else BREAKS) for line in lines)
+    if cookie is not None:
+        text = cookie + rng.choice(["\n", "\r\n"]) + text
+    data = text.encode(codec, "replace")
+    if codec == "utf-7" and rng.random() < 0.7:
+        data = data.replace(b"torch", b"+AHQ-orch")
+    if codec == "utf-8" and rng.random() < 0.5:
+        data = data.replace("café".encode(), rng.choice([b"caf\xe9", b"\xff\xfe", b"\xed\xa0\x80", b"\xc0\xaf"]))
+    if cookie is None and rng.random() < 0.2:
+        data = b"\xef\xbb\xbf" + data
+    return {"model.py": data}
+
+
+def standard_input(rng: random.Random) -> Tree:
+    """What an editor pipes in: a fixture or a mutant, now and then past the size limit, binary,
+    or cut in the middle of a character; the path and `skiplint -` must say the same (the doors
+    oracle)."""
+    data = mutate_fixture(rng)["model.py"]
+    what = rng.randrange(6)
+    if what == 0:
+        data += b"# " + b"x" * (4 * 1024 * 1024 + rng.choice([-10, 1, 1000])) + b"\n"
+    elif what == 1:
+        data = bytes(rng.randrange(256) for _ in range(rng.randint(1, 4096)))
+    elif what == 2:
+        data = data + "é".encode()[:1]
+    return {"model.py": data}
+
+
+def _chain(rng: random.Random, names: list[str]) -> str:
+    """`a.b.c` with blanks, continuations and comments between its parts and parentheses around a head."""
+    grouped = rng.randint(0, len(names))
+    out = "(" * (grouped > 0) + names[0]
+    for index, name in enumerate(names[1:], 1):
+        if index == grouped:
+            out += ")"
+        inside = [".", " . ", ".\\\n    ", "\n    .", "  # a comment\n    ."] if index < grouped else [".", " . ", ".\\\n    "]
+        out += rng.choice(inside) + name
+    return out + (")" if grouped == len(names) else "")
+
+
+#: (import statement, local name, attributes from it to the skip module)
+BINDINGS = [("import torch", "torch", ["distributed", "pipeline", "sync", "skip"]),
+            ("import torch as T", "T", ["distributed", "_pipeline", "sync", "skip"]),
+            ("import torch.distributed as D", "D", ["pipeline", "sync", "skip"]),
+            ("from torch import distributed", "distributed", ["pipeline", "sync", "skip"]),
+            ("from torch.distributed.pipeline.sync import skip", "skip", []),
+            ("import torchgpipe", "torchgpipe", ["skip"]), ("import fairscale as fs", "fs", ["nn", "pipe", "skip"])]
+
+
+def prefilter_spellings(rng: random.Random) -> Tree:
+    """The API reached through an import in one of many forms and an attribute chain in one of
+    many spellings: the prefilter must pass every file the analysis has findings in (the
+    prefilter oracle)."""
+    statement, local, parts = rng.choice(BINDINGS)
+    form = rng.choice(["{}\n", "try:\n    {}\nexcept ImportError:\n    raise\n", "x = 1; {}\n", "\ufeff{}\n",
+                       "if True:\n    {}\n", '"""Doc."""\n{}  # the API\n'])
+    body = LAYER.replace("{api}skippable", _chain(rng, [local, *parts, "skippable"])).replace(
+        "{api}stash", _chain(rng, [local, *parts, "stash"]))
+    return {"model.py": (form.format(statement) + body).encode()}
 
 
 GENERATORS: list[Callable[[random.Random], Tree]] = [
     mutate_fixture, deep_sibling, large_constants, syntax_error_after_long_line, odd_file,
-    control_characters, git_config_trap,
+    control_characters, encoding_and_line_breaks, standard_input, prefilter_spellings, git_config_trap,
 ]
 
 
@@ -198,6 +280,92 @@ def run_one(tree: Tree, python: str = sys.executable) -> list[str]:
     return problems
 
 
+def _positions(out: bytes) -> list[str]:
+    """A report as `line:col: CODE` items: what every door must agree on (a message may say
+    more where it knows more, as a file's size)."""
+    found = []
+    for line in out.decode("utf-8", "replace").splitlines():
+        parts = line.split(":", 3)
+        if len(parts) == 4:
+            found.append(f"{parts[1]}:{parts[2]}:{parts[3].split()[0] if parts[3].split() else ''}")
+    return sorted(found)
+
+
+def doors_agree(tree: Tree, python: str = sys.executable) -> list[str]:
+    """The path (-j 1), standard input and flake8 read model.py alike: the same findings at the
+    same places, and the same exit status for the two CLI doors; flake8 shows what Python cannot
+    compile as its own E999, so it is compared where the CLI checked the file."""
+    problems: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="skiplint-fuzz-") as root:
+        for name, data in tree.items():
+            Path(root, name).write_bytes(data)
+        runs = {}
+        for door, argv, stdin in (
+                ("path", ["-m", "skiplint", "--isolated", "-j", "1", "model.py"], None),
+                ("stdin", ["-m", "skiplint", "--isolated", "-", "--stdin-display-name", "model.py"], tree["model.py"]),
+                ("flake8", ["-m", "flake8", "--isolated", "-j", "1", "--select", "SKP", "model.py"], None)):
+            try:
+                runs[door] = subprocess.run([python, *argv], cwd=root, input=stdin, capture_output=True,
+                                            timeout=WALL_S, preexec_fn=_limit, env={**os.environ, "PYTHONHASHSEED": "0"})
+            except subprocess.TimeoutExpired:
+                problems.append(f"{door}: over {WALL_S} s")
+        if problems:
+            return problems
+        path, stdin, flake8 = runs["path"], runs["stdin"], runs["flake8"]
+        if (_positions(path.stdout), path.returncode) != (_positions(stdin.stdout), stdin.returncode):
+            problems.append(f"path and stdin differ: {_positions(path.stdout)} {path.returncode} / "
+                            f"{_positions(stdin.stdout)} {stdin.returncode}")
+        if b"SKP90" not in path.stdout and _positions(path.stdout) != _positions(flake8.stdout):
+            problems.append(f"path and flake8 differ: {_positions(path.stdout)} / {_positions(flake8.stdout)}")
+        for door, done in runs.items():
+            if b"Traceback" in done.stderr:
+                problems.append(f"{door}: {done.stderr.decode('utf-8', 'replace').strip().splitlines()[-1][:300]}")
+    return problems
+
+
+#: Run in a child: the prefilter's verdict on model.py and the analysis' findings all the same.
+PREFILTER_ORACLE = """\
+import sys
+from skiplint import engine, prefilter, sources
+data = open(sys.argv[1], "rb").read()
+text = sources.decode(data)
+if not prefilter.wanted(data, "model.py") or not prefilter.wanted(text, "model.py"):
+    found = [d.code for d in engine.check_text(text, "model.py", prefiltered=True).diagnostics
+             if d.code not in ("SKP900", "SKP902")]
+    if found:
+        print("skipped by the prefilter, with findings:", found)
+"""
+
+
+def prefilter_never_skips_findings(tree: Tree, python: str = sys.executable) -> list[str]:
+    with tempfile.TemporaryDirectory(prefix="skiplint-fuzz-") as root:
+        for name, data in tree.items():
+            Path(root, name).write_bytes(data)
+        try:
+            done = subprocess.run([python, "-c", PREFILTER_ORACLE, "model.py"], cwd=root, capture_output=True,
+                                  timeout=WALL_S, preexec_fn=_limit)
+        except subprocess.TimeoutExpired:
+            return [f"prefilter oracle: over {WALL_S} s"]
+    out = (done.stdout + done.stderr).decode("utf-8", "replace").strip()
+    return [f"prefilter oracle: {out.splitlines()[-1][:300]}"] if out or done.returncode else []
+
+
+#: Checks beyond "ends cleanly" for the inputs of some generators.
+ORACLES: Dict[str, list[Callable[[Tree, str], list[str]]]] = {
+    "encoding_and_line_breaks": [doors_agree],
+    "standard_input": [doors_agree],
+    "prefilter_spellings": [prefilter_never_skips_findings, doors_agree],
+}
+
+
+def check_case(name: str, tree: Tree, python: str = sys.executable) -> list[str]:
+    """Everything wrong with one input: run_one's checks and its generator's oracles."""
+    problems = run_one(tree, python)
+    for oracle in ORACLES.get(name, ()):
+        problems.extend(oracle(tree, python))
+    return problems
+
+
 def _through_skiplint(traceback: str) -> bool:
     """Whether a traceback passes through skiplint's code. flake8 itself can die before any
     plugin runs (CPython 3.12's ast.parse raises RecursionError on a long enough expression, 3.9
@@ -220,7 +388,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     failures = 0
     for seed in range(args.start, args.start + args.count):
         name, tree = case(seed)
-        problems = run_one(tree)
+        problems = check_case(name, tree)
         if problems:
             failures += 1
             where = Path(args.save, f"{seed}-{name}")

@@ -15,4 +15,4 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="resource limits
     pytest.param(seed, id=g.__name__) for seed, g in enumerate(generate.GENERATORS)])
 def test_fuzz_input_ends_cleanly(seed: int) -> None:
     name, tree = generate.case(seed)
-    assert generate.run_one(tree) == [], (name, sorted(tree))
+    assert generate.check_case(name, tree) == [], (name, sorted(tree))
