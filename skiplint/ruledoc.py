@@ -544,7 +544,8 @@ REPORTED_AT: dict[str, str] = {
     "SKP115": "the `only=` argument",
     "SKP116": "the `pop(...)` call",
     "SKP117": "the `stash(...)`/`pop(...)` call that reads the variable",
-    "SKP201": "the popping layer's expression",
+    "SKP201": "the popping layer's expression (for a popping layer called on its own, the callee of "
+              "the call, wherever it is)",
     "SKP202": "the stashing layer's expression",
     "SKP203": "the second stashing layer",
     "SKP204": "the second popping layer",
@@ -588,7 +589,15 @@ WHEN: dict[str, str] = {
               "partition (a skip stashed and popped in one partition counts); the pipe is otherwise "
               "valid (no SKP2xx), and every layer is known",
     "SKP201": "also for a list of partitions given to `inspect_skip_layout`, checked together in "
-              "order; a Sequential that is only such a partition is not checked alone",
+              "order; a Sequential that is only such a partition is not checked alone. A popping layer "
+              "called on its own (`layer(x)`, also under `pytest.raises` or in `try`) runs with the "
+              "thread's skip tracker and raises `'x' has not been stashed` when nothing stashed its "
+              "names there first; it is reported when the instance is handed to nothing else and no "
+              "direct call that may stash those names runs before it: earlier in the same function "
+              "(or the module's code), or in any other function of the module, since tests run one "
+              "after another on one thread, unless an autouse fixture makes a new `SkipTracker()` "
+              "current for each test. Inside `use_skip_tracker(...)` or a context manager of the "
+              "project it is not judged",
 }
 
 _GROUPS = (

@@ -23,7 +23,8 @@ class Conversion:
         self.partition_nodes = run.partition_nodes
         self.budget = run.budget
         self.direct_calls = run.direct_calls
-        self.tracker_names = run.tracker_names
+        self.tracker_leaks = run.tracker_leaks
+        self.fresh_test_trackers = run.fresh_test_trackers
         self.refined = run.refined
 
     def facts(self, path: str) -> ModelFacts:
@@ -62,18 +63,23 @@ class Conversion:
 
     def direct_pops(self) -> Iterator[SeqV]:
         """A composition of one for each popping layer called directly (`layer(x)`, `Pop()(x)`):
-        its forward runs with the thread's default skip tracker, where nothing was stashed, so its
-        first pop raises "'name' has not been stashed". Judged only when the instance is handed to
-        nothing else (no Sequential, container, attribute or argument), the call is not expected
-        to fail (`pytest.raises`, `try`), and no direct call in the module may stash the names."""
-        if self.tracker_names is None:
-            return
+        its forward runs with the thread's skip tracker, where nothing stashed its names, so it
+        raises "'name' has not been stashed" before its body runs, wherever the call is (inside
+        `pytest.raises` or `try` too). Judged only when the instance is handed to nothing else (no
+        Sequential, container, attribute or argument) and nothing may have stashed its names
+        before: no direct call earlier in its entry point (the module's code, a test, a builder),
+        and, but for the module's own code (it runs first) and tests that an autouse fixture
+        gives a tracker of their own, no direct call of any entry point (run in any order)."""
         seen: set[int] = set()
-        for layer, func_node in self.direct_calls:
+        for call in self.direct_calls:
+            layer, func_node, before = call.layer, call.node, call.before
             info = layer.info
+            if before is not None and not (call.entry == "module" or (call.entry == "test" and
+                                                                      self.fresh_test_trackers)):
+                before = None if self.tracker_leaks is None else before | self.tracker_leaks
             if (id(func_node) in seen or layer.placed or layer.tainted or layer.unsure or info is None
                     or info.stash is None or info.pop is None or not info.pop or info.stash & info.pop
-                    or info.pop & self.tracker_names):
+                    or before is None or info.pop & before):
                 continue
             seen.add(id(func_node))
             seq = SeqV("direct call", func_node, name=f"{code(func_node)}(...)")

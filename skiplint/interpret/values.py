@@ -198,6 +198,20 @@ class PipeV:
     record: "PipeRecord"
 
 
+@dataclass(frozen=True)
+class DirectCall:
+    """A skippable layer called directly (`layer(x)`, `Pop()(x)`)."""
+
+    layer: LayerV
+    #: The callee expression: where a pop with nothing stashed before it is reported.
+    node: cst.BaseExpression
+    #: Names the entry point it ran in may have stashed before it into the tracker it uses; None:
+    #: any name (an unknown call ran before it, or another tracker may be installed).
+    before: Optional[frozenset[str]]
+    #: The kind of that entry point (Core.entry_kind).
+    entry: str
+
+
 @dataclass(eq=False)
 class PipeRecord:
     kind: str
