@@ -76,6 +76,8 @@ class LayerSpec:
     cls: Optional[ClassSpec]  # None: a plain torch layer
     plain: str = ""
     ns: Optional[int] = None  # namespace index; None is the default namespace
+    #: `.isolate(ns, only=[...])`: the names given (None: no only=).
+    only: Optional[list[str]] = None
     #: For the nested mistake: layers wrapped in a child nn.Sequential.
     children: list["LayerSpec"] = field(default_factory=list)
 
@@ -427,6 +429,19 @@ def m_mixed_namespaces(rng: random.Random, layers: Topology, _c: _Classes) -> Op
     return layers
 
 
+def m_isolate_unknown_name(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    """`.isolate(ns, only=[...])` naming a skip the class never declares: its own skip stays in
+    the default namespace, so the isolated partner layer finds nothing."""
+    isolated = [layer for layer in layers if layer.cls is not None and layer.ns is not None]
+    if not isolated:
+        return None
+    layer = rng.choice(isolated)
+    assert layer.cls is not None
+    declared = layer.cls.stash + layer.cls.pop
+    layer.only = [declared[0] + rng.choice(("_x", "s"))]
+    return layers
+
+
 def m_late_binding(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
     stashers = [c for c in _skippables(layers, "stash") if _loop_made(c)]
     if len(stashers) < 2:
@@ -462,6 +477,7 @@ MISTAKES: dict[str, tuple[Mutator, str]] = {
     "discarded-pop": (m_discarded_pop, "SKP305"),
     "mixed-namespaces": (m_mixed_namespaces, "SKP306"),
     "late-binding": (m_late_binding, "SKP117"),
+    "isolate-unknown-name": (m_isolate_unknown_name, "SKP115"),
     "removed-torch-import": (lambda rng, layers, c: layers, "SKP401"),
     "profiled-skippable": (lambda rng, layers, c: layers, "SKP303"),
 }
@@ -488,11 +504,14 @@ def _routes(layers: Topology, balance: list[int]) -> dict[tuple[Optional[int], s
     for i, layer in enumerate(layers):
         if layer.cls is None or i >= len(where):
             continue
+        def ns(name: str, layer: LayerSpec = layer) -> Optional[int]:
+            return layer.ns if layer.only is None or name in layer.only else None
+
         for name in layer.cls.stash:
-            stashed[(layer.ns, name)] = where[i]
+            stashed[(ns(name), name)] = where[i]
         for name in layer.cls.pop:
-            if (layer.ns, name) in stashed:
-                routes[(layer.ns, name)] = (stashed[(layer.ns, name)], where[i])
+            if (ns(name), name) in stashed:
+                routes[(ns(name), name)] = (stashed[(ns(name), name)], where[i])
     return routes
 
 
@@ -612,7 +631,9 @@ def _layer_expr(layer: LayerSpec, names: dict[int, str], api: Api) -> str:
     if layer.cls is None:
         return layer.plain
     expr = f"{names[id(layer.cls)]}()"
-    if layer.ns is not None:
+    if layer.ns is not None and layer.only is not None:
+        expr += f".isolate(ns{layer.ns}, only={layer.only!r})"
+    elif layer.ns is not None:
         expr += f".isolate(ns{layer.ns})"
     return expr
 
@@ -680,6 +701,9 @@ def generate(seed: int, mistake: Optional[str] = None, *, class_style: Optional[
         classes = _Classes(linear)
     else:
         layers, _namespaces = clean_topology(rng, classes, shape)
+    for layer in layers:  # isolate(ns, only=[the names it declares]) now and then: the same as isolate(ns)
+        if layer.cls is not None and layer.ns is not None and layer.only is None and rng.random() < 0.3:
+            layer.only = sorted(layer.cls.stash + layer.cls.pop)
     layers = _fill(rng, layers)
     # A discarded pop fails only across partitions: draw two or three so that both labels occur.
     partitions = rng.choice((2, 3) if planted in ("discarded-pop", "profiled-skippable") else (1, 2, 2, 3, 3))

@@ -694,3 +694,6 @@ class ModelFacts:
     #: Skippable classes as each execution of their class statement made them (a factory's
     #: arguments, a loop's variable): they replace the facts of those class statements.
     specialized: tuple[SkippableClass, ...] = ()
+    #: Findings about the layers the module builds: `.isolate(ns, only=[...])` naming a skip its
+    #: class never declares (SKP115), or given a namespace or names computed at run time (SKP901).
+    findings: tuple[Finding, ...] = ()

@@ -94,7 +94,7 @@ def model_findings(model: ModelFacts) -> Iterator[Finding]:
     arguments) is one mistake at one place, reported once, even where each build isolates it in
     a namespace of its own. SKP302: once per skip and partitions at its pipe."""
     seen: set[tuple[str, int, object]] = set()
-    for finding in _all_findings(model):
+    for finding in (*model.findings, *_all_findings(model)):
         node_id = id(finding.site.node) if finding.site is not None else 0
         skip = finding.args if finding.code in _PER_SKIP else dict(finding.args).get("name")
         key = (finding.code, node_id, skip)
@@ -349,3 +349,22 @@ def unpopped(composition: Composition) -> list[tuple[SkipKey, int]]:
 def uncertain_names(composition: Composition) -> set[str]:
     """Names whose namespace some layer leaves unknown: nothing is said about them."""
     return {name for layer in composition.layers for name in layer.unknown_names}
+
+
+def unchecked(model: ModelFacts) -> list[tuple[str, str]]:
+    """The compositions that the checks above do not judge whole, each (name, why): children that
+    cannot be listed, a layer that cannot be known, names whose namespace cannot be known. The
+    analysis leaves none of them silent: a finding says why (SKP115, SKP901; SKP900/SKP902 when
+    the analysis itself failed), which tests check over generated programs."""
+    out: list[tuple[str, str]] = []
+    for composition in model.compositions:
+        if not composition.complete:
+            out.append((composition.name, composition.unknown or "its children cannot be listed"))
+        for layer in composition.layers:
+            if layer.kind == "unknown":
+                out.append((composition.name, f"layer {layer_text(layer)} cannot be known"))
+            elif layer.unknown_names:
+                out.append((composition.name, f"layer {layer_text(layer)} isolates names that cannot be known"))
+            elif any(nested.kind == "unknown" for nested in layer.nested):
+                out.append((composition.name, f"layer {layer_text(layer)} holds layers that cannot be known"))
+    return out

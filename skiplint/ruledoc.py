@@ -559,7 +559,7 @@ REPORTED_AT: dict[str, str] = {
     "SKP306": "the pipe call",
     "SKP401": "the import",
     "SKP900": "line 1 (the command line only; flake8 reports unparsable files as E999)",
-    "SKP901": "the computed expression",
+    "SKP901": "the computed expression (for `.isolate(...)`, the namespace or `only=` argument)",
     "SKP902": "line 1 (the analysis of the rest of the file is still reported)",
 }
 
@@ -576,7 +576,12 @@ WHEN: dict[str, str] = {
               "parameter, a loop's variable or a class attribute is checked class by class when the "
               f"module calls the factory (or runs the loop) with names it can read (up to "
               f"{BUDGET.specializations} classes per class statement), and is reported here when it is computed at run time or the "
-              "factory is never called in the module",
+              "factory is never called in the module. Also the namespace or the `only=` names given to "
+              "`.isolate(...)` when they cannot be known (a builder's parameter): the layer's skips are "
+              "then not checked",
+    "SKP115": "the class's declarations are known: a class written at module level, or each class that "
+              "a factory's call or a loop's iteration makes (with the names that call or iteration "
+              "gives). The composition holding the layer is not checked past it",
     "SKP303": "a layer stashes a tensor that shares autograd history (saved for backward) with its own "
               "output and a later layer pops it and uses it: balance_by_time detaches each layer's input "
               "and runs each layer's backward alone, so the popping layer's backward reaches history "

@@ -523,3 +523,66 @@ def test_profiling_fails_only_where_a_popped_skip_shares_the_stashing_layers_out
         computed_apart = balance_by_time(2, nn.Sequential(Apart(), nn.ReLU(), P()), torch.empty(4, 4))
         never_used = balance_by_time(2, nn.Sequential(Encode(), nn.ReLU(), Drop()), torch.empty(4, 4))
     """)) == [(PROFILED.count("\n") + 2, "SKP303")]
+
+
+def messages(body: str) -> list[tuple[int, int, str]]:
+    text = HEADER + textwrap.dedent(body)
+    offset = HEADER.count("\n")
+    result = engine.check_text(text, "t.py", engine.Selection(extend_select=("SKP901",)))
+    return sorted((d.line - offset, d.col, d.message) for d in result.diagnostics)
+
+
+FACTORY = '''
+def make(name):
+    @skippable(stash=[name])
+    class Made(nn.Module):
+        def forward(self, x):
+            yield stash(name, x)
+            return x
+    return Made
+
+'''
+LOOP = '''
+MADE = {}
+for name in ("skip", "other"):
+    @skippable(stash=[name])
+    class Each(nn.Module):
+        skip_name = name
+        def forward(self, x):
+            yield stash(self.skip_name, x)
+            return x
+    MADE[name] = Each
+
+'''
+
+
+def test_isolate_only_naming_an_undeclared_skip_is_skp115_for_factory_and_loop_classes():
+    # The class each call or iteration makes declares its own name; `only=` naming another is
+    # SKP115 at the argument, as for a class written at module level, and the composition is not
+    # judged past that layer.
+    tail = "ns = Namespace()\nmodel = nn.Sequential({}.isolate(ns, only=['b']), P().isolate(ns))\n"
+    assert messages(FACTORY + tail.format("make('skip')()")) == [
+        (11, 49, "SKP115 only= names 'b', which 'Made' never declares")]
+    assert messages(LOOP + tail.format("MADE['skip']()")) == [
+        (13, 49, "SKP115 only= names 'b', which 'Each' never declares")]
+    # The module-level class: one finding, not one from each pass.
+    assert messages(tail.format("S()")) == [(2, 38, "SKP115 only= names 'b', which 'S' never declares")]
+    assert messages("ns = Namespace()\nlayer = S()\nmodel = nn.Sequential(layer.isolate(ns, only=['b', 'c']), P())\n") \
+        == [(3, 40, "SKP115 only= names 'b', which 'S' never declares"),
+            (3, 40, "SKP115 only= names 'c', which 'S' never declares")]
+    # The names it declares: checked as usual.
+    assert messages(FACTORY + "ns = Namespace()\nmodel = nn.Sequential(make('skip')().isolate(ns, only=['skip']), "
+                              "P().isolate(ns))\n") == []
+
+
+def test_a_namespace_or_only_names_computed_at_run_time_is_skp901_at_the_argument():
+    assert messages("def build(ns):\n    return nn.Sequential(S().isolate(ns), P().isolate(ns))\n") == [
+        (2, 37, "SKP901 the namespace given to isolate() is computed at run time; skiplint cannot check it"),
+        (2, 54, "SKP901 the namespace given to isolate() is computed at run time; skiplint cannot check it")]
+    assert messages("def build(names):\n    ns = Namespace()\n"
+                    "    return nn.Sequential(S().isolate(ns, only=names), P().isolate(ns, only=names))\n") == [
+        (3, 41, "SKP901 the only= argument of this isolate() is computed at run time; skiplint cannot check it"),
+        (3, 70, "SKP901 the only= argument of this isolate() is computed at run time; skiplint cannot check it")]
+    # A builder called with a Namespace: known there.
+    assert messages("def build(ns):\n    return nn.Sequential(S().isolate(ns), P().isolate(ns))\n\n"
+                    "model = build(Namespace())\n") == []

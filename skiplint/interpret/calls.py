@@ -201,7 +201,7 @@ class Calls(Core):
             return UNKNOWN
         if isinstance(obj, LayerV):
             if attr == "isolate" and obj.kind == "skippable":
-                return self.isolate(obj, values, kwargs)
+                return self.isolate(obj, values, kwargs, node)
             if attr in MODULE_METHODS:
                 return obj
             return UNKNOWN

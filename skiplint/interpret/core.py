@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import libcst as cst
 
-from skiplint.facts import Locator, ModuleFacts
+from skiplint.facts import Finding, Locator, ModuleFacts, Site
 from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, OutOfBudget, Return
 from skiplint.interpret.values import (
     ClassV, DirectCall, FuncV, LambdaV, LayerV, PipeRecord, SeqV, SkipInfo, skip_info,
@@ -73,6 +73,12 @@ class Core:
         self.open_classes: builtins.set[int] = {
             id(cls.site.node) for cls in facts.skippables if cls.site is not None and computed(cls)}
         self.definitions: list[Definition] = []
+        #: SKP115/SKP901 at `.isolate(...)` calls, each (call argument, name) once; the SKP115 that
+        #: the module's own pass reports (`Cls(...).isolate(...)` of a class it knows) are not repeated.
+        self.findings: list[Finding] = []
+        self.reported: builtins.set[tuple[int, str]] = {
+            (id(f.site.node), dict(f.args).get("name", "")) for f in facts.findings
+            if f.code == "SKP115" and f.site is not None}
         self.definition_count: dict[int, int] = {}
         #: id(SkipInfo of one execution) -> that with what its specialization adds (the pops it
         #: discards, the stashes that share its output).
@@ -98,6 +104,12 @@ class Core:
             self.tracker_leaks = None
         elif self.tracker_leaks is not None:
             self.tracker_leaks |= self.tracker
+
+    def report(self, code: str, node: cst.CSTNode, **args: str) -> None:
+        key = (id(node), args.get("name", args.get("what", "")))
+        if key not in self.reported:
+            self.reported.add(key)
+            self.findings.append(Finding(code, tuple(args.items()), Site(node, self.locator)))
 
     def tick(self, cost: int = 1) -> None:
         self.steps += cost
@@ -132,5 +144,5 @@ class Core:
         def api_call(self, symbol: str, args: Args, kwargs: Kwargs, node: cst.Call, known: bool) -> Any: ...
         def fill_sequential(self, seq: SeqV, args: Args, kwargs: Kwargs, node: cst.CSTNode) -> None: ...
         def add_child(self, seq: SeqV, key: Optional[str], value: Any, node: Any) -> None: ...
-        def isolate(self, layer: LayerV, values: list[Any], kwargs: Kwargs) -> Any: ...
+        def isolate(self, layer: LayerV, values: list[Any], kwargs: Kwargs, node: cst.Call) -> Any: ...
         def lazy_layers(self, module: Any, node: cst.Call) -> Optional[SeqV]: ...

@@ -26,6 +26,7 @@ class Conversion:
         self.tracker_leaks = run.tracker_leaks
         self.fresh_test_trackers = run.fresh_test_trackers
         self.refined = run.refined
+        self.findings = run.findings
 
     def facts(self, path: str) -> ModelFacts:
         converted: dict[int, Composition] = {}
@@ -59,7 +60,7 @@ class Conversion:
                 kind = "verify_skippables" if seq.verified else "exported"
                 pipes.append(Pipe(kind, found.name, found, None,  # type: ignore[arg-type]
                                   Site(seq.node, self.locator)))
-        return ModelFacts(path, tuple(compositions), tuple(pipes))
+        return ModelFacts(path, tuple(compositions), tuple(pipes), findings=tuple(self.findings))
 
     def direct_pops(self) -> Iterator[SeqV]:
         """A composition of one for each popping layer called directly (`layer(x)`, `Pop()(x)`):
