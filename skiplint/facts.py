@@ -670,6 +670,10 @@ class Pipe:
     #: Layers per partition, when given literally (None: absent or computed).
     balance: Optional[tuple[int, ...]] = None
     site: Optional[Site] = None
+    #: For GPipe and fairscale's Pipe: `chunks=` and `checkpoint=` (their defaults when not given;
+    #: None when computed).
+    chunks: Optional[int] = None
+    checkpoint: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -35,31 +35,52 @@ def skip_text(key: SkipKey, composition: Composition) -> str:
     return f"{name!r} in namespace {dict(composition.namespaces).get(ns, ns)}"
 
 
+_UNSEEN = "verify_skippables and the partitioner see only direct children"
+_POP_FIRST = ("no layer before it stashes its skip, and verify_skippables, which sees only direct children, "
+              "does not say so: forward raises 'has not been stashed'")
+
+
 def hides_skippables(composition: Composition) -> bool:
-    """Whether a child container holds skippable layers whose skips leave it (or may: layers
-    nested in it that cannot be known). Skips stashed and popped inside one child never cross a
-    partition (a child is never split), so they hide nothing from the pipe."""
+    """Whether a child container holds skippable layers whose skips fail whatever the pipe (or
+    may: layers nested in it that cannot be known). Skips stashed and popped inside one child
+    never cross a partition (a child is never split), and skips between child Sequentials are
+    judged by each pipe (`split_failures`): they hide nothing from the pipe."""
     escaping, unknown = _nested_escapes(composition)
-    return bool(escaping) or unknown
+    return unknown or any(targets is None for _, _, targets, _ in escaping)
 
 
-def _nested_escapes(composition: Composition) -> tuple[list[tuple[Layer, Layer]], bool]:
-    """(container, nested layer) for each nested skippable with a skip that leaves its child
-    container, each skip once (at its nested stash, else its nested pop); and whether some
-    container holds layers that cannot be known (then nothing is said about that container).
+#: One nested skippable whose skip leaves its child container: (the container, the nested layer,
+#: the containers that pop its skips when each of them is a skip between child Sequentials, else
+#: None). A skip between child Sequentials is stashed only inside one child and popped only inside
+#: one later child: the pipe carries it in the tracker of its micro-batch, which works but for
+#: the recomputation of checkpointing across partitions (`split_failures`).
+Escape = tuple[Layer, Layer, Optional[tuple[Layer, ...]], str]
 
-    A nested stash leaves when a known layer outside its container pops it (a stash nobody pops
-    runs fine: measured with torchgpipe); a nested pop leaves when nothing in its container
-    stashes it (popped from outside, or never stashed: both fail)."""
+
+def _nested_escapes(composition: Composition) -> tuple[list[Escape], bool]:
+    """Each nested skippable with a skip that leaves its child container, each skip once; and
+    whether some container holds layers that cannot be known (nothing is said past it).
+
+    A skip that some direct child declares too is seen by verify_skippables on that side only:
+    a nested stash that a layer outside its container pops, or a nested pop that nothing in its
+    container stashes, fails there. A skip only nested layers use never reaches the pipe's
+    layout: it goes through the skip tracker of its micro-batch in the order the layers run, so
+    a pop with no stash before it (in that order) fails in forward, reported at the pop; a stash
+    popped inside a later child is a skip between child Sequentials, judged by the pipe; one
+    popped in its own child, stashed again before its pop, or never popped runs (measured on
+    torchgpipe and fairscale)."""
     containers = [layer for layer in composition.layers if layer.kind == "container" and layer.nested]
     unknown = any(nested.kind == "unknown" for layer in containers for nested in layer.nested)
     outside_pops: dict[SkipKey, set[int]] = {}
+    direct: set[SkipKey] = set()
     for layer in composition.layers:
         for candidate in (layer, *layer.nested):
             if candidate.kind == "skippable":
                 for key in candidate.pop:
                     outside_pops.setdefault(key, set()).add(layer.index)
-    escaping: list[tuple[Layer, Layer]] = []
+                if candidate is layer:
+                    direct.update(layer.stash, layer.pop)
+    escaping: list[Escape] = []
     reported: set[SkipKey] = set()
     for container in containers:
         nested = [n for n in container.nested if n.kind == "skippable"]
@@ -68,18 +89,62 @@ def _nested_escapes(composition: Composition) -> tuple[list[tuple[Layer, Layer]]
         inside_stash = {key for n in nested for key in n.stash}
         inside_pop = {key for n in nested for key in n.pop}
         for layer in nested:
-            leaving = {key for key in layer.stash
-                       if key not in inside_pop and _popped_elsewhere(outside_pops.get(key), container.index)}
-            leaving |= {key for key in layer.pop if key not in inside_stash}
+            leaving = {key for key in layer.stash if key in direct and key not in inside_pop
+                       and _popped_elsewhere(outside_pops.get(key), container.index)}
+            leaving |= {key for key in layer.pop if key in direct and key not in inside_stash}
             if leaving - reported:
-                escaping.append((container, layer))
+                escaping.append((container, layer, None, _UNSEEN))
             reported |= leaving
+    # The skips only nested layers use, in the order the layers run (a layer pops, then stashes).
+    held: dict[SkipKey, tuple[Layer, Layer]] = {}
+    split: dict[int, tuple[Layer, Layer, list[Layer]]] = {}
+    for container in containers:
+        if any(n.kind == "unknown" for n in container.nested):
+            break
+        for layer in container.nested:
+            for key in layer.pop:
+                if key in direct:
+                    continue
+                found = held.pop(key, None)
+                if found is None:
+                    if key not in reported:
+                        escaping.append((container, layer, None, _POP_FIRST))
+                    reported.add(key)
+                elif found[0] is not container:
+                    entry = split.setdefault(id(found[1]), (found[0], found[1], []))
+                    if container not in entry[2]:
+                        entry[2].append(container)
+            for key in layer.stash:
+                if key not in direct:
+                    held[key] = (container, layer)
+    escaping.extend((container, layer, tuple(targets), "") for container, layer, targets in split.values())
     return escaping, unknown
+
+
+def split_failures(composition: Composition, pipe: Pipe) -> Iterator[tuple[Layer, Layer, int, int]]:
+    """Skips between child Sequentials that fail in this pipe: (container, nested stashing layer,
+    its partition, the popping container's partition). Measured on torchgpipe 0.0.7 and fairscale
+    0.4.13: such a skip travels in the tracker of its micro-batch, so it runs, equal to the plain
+    model, when both children are in one partition, and across partitions as long as no
+    micro-batch is recomputed; backward raises "'name' has not been stashed" when the popping
+    partition is recomputed (checkpoint='always', or 'except_last' with chunks > 1), since the
+    recomputation pops what the forward pass took out already."""
+    if pipe.balance is None or not (pipe.checkpoint == "always" or (
+            pipe.checkpoint == "except_last" and pipe.chunks is not None and pipe.chunks > 1)):
+        return
+    part = partitions(pipe.balance)
+    for container, layer, targets, _why in _nested_escapes(composition)[0]:
+        for target in targets or ():
+            if container.index < len(part) and target.index < len(part) and \
+                    part[container.index] != part[target.index]:
+                yield container, layer, part[container.index], part[target.index]
+                break
 
 
 def _popped_elsewhere(poppers: Optional[set[int]], index: int) -> bool:
     """Whether a layer other than `index` pops (without copying the set: it can hold every layer)."""
     return poppers is not None and bool(poppers) and (len(poppers) > 1 or index not in poppers)
+
 
 
 #: Codes that report each skip separately at one node (a cost report lists every crossing skip).
@@ -139,9 +204,10 @@ def composition_findings(composition: Composition, verified: Optional[bool] = No
             # Run plain, nested skips do work; given to a pipe, they do not: which one is unknown.
             return
         escaping, unknown = _nested_escapes(composition)
-        for container, nested in escaping:
-            if nested.site is not None:
-                yield _finding("SKP205", nested.site, layer=repr(nested.label), child=layer_text(container))
+        for container, nested, targets, why in escaping:
+            if nested.site is not None and targets is None:  # skips between children: by the pipe
+                yield _finding("SKP205", nested.site, layer=repr(nested.label), child=layer_text(container),
+                               why=why)
         if unknown:
             return
     stashed: dict[SkipKey, Layer] = {}
@@ -246,6 +312,13 @@ def pipe_findings(pipe: Pipe) -> Iterator[Finding]:
         return
     if any(size <= 0 for size in pipe.balance):
         return  # the pipe refuses a balance with an empty partition; no rule names that yet
+    if pipe.kind in _VERIFIERS:
+        for container, layer, src, dst in split_failures(composition, pipe):
+            if layer.site is not None:
+                yield _finding("SKP205", layer.site, layer=repr(layer.label), child=layer_text(container),
+                               why=f"its skip goes from partition {src} to partition {dst} in the tracker of "
+                                   f"its micro-batch, and checkpointing recomputes partition {dst}: backward "
+                                   f"raises 'has not been stashed'")
     if hides_skippables(composition) or any(True for _ in composition_findings(composition)):
         return  # the pipe fails to build; no cost to report
     found = routes(composition, pipe.balance)

@@ -589,7 +589,18 @@ WHEN: dict[str, str] = {
               "tensor computed apart from the output, or a popped tensor that is thrown away profiles "
               "fine; balance_by_size runs forward passes only and is not reported",
     "SKP205": "the nested skip leaves its child container (its stash or pop is outside it): a child "
-              "is never split across partitions, so a skip wholly inside one child works",
+              "is never split across partitions, so a skip wholly inside one child works. A skip "
+              "between child Sequentials (stashed only inside one child, popped only inside a later "
+              "one) travels in the skip tracker of its micro-batch: measured on torchgpipe and "
+              "fairscale, it runs, equal to the plain model, when both children are in one partition "
+              "or no micro-batch is recomputed, and backward raises `'x' has not been stashed` when "
+              "they are in different partitions and checkpointing recomputes the popping one "
+              "(`checkpoint='always'`, or the default `'except_last'` with `chunks` > 1); only that "
+              "is reported, at the pipe's literal balance, chunks and checkpoint. Skips that only nested "
+              "layers use go through that tracker in the order the layers run, so a pop with no stash "
+              "before it (in an earlier child, or first in its own child, or a second pop of one stash) "
+              "fails in forward, while a second stash before the pop runs; a skip with one side a "
+              "direct child fails verify_skippables. Those are reported whatever the pipe",
     "SKP306": "both routes are in the same pipe with the same source partition and the same destination "
               "partition (a skip stashed and popped in one partition counts); the pipe is otherwise "
               "valid (no SKP2xx), and every layer is known",

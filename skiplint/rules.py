@@ -111,10 +111,11 @@ _RULES = (
          "(ns, name) is popped again by a second layer without namespace isolation",
          "TypeError: redeclared '{name}' as poppable but not isolated by namespace"),
     Rule("SKP205", "nested-skippable",
-         "skippable layer {layer} is nested in child {child} of a Sequential given to a pipe; "
-         "verify_skippables and the partitioner see only direct children",
+         "skippable layer {layer} is nested in child {child} of a Sequential given to a pipe; {why}",
          "skippable layers nested inside a child container of a Sequential given to a Pipe",
-         "KeyError / 'has not been stashed' when the skip crosses partitions"),
+         "TypeError from verify_skippables, or 'has not been stashed' in forward (a pop before its "
+         "stash), or in backward (a skip between child Sequentials across partitions, recomputed by "
+         "checkpointing)"),
     # SKP3xx: a pipe and its partitions
     Rule("SKP301", "balance-mismatch",
          "balance sums to {total} but the composition has {count} layers",

@@ -271,11 +271,57 @@ def test_skip_leaving_its_child_is_reported_once():
         model = GPipe(nn.Sequential(
             nn.Sequential(S(), nn.Linear(4, 4)),
             nn.Sequential(P(), nn.Linear(4, 4)),
-        ), balance=[1, 1])
+        ), balance=[1, 1], chunks=2)
     ''') == [(3, "SKP205")]
     # A nested pop with no stash anywhere fails too; a nested stash nobody pops runs.
     assert codes("model = GPipe(nn.Sequential(nn.ReLU(), nn.Sequential(P())), balance=[1, 1])\n") == [(1, "SKP205")]
     assert codes("model = GPipe(nn.Sequential(nn.Sequential(S()), nn.ReLU()), balance=[1, 1])\n") == []
+
+
+SPLIT = "model = GPipe(nn.Sequential(nn.Sequential(S(), nn.ReLU()), nn.Sequential(nn.ReLU(), P())), {})\n"
+
+
+def test_a_skip_between_child_sequentials_fails_only_where_checkpointing_recomputes_across_partitions():
+    # Measured on torchgpipe and fairscale (tests/runtime/test_oracle_conditions.py): the skip
+    # travels in the micro-batch's tracker; in one partition, or with no recomputation, the pipe
+    # runs and matches the plain model.
+    for fine in ("balance=[2], chunks=4, checkpoint='always'", "balance=[1, 1]",
+                 "balance=[1, 1], chunks=4, checkpoint='never'", "balance=[1, 1], chunks=1, checkpoint='except_last'",
+                 "balance=[1, 1], chunks=n", "balance=[1, 1], chunks=4, checkpoint=mode", "balance=b, chunks=4"):
+        assert codes(SPLIT.format(fine)) == [], fine
+    for fails in ("balance=[1, 1], chunks=2", "balance=[1, 1], checkpoint='always'",
+                  "balance=[1, 1], chunks=4, checkpoint='except_last'"):
+        assert messages(SPLIT.format(fails)) == [(1, 42, (
+            "SKP205 skippable layer 'S' is nested in child 0 (Sequential) of a Sequential given to a pipe; its skip "
+            "goes from partition 0 to partition 1 in the tracker of its micro-batch, and checkpointing recomputes "
+            "partition 1: backward raises 'has not been stashed'"))], fails
+    # Three children, the middle one in either partition.
+    three = "model = GPipe(nn.Sequential(nn.Sequential(S()), nn.ReLU(), nn.Sequential(P())), balance={}, chunks=2)\n"
+    assert codes(three.format("[2, 1]")) == codes(three.format("[1, 2]")) == [(1, "SKP205")]
+    assert codes(three.format("[3]")) == []
+    # A pop in an earlier child than its stash fails in forward whatever the pipe; one side a
+    # direct child fails verify_skippables: both are SKP205 with any balance.
+    unseen = ("SKP205 skippable layer '{}' is nested in child {} (Sequential) of a Sequential given to a pipe; "
+              "verify_skippables and the partitioner see only direct children")
+    pop_first = ("SKP205 skippable layer 'P' is nested in child {} (Sequential) of a Sequential given to a pipe; "
+                 "no layer before it stashes its skip, and verify_skippables, which sees only direct children, "
+                 "does not say so: forward raises 'has not been stashed'")
+    assert messages("model = GPipe(nn.Sequential(nn.Sequential(P()), nn.Sequential(S())), balance=[2])\n") == [
+        (1, 42, pop_first.format(0))]
+    # The skip tracker of the micro-batch, in the order the layers run: a pop first inside one
+    # child, or a second pop of one stash, fails; a second stash before the pop runs.
+    assert messages("model = GPipe(nn.Sequential(nn.Sequential(P(), S()), nn.ReLU()), balance=[1, 1])\n") == [
+        (1, 42, pop_first.format(0))]
+    assert messages("model = GPipe(nn.Sequential(nn.Sequential(S()), nn.Sequential(P()), nn.Sequential(P())), "
+                    "balance=[3])\n") == [(1, 82, pop_first.format(2))]
+    restash = "model = GPipe(nn.Sequential(nn.Sequential(S()), nn.Sequential(S()), nn.Sequential(P())), {})\n"
+    assert codes(restash.format("balance=[3], chunks=2")) == codes(restash.format("balance=[1, 1, 1]")) == []
+    assert messages(restash.format("balance=[2, 1], chunks=2")) == [(1, 62, (
+        "SKP205 skippable layer 'S' is nested in child 1 (Sequential) of a Sequential given to a pipe; its skip "
+        "goes from partition 0 to partition 1 in the tracker of its micro-batch, and checkpointing recomputes "
+        "partition 1: backward raises 'has not been stashed'"))]
+    assert messages("model = GPipe(nn.Sequential(S(), nn.Sequential(nn.ReLU(), P())), balance=[2])\n") == [
+        (1, 58, unseen.format("P", 1))]
 
 
 # -- child classes that build Sequentials of torch.nn layers are plain layers ------------------

@@ -46,6 +46,11 @@ class Api(Core):
                 record = PipeRecord("LazyModule", node, lazy, None)
             else:
                 record = PipeRecord(symbol, node, module, balance_of(balance))
+                if symbol in ("GPipe", "FairscalePipe"):  # both take them as keywords only
+                    chunks = kwargs["chunks"][0] if "chunks" in kwargs else 1
+                    checkpoint = kwargs["checkpoint"][0] if "checkpoint" in kwargs else "except_last"
+                    record.chunks = chunks if is_int(chunks) else None
+                    record.checkpoint = checkpoint if isinstance(checkpoint, str) else None
             self.pipes.append(record)
             if isinstance(module, SeqV):
                 module.piped = True

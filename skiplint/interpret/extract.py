@@ -51,7 +51,7 @@ class Conversion:
                 found = self.composition(single(module, record.node))
             name = record.name or (found.name if found is not None else record.kind)
             pipes.append(Pipe(record.kind, name, found, record.balance,  # type: ignore[arg-type]
-                              Site(record.node, self.locator)))
+                              Site(record.node, self.locator), record.chunks, record.checkpoint))
         # verify_skippables runs on these (directly, or in a pipe's constructor): a record each,
         # so that the checks know where a stash nobody pops fails.
         for seq in self.sequences:

@@ -219,6 +219,8 @@ class PipeRecord:
     module: Any
     balance: Optional[tuple[int, ...]]
     name: Optional[str] = None
+    chunks: Optional[int] = None
+    checkpoint: Optional[str] = None
 
 
 #: A name one branch of an `if` did not bind.

@@ -274,3 +274,74 @@ def test_profiling_a_stash_of_the_computed_output_fails_in_backward(lib: str) ->
         profile(lib, model)
     pipe_cls = library(lib)[1]
     assert run_steps(pipe_cls, model, [2, 2]) == "ok"  # the same model runs in a pipe
+
+
+# -- SKP205 between child Sequentials ----------------------------------------------------------------
+# verify_skippables and inspect_skip_layout see direct children only, so a skip stashed inside one
+# child Sequential and popped inside a later one has no portal: it travels in the skip tracker of
+# its micro-batch, which every partition shares. It runs, equal to the plain model, in one
+# partition and across partitions without recomputation; across partitions, backward raises
+# "'a' has not been stashed" when the popping partition is recomputed (checkpoint='always', or
+# 'except_last' with more than one micro-batch): the recomputation pops what forward took out.
+
+def children_model(skip: Any, layout: str) -> nn.Sequential:
+    """'s'/'p': a child Sequential holding a stash/pop of 'a'; 'x': one holding a pop, then a stash;
+    'S'/'P': the layer itself as a direct child; '.': a plain layer."""
+    makers: dict[str, Callable[[], nn.Module]] = {
+        "s": lambda: nn.Sequential(stasher(skip, "a"), nn.Linear(3, 3)),
+        "p": lambda: nn.Sequential(nn.Linear(3, 3), popper(skip, "a")),
+        "x": lambda: nn.Sequential(popper(skip, "a"), stasher(skip, "a")),
+        "S": lambda: stasher(skip, "a"), "P": lambda: popper(skip, "a"), ".": lambda: nn.Linear(3, 3),
+    }
+    return nn.Sequential(*(makers[ch]() for ch in layout))
+
+
+def pipe_steps(pipe_cls: Any, model: nn.Sequential, balance: list[int], chunks: int, checkpoint: str) -> str:
+    reference = nn.Sequential(*model.children())
+    x = torch.randn(4, 3, requires_grad=True)
+    step = "construct"
+    try:
+        pipe = pipe_cls(model, balance=balance, devices=["cpu"] * len(balance), chunks=chunks, checkpoint=checkpoint)
+        step = "forward"
+        output = pipe(x)
+        step = "backward"
+        output.sum().backward()
+    except Exception as error:
+        return f"{step}: {type(error).__name__}: {str(error).splitlines()[0]}"
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    expected = reference(x)
+    expected.sum().backward()
+    assert torch.allclose(output, expected, atol=1e-6)
+    assert all(torch.allclose(g, p.grad, atol=1e-6) for g, p in zip(grads, reference.parameters()))
+    return "ok"
+
+
+NOT_STASHED = "backward: RuntimeError: 'a' has not been stashed"
+SPLIT_CASES = [
+    ("sp", [2], 4, "always", "ok"),             # one partition: recomputing it stashes again first
+    ("s.p", [3], 4, "except_last", "ok"),
+    ("sp", [1, 1], 4, "never", "ok"),           # across partitions, no recomputation
+    ("sp", [1, 1], 1, "except_last", "ok"),     # one micro-batch: the last is not checkpointed
+    ("sp", [1, 1], 2, "except_last", NOT_STASHED),
+    ("sp", [1, 1], 1, "always", NOT_STASHED),
+    ("s.p", [2, 1], 2, "except_last", NOT_STASHED),
+    ("s.p", [1, 2], 4, "always", NOT_STASHED),
+    ("ps", [2], 1, "never", "forward: RuntimeError: 'a' has not been stashed"),  # the pop's child first
+    ("x.", [1, 1], 1, "never", "forward: RuntimeError: 'a' has not been stashed"),  # a pop first in one child
+    ("ssp", [3], 2, "except_last", "ok"),      # stashed again: the second stash is popped
+    ("ssp", [1, 1, 1], 1, "never", "ok"),
+    ("ssp", [2, 1], 2, "except_last", NOT_STASHED),
+    ("spp", [3], 1, "never", "forward: RuntimeError: 'a' has not been stashed"),  # popped twice
+    ("Sp", [2], 1, "never", "construct: TypeError: one or more pairs of stash and pop do not match:"),
+    ("sP", [1, 1], 1, "never", "construct: TypeError: one or more pairs of stash and pop do not match:"),
+]
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("layout, balance, chunks, checkpoint, expected", SPLIT_CASES)
+def test_skips_between_child_sequentials(lib: str, layout: str, balance: list[int], chunks: int, checkpoint: str,
+                                         expected: str) -> None:
+    skip, pipe_cls = library(lib)
+    torch.manual_seed(0)
+    assert pipe_steps(pipe_cls, children_model(skip, layout), balance, chunks, checkpoint) == expected
