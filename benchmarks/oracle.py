@@ -93,6 +93,8 @@ class Result:
 
 
 def planted_rule(planted: str) -> str:
+    if planted == "children-crossing":
+        return "SKP205"
     base = {"discarded-pop-cross": "discarded-pop", "mixed-namespaces-same-route": "mixed-namespaces"}.get(
         planted, planted)
     return MISTAKES[base][1] if base in MISTAKES else ""

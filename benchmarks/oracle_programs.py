@@ -27,7 +27,7 @@ IMPORT_STYLES = ("from", "alias", "module", "submodule")
 CLASS_STYLES = ("decorator", "call_form", "factory", "class_loop")
 #: How often each class style is drawn: the plain decorator is what most real code writes.
 CLASS_WEIGHTS = (4, 2, 2, 2)
-COMPOSITION_STYLES = ("literal", "list_loop", "ordered_dict", "add_module", "helper", "stages")
+COMPOSITION_STYLES = ("literal", "list_loop", "ordered_dict", "add_module", "helper", "stages", "children")
 NAMES = ("skip0", "enc1", "down2", "feat", "residual", "hidden3", "shortcut", "u_skip")
 WIDTH = 8
 
@@ -515,6 +515,37 @@ def _routes(layers: Topology, balance: list[int]) -> dict[tuple[Optional[int], s
     return routes
 
 
+def _children_label(planted: str, layers: Topology, groups: list[int], balance: list[int]) -> str:
+    """The label of a model whose layers are all inside child Sequentials: their skips never reach
+    the pipe's layout and travel in each micro-batch's tracker, in the order the layers run. One
+    popped in another partition than its stash fails once checkpointing recomputes the popping
+    partition (chunks=2 with the default checkpoint='except_last' does)."""
+    group_partition = _partition_of(balance)
+    where = [group_partition[g] for g, size in enumerate(groups) for _ in range(size)]
+    held: dict[tuple[Optional[int], str], int] = {}
+    crossing = False
+    for i, layer in enumerate(layers):
+        for spec in (layer.children or [layer]):
+            if spec.cls is None:
+                continue
+
+            def key(name: str, spec: LayerSpec = spec) -> tuple[Optional[int], str]:
+                return (spec.ns if spec.only is None or name in spec.only else None), name
+
+            for name in spec.cls.pop:
+                source = held.pop(key(name), None)
+                crossing = crossing or (source is not None and source != where[i])
+            for name in spec.cls.stash:
+                held[key(name)] = where[i]
+    if planted in ("clean", "mixed-namespaces", "discarded-pop") and crossing:
+        return "children-crossing"
+    if planted == "discarded-pop":
+        return "discarded-pop-same"
+    if planted == "mixed-namespaces":
+        return "clean-mixed-namespaces"
+    return planted
+
+
 def _refine_label(planted: str, layers: Topology, balance: list[int]) -> str:
     """The label from the final layout. A default and an isolated skip on one partition route
     crash the pipe constructor before anything else runs, so that label wins over the planted one."""
@@ -638,7 +669,16 @@ def _layer_expr(layer: LayerSpec, names: dict[int, str], api: Api) -> str:
     return expr
 
 
-def render_composition(exprs: list[str], style: str, rng: random.Random) -> list[str]:
+def render_composition(exprs: list[str], style: str, rng: random.Random,
+                       groups: Optional[list[int]] = None) -> list[str]:
+    if style == "children":  # each group of layers a child Sequential: the pipe's partitions split between them
+        lines: list[str] = []
+        start = 0
+        for g, size in enumerate(groups or [len(exprs)]):
+            lines += [f"s{g} = [", *[f"    {e}," for e in exprs[start:start + size]], "]"]
+            start += size
+        children = ", ".join(f"nn.Sequential(*s{g})" for g in range(len(groups or [0])))
+        return lines + [f"model = nn.Sequential({children})"]
     if style == "literal":
         return ["model = nn.Sequential(", *[f"    {e}," for e in exprs], ")"]
     if style == "list_loop":
@@ -707,8 +747,15 @@ def generate(seed: int, mistake: Optional[str] = None, *, class_style: Optional[
     layers = _fill(rng, layers)
     # A discarded pop fails only across partitions: draw two or three so that both labels occur.
     partitions = rng.choice((2, 3) if planted in ("discarded-pop", "profiled-skippable") else (1, 2, 2, 3, 3))
-    balance = _balance(rng, len(layers), partitions)
-    planted = _refine_label(planted, layers, balance)
+    groups: Optional[list[int]] = None
+    if composition == "children":
+        count = min(rng.choice((2, 3)), len(layers))
+        groups = _balance(rng, len(layers), count)
+        balance = _balance(rng, len(groups), partitions)
+        planted = _children_label(planted, layers, groups, balance)
+    else:
+        balance = _balance(rng, len(layers), partitions)
+        planted = _refine_label(planted, layers, balance)
     if planted == "balance-mismatch":
         balance[-1] += rng.choice((-1, 1)) if balance[-1] > 1 else 1
     api = api_for(library, imports)
@@ -735,7 +782,7 @@ def generate(seed: int, mistake: Optional[str] = None, *, class_style: Optional[
     if ns_count:
         lines.append("")
     exprs = [_layer_expr(layer, names, api) for layer in layers]
-    lines += render_composition(exprs, composition, rng)
+    lines += render_composition(exprs, composition, rng, groups)
     devices = ", ".join(['"cpu"'] * len(balance))
     balance_text = str(balance)
     if planted == "profiled-skippable":
