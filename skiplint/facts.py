@@ -520,9 +520,14 @@ class Command:
     discarded: bool = False
     #: What is wrong with the arguments (SKP112), if anything.
     arity_problem: Optional[str] = None
-    #: For a stash in forward itself: the tensor shares autograd history with what forward returns
-    #: (it reads a variable of forward, other than its untouched input, that a `return` reads too).
+    #: For a yielded stash: the tensor certainly shares, with what forward returns, an autograd node
+    #: that saved tensors for backward (skiplint.gradflow), whatever the layer's input.
     shares_output: bool = False
+    #: ... shares one only when the layer's input requires grad (`h = x * 2`, stashed and returned).
+    shares_if_input_grad: bool = False
+    #: For a yielded pop: forward's output depends differentiably on the popped tensor (not only
+    #: through `detach()`, `no_grad` or a discarded value), as far as its dataflow shows.
+    grad_used: bool = True
 
 
 @dataclass(frozen=True)
@@ -576,6 +581,22 @@ class SkippableClass:
         commands = self.forward.commands if self.forward is not None else ()
         return frozenset(c.name for c in commands
                          if c.kind == "stash" and c.yielded and c.shares_output and c.name is not None)
+
+    @property
+    def input_output_stashes(self) -> frozenset[str]:
+        """... shares it only when the layer's input requires grad."""
+        commands = self.forward.commands if self.forward is not None else ()
+        return frozenset(c.name for c in commands if c.kind == "stash" and c.yielded and c.shares_if_input_grad
+                         and c.name is not None) - self.output_stashes
+
+    @property
+    def inert_pops(self) -> frozenset[str]:
+        """Popped names whose tensor forward's output does not certainly depend on (every pop of
+        the name discarded, detached, used under no_grad or not followed)."""
+        commands = self.forward.commands if self.forward is not None else ()
+        pops = [c for c in commands if c.kind == "pop" and c.yielded and c.name is not None]
+        return frozenset(c.name for c in pops if c.name is not None) - frozenset(
+            c.name for c in pops if c.grad_used and c.name is not None)
 
     def declared(self, kind: Kind) -> Declaration:
         return self.stash if kind == "stash" else self.pop
@@ -635,8 +656,12 @@ class Layer:
     #: Declared names whose namespace cannot be known (`.isolate(ns, only=[<unknown>])`): no
     #: finding or route is given for these names, the other names are still checked.
     unknown_names: tuple[str, ...] = ()
-    #: Stashed names of which some stash shares autograd history with the layer's output (SKP303).
+    #: Stashed names of which some stash shares autograd history with the layer's output (SKP303);
+    #: ... shares it when the layer's input requires grad; popped names whose tensor the layer's
+    #: output does not depend on.
     output_stashes: tuple[str, ...] = ()
+    input_output_stashes: tuple[str, ...] = ()
+    inert_pops: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, Optional
 
+from skiplint import gradflow
 from skiplint.facts import Composition, Finding, Layer, ModelFacts, Pipe, Site, SkipKey, SkipRoute
 from skiplint.limits import BUDGET
 
@@ -270,22 +271,39 @@ def has_skippables(composition: Composition) -> bool:
     return False
 
 
+#: torch.nn layers with parameters: their output requires grad (skiplint.gradflow.PARAM_LAYERS).
+_GRAD_LAYERS = gradflow.PARAM_LAYERS
+#: torch.nn layers that keep their input's requires_grad.
+_KEEPING_LAYERS = gradflow.SAVING_LAYERS | gradflow.PASSING_LAYERS
+
+
 def _fails_profiling(composition: Composition) -> bool:
-    """Whether profiling the layers one by one fails: a layer stashes a tensor that shares autograd
-    history with its own output, and a later layer pops it and uses it. The profilers detach each
-    layer's input and run each layer's backward alone; the stashing layer's backward frees that
-    history, and the popping layer's backward reaches it again ('Trying to backward through the
-    graph a second time'). A stash of the untouched input, or of a tensor computed apart from the
-    output, profiles fine."""
+    """Whether balance_by_time fails on the layers: a popped tensor that the popping layer's
+    output depends on shares, with its stashing layer's output, an autograd node that saved
+    tensors (skiplint.gradflow). The profiler detaches each layer's input and runs each layer's
+    backward alone: the stashing layer's backward frees those tensors, and the popping layer's
+    backward reaches them again ('Trying to backward through the graph a second time'). Measured
+    on torchgpipe and fairscale: a stash of the untouched input, of `h.detach()`, of a tensor
+    computed apart from the output or only by + and -, and a pop discarded, detached or used
+    under no_grad profile fine. A node shared only when the layer's input requires grad
+    (`h = x * 2`) counts when an earlier layer certainly makes it so: a torch.nn layer with
+    parameters followed only by torch.nn layers that keep requires_grad."""
     stashed: set[str] = set()
+    input_grad = False
     for layer in composition.layers:
         for candidate in (layer, *layer.nested):
             if candidate.kind != "skippable":
                 continue
-            dropped = {name for name, _site in candidate.discarded}
-            if any(key[1] in stashed and key[1] not in dropped for key in candidate.pop):
+            inert = set(candidate.inert_pops) | {name for name, _site in candidate.discarded}
+            if any(key[1] in stashed and key[1] not in inert for key in candidate.pop):
                 return True
             stashed.update(candidate.output_stashes)
+            if input_grad and candidate is layer:
+                stashed.update(candidate.input_output_stashes)
+        if layer.kind == "plain" and layer.label in _GRAD_LAYERS:
+            input_grad = True
+        elif not (layer.kind == "plain" and layer.label in _KEEPING_LAYERS):
+            input_grad = False  # what a layer of another kind makes of requires_grad is not followed
     return False
 
 

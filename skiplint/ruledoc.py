@@ -582,12 +582,17 @@ WHEN: dict[str, str] = {
     "SKP115": "the class's declarations are known: a class written at module level, or each class that "
               "a factory's call or a loop's iteration makes (with the names that call or iteration "
               "gives). The composition holding the layer is not checked past it",
-    "SKP303": "a layer stashes a tensor that shares autograd history (saved for backward) with its own "
-              "output and a later layer pops it and uses it: balance_by_time detaches each layer's input "
-              "and runs each layer's backward alone, so the popping layer's backward reaches history "
-              "that the stashing layer's backward freed. A stash of the layer's untouched input, a "
-              "tensor computed apart from the output, or a popped tensor that is thrown away profiles "
-              "fine; balance_by_size runs forward passes only and is not reported",
+    "SKP303": "a popped skip that the popping layer's output depends on shares, with its stashing "
+              "layer's output, an autograd node that saved tensors for backward, decided by dataflow "
+              "through forward (operations, views, attributes of `self`, methods reached by `yield "
+              "from`): balance_by_time detaches each layer's input and runs each layer's backward alone, "
+              "so the popping layer's backward reaches what the stashing layer's backward freed. "
+              "Measured on torchgpipe and fairscale: a stash of the untouched input, of `h.detach()`, "
+              "of a tensor computed under `torch.no_grad()`, from a constant, apart from the output or "
+              "only by `+`, `-` and views, and a pop that is discarded, detached or used under no_grad "
+              "profile fine; a node made only from the layer's input (`h = x * 2`) counts when a torch.nn "
+              "layer with parameters comes before. balance_by_size profiles CUDA memory with forward "
+              "passes only and is not reported",
     "SKP205": "the nested skip leaves its child container (its stash or pop is outside it): a child "
               "is never split across partitions, so a skip wholly inside one child works. A skip "
               "between child Sequentials (stashed only inside one child, popped only inside a later "

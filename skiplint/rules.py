@@ -127,8 +127,8 @@ _RULES = (
          "none: a cost report", opt_in=True),
     Rule("SKP303", "profiled-skippable",
          "{func}() profiles layers in isolation; the skippable layers of this composition fail there",
-         "balance_by_time applied to a composition with skippable layers whose skips carry what the "
-         "stashing layer computed",
+         "balance_by_time applied to a composition in which a popped and used skip shares saved autograd "
+         "history with its stashing layer's output",
          "RuntimeError: Trying to backward through the graph a second time, during profiling (each "
          "layer's backward runs alone, and a popped skip leads back into the stashing layer's graph)"),
     Rule("SKP304", "skippable-in-multiprocess-pipe",

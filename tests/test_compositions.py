@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from skiplint import engine, pipes
+from tests import profiling_shapes
 
 HEADER = '''
 from collections import OrderedDict
@@ -632,3 +635,14 @@ def test_a_namespace_or_only_names_computed_at_run_time_is_skp901_at_the_argumen
     # A builder called with a Namespace: known there.
     assert messages("def build(ns):\n    return nn.Sequential(S().isolate(ns), P().isolate(ns))\n\n"
                     "model = build(Namespace())\n") == []
+
+
+@pytest.mark.parametrize("stash, pop, first", profiling_shapes.CASES)
+def test_skp303_is_decided_by_autograd_dataflow(stash: str, pop: str, first: bool) -> None:
+    # Each case runs for real in tests/runtime/test_oracle_conditions.py with both libraries.
+    text = profiling_shapes.source(stash, pop, first)
+    found = [(d.line, d.col, d.message) for d in engine.check_text(text, "t.py").diagnostics]
+    line = text.splitlines().index(next(l for l in text.splitlines() if l.startswith("balance = "))) + 1
+    expected = [(line, 10, "SKP303 balance_by_time() profiles layers in isolation; the skippable layers of this "
+                           "composition fail there")]
+    assert found == (expected if profiling_shapes.fails(stash, pop, first) else [])

@@ -144,7 +144,9 @@ class Conversion:
 
             return Layer(index, key, value.label, "skippable", keys(info.stash), keys(info.pop),
                          tuple(sorted(both)), site, discarded=info.discarded,
-                         output_stashes=tuple(sorted(info.output_stashes & info.stash)))
+                         output_stashes=tuple(sorted(info.output_stashes & info.stash)),
+                         input_output_stashes=tuple(sorted(info.input_output_stashes & info.stash)),
+                         inert_pops=tuple(sorted(info.inert_pops & info.pop)))
         label = code(node) if node is not None else "?"
         return Layer(index, key, label, "unknown", site=site)
 

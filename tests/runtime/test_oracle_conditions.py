@@ -33,6 +33,8 @@ pytest.importorskip("torchgpipe")
 pytest.importorskip("fairscale")
 from torch import nn  # noqa: E402
 
+from tests import profiling_shapes  # noqa: E402
+
 LIBRARIES = {"torchgpipe": ("torchgpipe.skip", "torchgpipe", "GPipe"),
              "fairscale": ("fairscale.nn.pipe.skip", "fairscale.nn", "Pipe")}
 CHECKPOINTS = ("never", "except_last", "always")
@@ -345,3 +347,33 @@ def test_skips_between_child_sequentials(lib: str, layout: str, balance: list[in
     skip, pipe_cls = library(lib)
     torch.manual_seed(0)
     assert pipe_steps(pipe_cls, children_model(skip, layout), balance, chunks, checkpoint) == expected
+
+
+# -- SKP303 by autograd dataflow: the sources that tests/test_compositions.py checks statically ------
+
+ROOTS = {"torchgpipe": "torchgpipe", "fairscale": "fairscale.nn.pipe"}
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("stash, pop, first", profiling_shapes.CASES)
+def test_profiling_fails_when_the_popped_skip_shares_saved_history(lib: str, stash: str, pop: str,
+                                                                   first: bool) -> None:
+    torch.manual_seed(0)
+    code = compile(profiling_shapes.source(stash, pop, first, ROOTS[lib]), f"<{stash}-{pop}>", "exec")
+    if profiling_shapes.fails(stash, pop, first):
+        with pytest.raises(RuntimeError, match="^Trying to backward through the graph a second time"):
+            exec(code, {"__name__": "profiled"})
+    else:
+        namespace: dict[str, Any] = {"__name__": "profiled"}
+        exec(code, namespace)
+        assert sum(namespace["balance"]) == len(namespace["model"])
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+def test_balance_by_size_refuses_a_cpu_device(lib: str) -> None:
+    # It profiles CUDA memory only; on CUDA it runs forward passes alone (profile_sizes calls no
+    # backward), so a shared autograd history cannot fail there.
+    balance_by_size = importlib.import_module(BALANCERS[lib]).balance_by_size
+    with pytest.raises(ValueError, match="^size profiler supports only CUDA device$"):
+        balance_by_size(2, nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 3)), torch.randn(4, 3),
+                        device=torch.device("cpu"))
