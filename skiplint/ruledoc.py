@@ -593,6 +593,13 @@ WHEN: dict[str, str] = {
               "profile fine; a node made only from the layer's input (`h = x * 2`) counts when a torch.nn "
               "layer with parameters comes before. balance_by_size profiles CUDA memory with forward "
               "passes only and is not reported",
+    "SKP304": "a LazyModule list given to a pipe holds a skippable layer (fairscale's multi-process pipes "
+              "refuse one in each rank's partition), or fairscale's AsyncPipe is given a Sequential whose "
+              "skip goes from one partition to another: AsyncPipe runs neither verify_skippables nor "
+              "inspect_skip_layout, so no portal carries the skip between the processes. Measured on CPU "
+              "with two processes (gloo and RPC): skips inside one partition run. fairscale's earlier "
+              "MultiProcessPipe verified a Sequential and carried its skips between processes, so only "
+              "its LazyModule lists are reported",
     "SKP205": "the nested skip leaves its child container (its stash or pop is outside it): a child "
               "is never split across partitions, so a skip wholly inside one child works. A skip "
               "between child Sequentials (stashed only inside one child, popped only inside a later "

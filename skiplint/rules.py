@@ -132,9 +132,11 @@ _RULES = (
          "RuntimeError: Trying to backward through the graph a second time, during profiling (each "
          "layer's backward runs alone, and a popped skip leads back into the stashing layer's graph)"),
     Rule("SKP304", "skippable-in-multiprocess-pipe",
-         "{pipe} does not support skippable layers",
-         "skippable layers given to fairscale's multi-process/async pipes or LazyModule lists",
-         "ValueError: Can't use Skippable layers with multi-process pipe and lazy construction"),
+         "{pipe} {problem}",
+         "skippable layers in LazyModule lists of fairscale's multi-process pipes, or a skip that crosses "
+         "the processes of fairscale's AsyncPipe",
+         "ValueError: Can't use Skippable layers with multi-process pipe and lazy construction; or, for "
+         "AsyncPipe over a Sequential, RuntimeError: 'x' has not been stashed in forward"),
     Rule("SKP305", "discarded-cross-partition-pop",
          "the tensor from yield pop('{name}') is discarded, and this pipe stashes it in partition {src} "
          "and pops it in partition {dst}: backward() fails; use the popped tensor",

@@ -411,6 +411,24 @@ def test_lazy_modules_are_reported_once_at_the_pipe_call():
     assert codes(header + "pipe = MultiProcessPipe([LazyModule(lambda: nn.ReLU())], [1])\n") == []
 
 
+def test_async_pipe_over_a_sequential_fails_only_for_a_skip_across_its_processes():
+    # Measured (tests/runtime/test_oracle_conditions.py): AsyncPipe keeps an empty skip layout, so
+    # a skip inside one rank's partition runs and one across ranks is not stashed in the popper's
+    # process. The earlier MultiProcessPipe verified the Sequential and carried skips across.
+    header = "from fairscale.nn.pipe import AsyncPipe, MultiProcessPipe\n"
+    across = "pipe = AsyncPipe(nn.Sequential(S(), nn.ReLU(), P()), [1, 2], worker_map=workers)\n"
+    assert messages(header + across) == [(2, 7, (
+        "SKP304 fairscale's AsyncPipe carries no skip between its processes: skip 'skip' goes from partition 0 "
+        "to partition 1, and forward raises 'has not been stashed' there"))]
+    assert codes(header + "pipe = AsyncPipe(nn.Sequential(S(), P(), nn.ReLU()), [2, 1])\n") == []
+    assert codes(header + "pipe = AsyncPipe(nn.Sequential(S(), nn.ReLU(), P()), balance)\n") == []
+    assert codes(header + "pipe = AsyncPipe(nn.Sequential(S(), nn.ReLU(), P()), [1, 1])\n") == [(2, "SKP301")]
+    assert codes(header + "pipe = MultiProcessPipe(nn.Sequential(S(), nn.ReLU(), P()), [1, 2])\n") == []
+    # MultiProcessPipe runs verify_skippables on a Sequential; AsyncPipe does not.
+    assert codes(header + "pipe = MultiProcessPipe(nn.Sequential(S(), nn.ReLU()), [1, 1])\n") == [(2, "SKP202")]
+    assert codes(header + "pipe = AsyncPipe(nn.Sequential(S(), nn.ReLU()), [1, 1])\n") == []
+
+
 def test_harness_target_is_verified():
     """`skiplint verify FILE:build` gives build()'s model to a pipe: extract can be told so."""
     import libcst as cst

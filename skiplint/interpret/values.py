@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 #: Pipe classes: the first argument is the module, the second (but for torch's) the balance.
 PIPES = ("GPipe", "FairscalePipe", "TorchPipe", "MultiProcessPipe", "AsyncPipe")
 #: Calls that run verify_skippables on the module they are given (SKP202 needs one to fail).
-VERIFIERS = ("GPipe", "FairscalePipe", "TorchPipe")
+VERIFIERS = ("GPipe", "FairscalePipe", "TorchPipe", "MultiProcessPipe")
 #: Methods that change the container they are called on.
 MUTATORS = frozenset({"append", "extend", "insert", "add_module", "isolate", "update", "pop",
                       "remove", "clear", "setdefault", "__setitem__", "register_module", "reverse",

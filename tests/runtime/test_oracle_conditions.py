@@ -17,13 +17,22 @@ are routes of two different Namespaces. verify_skippables and a plain run pass i
 
 SKP303: balance_by_time over skippable layers fails only when a stashed tensor shares autograd
 history with its layer's output ('Trying to backward through the graph a second time'), not with
-"has not been stashed"; a stash of the layer's input profiles fine.
+"has not been stashed"; a stash of the layer's input profiles fine. The shapes of
+tests/profiling_shapes.py pin the condition, which skiplint decides by autograd dataflow.
+
+SKP205: a skip between child Sequentials travels in its micro-batch's skip tracker; backward fails
+when checkpointing recomputes the popping partition across partitions.
+
+SKP304: fairscale's AsyncPipe refuses skippable layers in LazyModule lists and carries no skip
+between its processes (two processes on CPU, gloo and RPC).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import subprocess
+import sys
 from typing import Any, Callable
 
 import pytest
@@ -377,3 +386,40 @@ def test_balance_by_size_refuses_a_cpu_device(lib: str) -> None:
     with pytest.raises(ValueError, match="^size profiler supports only CUDA device$"):
         balance_by_size(2, nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 3)), torch.randn(4, 3),
                         device=torch.device("cpu"))
+
+
+# -- SKP304: fairscale's AsyncPipe (its multi-process pipe in 0.4.13), two processes on CPU ---------
+
+def async_pipe(case: str, directory: str, timeout: float = 90.0) -> list[str]:
+    """What each of two ranks reports ('no result' for a rank that waits on a peer that failed)."""
+    worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "async_pipe_worker.py")
+    processes = [subprocess.Popen([sys.executable, worker, case, str(rank), "2", directory],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for rank in range(2)]
+    for process in processes:
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    out = []
+    for rank in range(2):
+        path = os.path.join(directory, f"out.{rank}")
+        out.append(open(path, encoding="utf-8").read() if os.path.exists(path) else "no result")
+    return out
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("plain", ["ok", "ok"]),
+    ("within", ["ok", "ok"]),  # the skip inside rank 1's partition
+    ("lazy", ["construct: ValueError: Can't use Skippable layers with multi-process pipe and lazy construction"] * 2),
+])
+def test_async_pipe_runs_skips_inside_one_process_only(case: str, expected: list[str], tmp_path: Any) -> None:
+    assert async_pipe(case, str(tmp_path)) == expected
+
+
+def test_async_pipe_does_not_carry_a_skip_between_processes(tmp_path: Any) -> None:
+    # Construction passes (no verify_skippables, an empty skip layout); the popping rank finds
+    # nothing in its own tracker, and its peer loses the connection.
+    first, second = async_pipe("across", str(tmp_path))
+    assert second == "forward: RuntimeError: 's' has not been stashed"
+    assert first.startswith("forward: RuntimeError") or first == "no result"
