@@ -160,6 +160,13 @@ def run_program(ident: str, source: str, pipe_line: int) -> dict[str, Any]:
     filename = f"<oracle {ident}>"
     namespace: dict[str, Any] = {"__name__": f"oracle_{ident}"}
     torch.manual_seed(0)
+    # A worker runs many programs on one thread: what a program's direct calls left in the thread's
+    # default skip tracker must not reach the next one.
+    for tracker in ("torchgpipe.skip.tracker", "fairscale.nn.pipe.skip.tracker"):
+        try:
+            sys.modules[tracker].thread_local.skip_tracker = None  # type: ignore[attr-defined]
+        except (KeyError, AttributeError):
+            pass
     stage = "define"
     try:
         code = compile(source, filename, "exec")

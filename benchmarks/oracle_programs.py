@@ -69,6 +69,8 @@ class ClassSpec:
     linear: bool = False
     #: The class reads a loop variable at call time (class_loop style only).
     late_binding: bool = False
+    #: Lines of further methods (after forward), spelt as the body is.
+    helpers: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -442,6 +444,61 @@ def m_isolate_unknown_name(rng: random.Random, layers: Topology, _c: _Classes) -
     return layers
 
 
+#: Stashing forwards for profiled programs (the balancers), as measured: whether the stashed tensor
+#: shares saved autograd history with the output (tests/profiling_shapes.py has the same shapes).
+PROFILE_STASHES: dict[str, tuple[list[str], list[str]]] = {
+    "encoder": (["h = self.lin(x)", "yield STASH(@@NAME@@, h)", "x = torch.relu(h)", "return x"], []),
+    "view": (["x = self.lin(x)", "v = x[:]", "yield STASH(@@NAME@@, v)", "return x"], []),
+    "attribute": (["self.h = self.lin(x)", "yield STASH(@@NAME@@, self.h)", "return self.h"], []),
+    "yield-from": (["x = self.lin(x)", "yield from self.keep(x)", "return x"],
+                   ["def keep(self, t):", "    yield STASH(@@NAME@@, t)"]),
+    "same": (["x = self.lin(x)", "yield STASH(@@NAME@@, x)", "return x"], []),
+    "detached": (["x = self.lin(x)", "yield STASH(@@NAME@@, x.detach())", "return x"], []),
+    "no-grad": (["with torch.no_grad():", "    h = self.lin(x)", "yield STASH(@@NAME@@, h)", "return x + h"], []),
+    "input": (["yield STASH(@@NAME@@, x)", "return self.lin(x)"], []),
+    "times-two": (["h = x * 2", "yield STASH(@@NAME@@, h)", "return h"], []),
+}
+
+
+def m_profiled(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    """A balancer over the model (added by generate()); one stashing class takes a measured shape and
+    its popper uses the skip, or only its detached copy."""
+    stashers = [c for c in _skippables(layers, "stash") if len(c.stash) == 1 and not c.pop]
+    if stashers:
+        cls = rng.choice(stashers)
+        shape = rng.choice(sorted(PROFILE_STASHES))
+        body, helpers = PROFILE_STASHES[shape]
+        name = cls.stash[0]
+        cls.body = [line.replace("@@NAME@@", f"@@{name}@@") for line in body]
+        cls.helpers = [line.replace("@@NAME@@", f"@@{name}@@") for line in helpers]
+        cls.linear = True
+        poppers = [c for c in _skippables(layers, "pop") if c.pop == [name] and not c.stash]
+        if poppers and rng.random() < 0.25:
+            poppers[0].body = [line.replace("x = x + skip_0", "x = x + skip_0.detach()") for line in poppers[0].body]
+    return layers
+
+
+def _direct_popper(classes: list[ClassSpec]) -> Optional[ClassSpec]:
+    """A pop-only class that a function can call on its own."""
+    for cls in classes:
+        if (cls.pop and not cls.stash and cls.decorator == "call" and cls.raw_pop is None
+                and cls.forward_params == "self, x"):
+            return cls
+    return None
+
+
+def _direct_pair(classes: list[ClassSpec]) -> Optional[tuple[ClassSpec, ClassSpec]]:
+    """A stash-only and a pop-only class of one name, called one after the other."""
+    for popper in classes:
+        if _direct_popper([popper]) is not popper or len(popper.pop) != 1:
+            continue
+        for stasher in classes:
+            if (stasher.stash == popper.pop and not stasher.pop and stasher.decorator == "call"
+                    and stasher.raw_stash is None and stasher.forward_params == "self, x"):
+                return stasher, popper
+    return None
+
+
 def m_late_binding(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
     stashers = [c for c in _skippables(layers, "stash") if _loop_made(c)]
     if len(stashers) < 2:
@@ -479,7 +536,8 @@ MISTAKES: dict[str, tuple[Mutator, str]] = {
     "late-binding": (m_late_binding, "SKP117"),
     "isolate-unknown-name": (m_isolate_unknown_name, "SKP115"),
     "removed-torch-import": (lambda rng, layers, c: layers, "SKP401"),
-    "profiled-skippable": (lambda rng, layers, c: layers, "SKP303"),
+    "profiled-skippable": (lambda rng, layers, c: m_profiled(rng, layers, c), "SKP303"),
+    "direct-pop": (lambda rng, layers, c: layers if _direct_popper(_skippables(layers, "pop")) else None, "SKP201"),
 }
 
 
@@ -597,6 +655,9 @@ def _class_lines(cls: ClassSpec, api: Api, ref: Callable[[str], str], name: str,
                   f"        self.lin = nn.Linear({WIDTH}, {WIDTH})", ""]
     lines.append(f"    def forward({cls.forward_params}):")
     lines += ["        " + _spell(line, api, ref) for line in cls.body]
+    if cls.helpers:
+        lines.append("")
+        lines += ["    " + _spell(line, api, ref) for line in cls.helpers]
     return [indent + line if line else line for line in lines]
 
 
@@ -767,8 +828,9 @@ def generate(seed: int, mistake: Optional[str] = None, *, class_style: Optional[
         api = api_for(library, "from")
     else:
         header += list(api.header)
+    by_size = planted == "profiled-skippable" and rng.random() < 0.25
     if planted == "profiled-skippable":
-        header.append(f"from {_BALANCERS[library]} import balance_by_time")
+        header.append(f"from {_BALANCERS[library]} import balance_by_size, balance_by_time")
     all_classes = _skippables(layers, "any") + [c.cls for layer in layers for c in layer.children
                                                 if c.cls is not None]
     unique: list[ClassSpec] = []
@@ -783,15 +845,30 @@ def generate(seed: int, mistake: Optional[str] = None, *, class_style: Optional[
         lines.append("")
     exprs = [_layer_expr(layer, names, api) for layer in layers]
     lines += render_composition(exprs, composition, rng, groups)
+    # A popping layer called on its own inside a function (SKP201), or a stash and its pop called one
+    # after the other (clean): the shapes of the skip API's own test suites.
+    popper = _direct_popper(unique) if planted == "direct-pop" else None
+    pair = _direct_pair(unique) if planted == "clean" and rng.random() < 0.3 else None
+    if popper is not None:
+        lines += ["", "", "def check_alone():", f"    layer = {names[id(popper)]}()",
+                  f"    return layer(torch.randn(4, {WIDTH}))", "", "", "check_alone()"]
+    elif pair is not None:
+        lines += ["", "", "def check_pair():", f"    x = torch.randn(4, {WIDTH})",
+                  f"    return {names[id(pair[1])]}()({names[id(pair[0])]}()(x))", "", "", "check_pair()"]
     devices = ", ".join(['"cpu"'] * len(balance))
     balance_text = str(balance)
-    if planted == "profiled-skippable":
-        lines.append(f"balance = balance_by_time({len(balance)}, model, torch.randn(4, {WIDTH}), timeout=0.02, "
+    if planted == "profiled-skippable" and by_size:
+        # balance_by_size profiles CUDA memory: on a machine without CUDA the fixed balance is used.
+        lines.append(f"profiled = balance_by_size({len(balance)}, model, torch.randn(4, {WIDTH}), "
+                     f"device=torch.device('cuda')) if torch.cuda.is_available() else None")
+    elif planted == "profiled-skippable":
+        # The pipe takes the literal balance: where skips cross partitions stays known.
+        lines.append(f"profiled = balance_by_time({len(balance)}, model, torch.randn(4, {WIDTH}), timeout=0.02, "
                      "device=torch.device('cpu'))")
-        balance_text = "balance"
     lines.append(f"pipe = {api.pipe}(model, balance={balance_text}, devices=[{devices}], chunks=2)")
     source = "\n".join(lines) + "\n"
-    return Program(f"p{seed:05d}", seed, library, imports, class_style, composition, len(balance), planted,
+    label = "profiled-by-size" if by_size else "direct-pair" if pair is not None else planted
+    return Program(f"p{seed:05d}", seed, library, imports, class_style, composition, len(balance), label,
                    source, len(lines))
 
 

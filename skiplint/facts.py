@@ -528,6 +528,10 @@ class Command:
     #: For a yielded pop: forward's output depends differentiably on the popped tensor (not only
     #: through `detach()`, `no_grad` or a discarded value), as far as its dataflow shows.
     grad_used: bool = True
+    #: For a yielded pop: the popped tensor reaches the output only detached (`.detach()`,
+    #: `torch.no_grad()`), or not at all though it is assigned: as a discarded one, no gradient
+    #: flows back through it (SKP305).
+    detached_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -653,6 +657,8 @@ class Layer:
     nested: tuple["Layer", ...] = ()
     #: Popped names whose tensor forward discards, with the `pop(...)` call (SKP305).
     discarded: tuple[tuple[str, Site], ...] = ()
+    #: ... that forward assigns but uses only detached, with the `pop(...)` call (SKP305).
+    detached: tuple[tuple[str, Site], ...] = ()
     #: Declared names whose namespace cannot be known (`.isolate(ns, only=[<unknown>])`): no
     #: finding or route is given for these names, the other names are still checked.
     unknown_names: tuple[str, ...] = ()
@@ -662,6 +668,10 @@ class Layer:
     output_stashes: tuple[str, ...] = ()
     input_output_stashes: tuple[str, ...] = ()
     inert_pops: tuple[str, ...] = ()
+    #: For a nested layer: only torch.nn layers that keep autograd history follow it in its
+    #: containers, so the direct child's output carries its own (balance_by_time profiles direct
+    #: children).
+    feeds_output: bool = False
 
 
 @dataclass(frozen=True)

@@ -448,6 +448,55 @@ def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
     return []
 
 
+def detached_pops(forward: cst.FunctionDef, scope: Scope, pops: Sequence[cst.Call]) -> set[int]:
+    """The pop calls (by id) whose tensor certainly never reaches forward's output with its
+    history: `name = yield pop(...)`, `name` bound nowhere else in forward, and every read of it
+    is `name.detach()` or inside `with torch.no_grad():` (or there is none). Measured: such a pop
+    across partitions fails backward as a discarded one does (its portal gets no gradient)."""
+    wanted = {id(call) for call in pops}
+    assigned: dict[str, list[cst.CSTNode]] = {}
+    for node in syntax.walk(forward.body, into_scopes=True):
+        for target in _targets(node) + ([node.asname.name] if isinstance(node, cst.WithItem) and node.asname else []):
+            for part in syntax.walk(target):
+                if isinstance(part, cst.Name):
+                    assigned.setdefault(part.value, []).append(node)
+        if isinstance(node, (cst.Global, cst.Nonlocal, cst.Del, cst.Import, cst.ImportFrom, cst.FunctionDef,
+                             cst.ClassDef, cst.ExceptHandler)):
+            for part in syntax.walk(node):
+                if isinstance(part, cst.Name):
+                    assigned.setdefault(part.value, []).extend((node, node))
+    found: set[int] = set()
+    for node in syntax.walk(forward.body):
+        if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
+                and isinstance(node.value, cst.Yield) and isinstance(node.value.value, cst.Call)
+                and id(node.value.value) in wanted):
+            continue
+        name = node.targets[0].target.value
+        if len(assigned.get(name, ())) != 1 or _reads_with_history(forward.body, name, scope, node, False):
+            continue
+        found.add(id(node.value.value))
+    return found
+
+
+def _reads_with_history(node: cst.CSTNode, name: str, scope: Scope, binding: cst.CSTNode, no_grad: bool) -> bool:
+    """Whether `node` reads `name` other than as `name.detach()` or under torch.no_grad()."""
+    if node is binding:
+        return False
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        return any(isinstance(n, cst.Name) and n.value == name for n in syntax.walk(node, into_scopes=True))
+    if isinstance(node, cst.Name):
+        return node.value == name and not no_grad
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "detach"
+            and isinstance(node.func.value, cst.Name) and node.func.value.value == name and not node.args):
+        return False
+    if isinstance(node, cst.With):
+        stops = any(scope.qualified(item.item.func if isinstance(item.item, cst.Call) else item.item)
+                    in ("torch.no_grad", "torch.inference_mode") for item in node.items)
+        return (any(_reads_with_history(item, name, scope, binding, no_grad) for item in node.items)
+                or _reads_with_history(node.body, name, scope, binding, no_grad or stops))
+    return any(_reads_with_history(child, name, scope, binding, no_grad) for child in syntax.children(node))
+
+
 def torch_layers(methods: dict[str, cst.FunctionDef], scope_of: dict[int, Scope]) -> dict[str, str]:
     """`self.<attr>` -> the torch.nn class that __init__ alone assigns to it, once."""
     found: dict[str, list[str]] = {}

@@ -288,18 +288,22 @@ def _fails_profiling(composition: Composition) -> bool:
     under no_grad profile fine. A node shared only when the layer's input requires grad
     (`h = x * 2`) counts when an earlier layer certainly makes it so: a torch.nn layer with
     parameters followed only by torch.nn layers that keep requires_grad."""
-    stashed: set[str] = set()
+    stashed: dict[str, int] = {}  # name -> the direct child whose output shares with the stash
     input_grad = False
     for layer in composition.layers:
         for candidate in (layer, *layer.nested):
-            if candidate.kind != "skippable":
+            # A direct child is profiled whole: a nested layer counts where its own output is the
+            # child's (only history-keeping torch.nn layers follow it).
+            if candidate.kind != "skippable" or not (candidate is layer or candidate.feeds_output):
                 continue
             inert = set(candidate.inert_pops) | {name for name, _site in candidate.discarded}
-            if any(key[1] in stashed and key[1] not in inert for key in candidate.pop):
+            if any(stashed.get(key[1], layer.index) != layer.index and key[1] not in inert for key in candidate.pop):
                 return True
-            stashed.update(candidate.output_stashes)
+            for name in candidate.output_stashes:
+                stashed[name] = layer.index
             if input_grad and candidate is layer:
-                stashed.update(candidate.input_output_stashes)
+                for name in candidate.input_output_stashes:
+                    stashed[name] = layer.index
         if layer.kind == "plain" and layer.label in _GRAD_LAYERS:
             input_grad = True
         elif not (layer.kind == "plain" and layer.label in _KEEPING_LAYERS):
@@ -361,10 +365,13 @@ def pipe_findings(pipe: Pipe) -> Iterator[Finding]:
                            src_layer=route.stash_layer, dst_layer=route.pop_layer)
             if route.pop_partition is not None and route.pop_layer is not None:
                 # The pop's portal has no gradient to carry back across the partition boundary.
-                for name, site in composition.layers[route.pop_layer].discarded:
-                    if name == route.name:
-                        yield _finding("SKP305", site, name=name, src=route.stash_partition,
-                                       dst=route.pop_partition)
+                pop_layer = composition.layers[route.pop_layer]
+                for how, pops in (("is discarded", pop_layer.discarded),
+                                  ("reaches the output only detached", pop_layer.detached)):
+                    for name, site in pops:
+                        if name == route.name:
+                            yield _finding("SKP305", site, name=name, how=how, src=route.stash_partition,
+                                           dst=route.pop_partition)
 
 
 def _process_skips(composition: Composition, pipe: Pipe) -> Iterator[Finding]:

@@ -593,6 +593,10 @@ WHEN: dict[str, str] = {
               "profile fine; a node made only from the layer's input (`h = x * 2`) counts when a torch.nn "
               "layer with parameters comes before. balance_by_size profiles CUDA memory with forward "
               "passes only and is not reported",
+    "SKP305": "the pop's tensor is discarded (`yield pop(name)` as a statement), or assigned to a name "
+              "that forward reads only as `name.detach()` or under `torch.no_grad()` (measured the same on "
+              "both libraries: no gradient reaches the portal), and the pipe's literal balance puts the "
+              "pop in another partition than its stash",
     "SKP304": "a LazyModule list given to a pipe holds a skippable layer (fairscale's multi-process pipes "
               "refuse one in each rank's partition), or fairscale's AsyncPipe is given a Sequential whose "
               "skip goes from one partition to another: AsyncPipe runs neither verify_skippables nor "

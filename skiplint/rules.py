@@ -138,10 +138,10 @@ _RULES = (
          "ValueError: Can't use Skippable layers with multi-process pipe and lazy construction; or, for "
          "AsyncPipe over a Sequential, RuntimeError: 'x' has not been stashed in forward"),
     Rule("SKP305", "discarded-cross-partition-pop",
-         "the tensor from yield pop('{name}') is discarded, and this pipe stashes it in partition {src} "
+         "the tensor from yield pop('{name}') {how}, and this pipe stashes it in partition {src} "
          "and pops it in partition {dst}: backward() fails; use the popped tensor",
-         "a yield pop(name) whose tensor is discarded, in a pipe that puts the pop in another partition "
-         "than its stash",
+         "a yield pop(name) whose tensor is discarded (or used only detached), in a pipe that puts the pop in "
+         "another partition than its stash",
          "AssertionError in skip/portal.py during backward() (forward and eval run fine)"),
     Rule("SKP306", "mixed-namespace-routes",
          "skip {default} (default namespace) and skip {isolated} both go from partition {src} to "

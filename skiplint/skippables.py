@@ -1203,6 +1203,9 @@ def _with_gradflow(index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef
     if not kinds:
         return commands
     flow = gradflow.analyse(forward, info.methods, index.scopes, kinds)
+    detached = gradflow.detached_pops(forward, index.scopes[id(forward)], [
+        c.site.node for c in commands if c.kind == "pop" and c.site is not None and id(c.site.node) in kinds
+        and isinstance(c.site.node, cst.Call)])
     out = []
     for command in commands:
         node = command.site.node if command.site is not None else None
@@ -1213,7 +1216,8 @@ def _with_gradflow(index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef
             out.append(dataclasses.replace(command, shares_output=shares == gradflow.YES,
                                            shares_if_input_grad=shares == gradflow.INPUT))
         else:
-            out.append(dataclasses.replace(command, grad_used=not command.discarded and flow.reaches_output(node)))
+            out.append(dataclasses.replace(command, grad_used=not command.discarded and flow.reaches_output(node),
+                                           detached_only=id(node) in detached))
     return tuple(out)
 
 

@@ -664,3 +664,45 @@ def test_skp303_is_decided_by_autograd_dataflow(stash: str, pop: str, first: boo
     expected = [(line, 10, "SKP303 balance_by_time() profiles layers in isolation; the skippable layers of this "
                            "composition fail there")]
     assert found == (expected if profiling_shapes.fails(stash, pop, first) else [])
+
+
+DETACHED = '''
+import torch
+
+@skippable(pop=["skip"])
+class D(nn.Module):
+    def forward(self, x):
+        skip = yield pop("skip")
+        {use}
+
+model = GPipe(nn.Sequential(S(), nn.ReLU(), D()), balance={balance})
+'''
+
+
+def test_a_pop_used_only_detached_across_partitions_is_skp305():
+    # Measured (tests/runtime/test_oracle_conditions.py): no gradient flows back through it, as
+    # for a discarded pop.
+    detach = DETACHED.format(use="return x + skip.detach()", balance="[2, 1]")
+    assert messages(detach) == [(7, 21, (
+        "SKP305 the tensor from yield pop('skip') reaches the output only detached, and this pipe stashes it in "
+        "partition 0 and pops it in partition 1: backward() fails; use the popped tensor"))]
+    no_grad = DETACHED.format(use="with torch.no_grad():\n            y = skip * 2\n        return x + y",
+                              balance="[2, 1]")
+    assert [(line, message[:6]) for line, _, message in messages(no_grad)] == [(7, "SKP305")]
+    # In one partition, or used with its history as well, it runs.
+    assert messages(DETACHED.format(use="return x + skip.detach()", balance="[3]")) == []
+    assert messages(DETACHED.format(use="y = skip.detach()\n        return x + skip + y", balance="[2, 1]")) == []
+    assert messages(DETACHED.format(use="skip = skip.detach()\n        return x + skip", balance="[2, 1]")) == []
+
+
+def test_profiling_takes_each_direct_child_whole():
+    # balance_by_time profiles direct children: a skip inside one child Sequential is one backward;
+    # across children it fails when only history-keeping torch.nn layers follow the stash and the pop.
+    def profiled(model: str) -> list[tuple[int, str]]:
+        return codes(PROFILED + f"model = nn.Sequential({model})\nb = balance_by_time(2, model, torch.randn(8, 4))\n")
+    line = PROFILED.count("\n") + 2
+    assert profiled("nn.Sequential(Encode(), nn.ReLU(), P()), nn.ReLU()") == []
+    assert profiled("nn.Sequential(Encode(), nn.ReLU()), nn.Sequential(nn.Linear(4, 4), P(), nn.Tanh())") == \
+        [(line, "SKP303")]
+    assert profiled("nn.Sequential(Encode(), Mystery()), nn.Sequential(P())") == []
+    assert profiled("nn.Sequential(Encode()), nn.Sequential(P(), Mystery())") == []

@@ -4,13 +4,19 @@ verify_skippables runs on (or that leaves the module)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Iterator, Optional
 
 import libcst as cst
 
+from skiplint import gradflow
 from skiplint.facts import Composition, Layer, ModelFacts, Pipe, Site, SkipKey
 from skiplint.interpret.core import Core
 from skiplint.interpret.values import NS, UNKNOWN, LayerV, SeqV, code
+
+
+#: torch.nn layers that keep their input's autograd history in their output.
+_KEEPING = gradflow.PARAM_LAYERS | gradflow.SAVING_LAYERS | gradflow.PASSING_LAYERS
 
 
 class Conversion:
@@ -143,7 +149,7 @@ class Conversion:
                 return tuple(out)
 
             return Layer(index, key, value.label, "skippable", keys(info.stash), keys(info.pop),
-                         tuple(sorted(both)), site, discarded=info.discarded,
+                         tuple(sorted(both)), site, discarded=info.discarded, detached=info.detached,
                          output_stashes=tuple(sorted(info.output_stashes & info.stash)),
                          input_output_stashes=tuple(sorted(info.input_output_stashes & info.stash)),
                          inert_pops=tuple(sorted(info.inert_pops & info.pop)))
@@ -155,24 +161,34 @@ class Conversion:
             return f"#{ns.serial}"
         return f"Namespace() of line {self.locator.position(ns.node)[0]}"
 
-    def nested_skippables(self, seq: SeqV, ns_label: dict[int, str], depth: int = 0) -> Iterator[Layer]:
-        """Skippable (or unknown) layers anywhere inside a container."""
+    def nested_skippables(self, seq: SeqV, ns_label: dict[int, str], depth: int = 0,
+                          tail_keeps: bool = True) -> Iterator[Layer]:
+        """Skippable (or unknown) layers anywhere inside a container. `tail_keeps`: what follows
+        `seq` in the containers around it keeps the autograd history of its output."""
         if depth > self.budget.nesting or not seq.complete or seq.tainted:
             yield Layer(-1, "?", seq.label, "unknown")
             if depth > self.budget.nesting:
                 return
+        keeps = [self.keeps_history(value) for _, value, _ in seq.children]
         for index, (key, value, node) in enumerate(seq.children):
+            follows = tail_keeps and all(keeps[index + 1:])
             if isinstance(value, SeqV):
-                yield from self.nested_skippables(value, ns_label, depth + 1)
+                yield from self.nested_skippables(value, ns_label, depth + 1, follows)
                 continue
             site = Site(node, self.locator) if node is not None else None
             layer = self.layer(index, key, value, node, site, ns_label)
             if layer.unknown_names:
                 yield Layer(-1, "?", layer.label, "unknown")
             elif layer.kind in ("skippable", "unknown"):
-                yield layer
+                yield dataclasses.replace(layer, feeds_output=follows) if follows and layer.kind == "skippable" \
+                    else layer
             elif layer.kind == "container":
                 yield from layer.nested
+
+    @staticmethod
+    def keeps_history(value: Any) -> bool:
+        """A torch.nn layer whose output carries its input's autograd history (skiplint.gradflow)."""
+        return isinstance(value, LayerV) and value.kind == "plain" and value.label in _KEEPING
 
 
 def single(layer: LayerV, node: cst.CSTNode) -> SeqV:

@@ -51,6 +51,8 @@ class SkipInfo:
     pop: Optional[frozenset[str]]
     #: Popped names whose tensor forward discards, with the `pop(...)` call.
     discarded: tuple[tuple[str, Site], ...] = ()
+    #: ... assigned but used only detached (Command.detached_only).
+    detached: tuple[tuple[str, Site], ...] = ()
     #: Stashed names of which some stash shares autograd history with forward's output; ... when
     #: the layer's input requires grad; popped names forward's output does not depend on.
     output_stashes: frozenset[str] = frozenset()
@@ -296,5 +298,9 @@ def skip_info(cls: SkippableClass) -> SkipInfo:
     discarded = tuple((c.name, c.site) for c in (cls.forward.commands if cls.forward is not None else ())
                       if c.kind == "pop" and c.yielded and c.discarded and c.name is not None
                       and c.site is not None)
-    return SkipInfo(cls.name, stash, pop, discarded, cls.output_stashes, cls.input_output_stashes, cls.inert_pops)
+    detached = tuple((c.name, c.site) for c in (cls.forward.commands if cls.forward is not None else ())
+                     if c.kind == "pop" and c.yielded and c.detached_only and not c.discarded and c.name is not None
+                     and c.site is not None)
+    return SkipInfo(cls.name, stash, pop, discarded, detached, cls.output_stashes, cls.input_output_stashes,
+                    cls.inert_pops)
 

@@ -423,3 +423,42 @@ def test_async_pipe_does_not_carry_a_skip_between_processes(tmp_path: Any) -> No
     first, second = async_pipe("across", str(tmp_path))
     assert second == "forward: RuntimeError: 's' has not been stashed"
     assert first.startswith("forward: RuntimeError") or first == "no result"
+
+
+# -- SKP305 for a pop used only detached ---------------------------------------------------------------
+
+def detached_popper(skip: Any, how: str) -> nn.Module:
+    @skip.skippable(pop=["a"])
+    class Detached(nn.Module):
+        def forward(self, x: Any) -> Any:
+            a = yield skip.pop("a")
+            if how == "detach":
+                return x + a.detach()
+            with torch.no_grad():
+                b = a * 2
+            return x + b
+
+    return Detached()
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("how", ["detach", "no_grad"])
+@pytest.mark.parametrize("checkpoint", CHECKPOINTS)
+def test_a_pop_used_only_detached_fails_backward_across_partitions(lib: str, how: str, checkpoint: str) -> None:
+    skip, pipe_cls = library(lib)
+    model = nn.Sequential(stasher(skip, "a"), nn.Linear(3, 3), detached_popper(skip, how))
+    assert run_steps(pipe_cls, model, [2, 1], checkpoint) == "backward: AssertionError: "
+    model = nn.Sequential(stasher(skip, "a"), nn.Linear(3, 3), detached_popper(skip, how))
+    assert run_steps(pipe_cls, model, [3], checkpoint) == "ok"
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+def test_profiling_takes_each_direct_child_whole(lib: str) -> None:
+    skip, _pipe = library(lib)
+    inside = nn.Sequential(nn.Sequential(nn.Linear(3, 3), output_stasher(skip), nn.ReLU(), popper(skip, "a")),
+                           nn.Linear(3, 3))
+    assert sorted(profile(lib, inside)) == [1, 1]
+    across = nn.Sequential(nn.Sequential(nn.Linear(3, 3), output_stasher(skip), nn.ReLU()),
+                           nn.Sequential(nn.Linear(3, 3), popper(skip, "a"), nn.Tanh()))
+    with pytest.raises(RuntimeError, match="^Trying to backward through the graph a second time"):
+        profile(lib, across)
