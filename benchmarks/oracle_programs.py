@@ -4,8 +4,11 @@ Each program is one Python module that imports torchgpipe or fairscale, defines 
 classes, composes them in one `nn.Sequential` called `model` and builds a pipe called `pipe` over
 one to three CPU partitions. Most programs are clean; the others carry one planted mistake of a
 kind that shows at run time. Programs vary the way real code varies: how the API is imported,
-how classes are made (decorator, `skippable(...)(Cls)`, factory functions, loops) and how the
-Sequential is filled (literal, list filled in a loop, OrderedDict, add_module, a helper, stages).
+how classes are made (decorator, `skippable(...)(Cls)`, factory functions, loops; `.isolate(ns,
+only=[...])` on any of them), how the Sequential is filled (literal, list filled in a loop,
+OrderedDict, add_module, a helper, stages, child Sequentials that the balance splits between),
+balancers over it (balance_by_time over measured stash shapes, balance_by_size) and layers called
+on their own inside a function, as the skip API's own test suites do.
 
 The label of a program (`planted`) is what was planted, computed from the final layout: a
 discarded pop is `discarded-pop-cross` only when the balance puts it in another partition than

@@ -66,7 +66,7 @@ def test_a_crashing_program_costs_only_itself() -> None:
     assert out["hang"] == {"ok": False, "stage": "timeout", "error": "no result in 5 s"}
     assert out[fine.ident] == {"ident": fine.ident, "ok": True, "stage": "", "error": ""}
     assert out[broken.ident] == {"ident": broken.ident, "ok": False, "stage": "forward",
-                                 "error": "KeyError: 'residual'"}
+                                 "error": "KeyError: 'hidden3'"}
 
 
 def test_outcomes_are_the_product_of_the_two_verdicts() -> None:
