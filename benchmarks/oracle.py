@@ -10,7 +10,9 @@ checked by skiplint in this process (default codes plus SKP901). The two verdict
     false-positive   skiplint reports something and every step runs
     false-negative   skiplint reports nothing and some step fails
     abstained        skiplint reports only SKP901 (a fact it cannot know)
-    analyzer-error   skiplint could not check the program (SKP900/SKP902)
+    analyzer-error   skiplint could not check the program (SKP900/SKP902), or it left a
+                     composition or class unchecked with no finding to say why
+                     (`silent_abstentions`)
 
 A worker runs many programs; one that crashes or hangs loses only the program it was running
 (recorded as a failure of stage 'crash' or 'timeout') and a fresh worker takes the rest.
@@ -91,12 +93,41 @@ class Result:
 
 
 def planted_rule(planted: str) -> str:
+    if planted == "children-crossing":
+        return "SKP205"
     base = {"discarded-pop-cross": "discarded-pop", "mixed-namespaces-same-route": "mixed-namespaces"}.get(
         planted, planted)
     return MISTAKES[base][1] if base in MISTAKES else ""
 
 
 # -- the static side -----------------------------------------------------------------------------
+
+#: Findings that say why the analysis left something unchecked: a name computed at run time, an
+#: isolate() naming a skip its class never declares, a class that is no skippable module (its
+#: layers are no layers to check), the analysis failing.
+EXPLAINING = frozenset({"SKP901", "SKP115", "SKP109", "SKP113", "SKP900", "SKP902"})
+
+
+def silent_abstentions(source: str, path: str, codes: Iterable[str]) -> list[str]:
+    """What the analysis of one program left unchecked with no finding to say why (`codes`: the
+    codes reported, SKP901 selected). Two invariants: every composition is checked whole or
+    some finding explains it; every skippable class is specialized (each class a factory's call
+    or a loop's iteration makes) or, generic, carries its SKP901."""
+    from skiplint import checks, engine, pipes, skippables
+
+    both = engine.analyze_models(source, path)
+    if both is None:
+        return []
+    facts, models = both
+    out = []
+    if not EXPLAINING & set(codes):
+        out += [f"composition {name}: {why}" for name, why in pipes.unchecked(models)]
+    for cls in facts.skippables:
+        if skippables.computed(cls) and not any(f.code == "SKP901" for f in checks.class_findings(cls)):
+            line = cls.site.position[0] if cls.site is not None else 0
+            out.append(f"class {cls.name} (line {line}): computed names with no SKP901")
+    return out
+
 
 def static_verdict(program: Program) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     from skiplint import engine
@@ -107,6 +138,9 @@ def static_verdict(program: Program) -> tuple[str, tuple[str, ...], tuple[str, .
     messages = tuple(f"{d.line}:{d.col} {d.message}" for d in result.diagnostics)
     if result.error is not None or "SKP902" in codes or "SKP900" in codes:
         return "error", codes, messages
+    silent = silent_abstentions(program.source, f"{program.ident}.py", codes)
+    if silent:  # an invariant of the analysis broken: counted as its error
+        return "error", codes, messages + tuple(f"silent abstention: {why}" for why in silent)
     if set(codes) - {"SKP901"}:
         return "bug", codes, messages
     return ("abstain" if codes else "clean"), codes, messages
@@ -126,6 +160,13 @@ def run_program(ident: str, source: str, pipe_line: int) -> dict[str, Any]:
     filename = f"<oracle {ident}>"
     namespace: dict[str, Any] = {"__name__": f"oracle_{ident}"}
     torch.manual_seed(0)
+    # A worker runs many programs on one thread: what a program's direct calls left in the thread's
+    # default skip tracker must not reach the next one.
+    for tracker in ("torchgpipe.skip.tracker", "fairscale.nn.pipe.skip.tracker"):
+        try:
+            sys.modules[tracker].thread_local.skip_tracker = None  # type: ignore[attr-defined]
+        except (KeyError, AttributeError):
+            pass
     stage = "define"
     try:
         code = compile(source, filename, "exec")

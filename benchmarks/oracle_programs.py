@@ -4,8 +4,11 @@ Each program is one Python module that imports torchgpipe or fairscale, defines 
 classes, composes them in one `nn.Sequential` called `model` and builds a pipe called `pipe` over
 one to three CPU partitions. Most programs are clean; the others carry one planted mistake of a
 kind that shows at run time. Programs vary the way real code varies: how the API is imported,
-how classes are made (decorator, `skippable(...)(Cls)`, factory functions, loops) and how the
-Sequential is filled (literal, list filled in a loop, OrderedDict, add_module, a helper, stages).
+how classes are made (decorator, `skippable(...)(Cls)`, factory functions, loops; `.isolate(ns,
+only=[...])` on any of them), how the Sequential is filled (literal, list filled in a loop,
+OrderedDict, add_module, a helper, stages, child Sequentials that the balance splits between),
+balancers over it (balance_by_time over measured stash shapes, balance_by_size) and layers called
+on their own inside a function, as the skip API's own test suites do.
 
 The label of a program (`planted`) is what was planted, computed from the final layout: a
 discarded pop is `discarded-pop-cross` only when the balance puts it in another partition than
@@ -27,7 +30,7 @@ IMPORT_STYLES = ("from", "alias", "module", "submodule")
 CLASS_STYLES = ("decorator", "call_form", "factory", "class_loop")
 #: How often each class style is drawn: the plain decorator is what most real code writes.
 CLASS_WEIGHTS = (4, 2, 2, 2)
-COMPOSITION_STYLES = ("literal", "list_loop", "ordered_dict", "add_module", "helper", "stages")
+COMPOSITION_STYLES = ("literal", "list_loop", "ordered_dict", "add_module", "helper", "stages", "children")
 NAMES = ("skip0", "enc1", "down2", "feat", "residual", "hidden3", "shortcut", "u_skip")
 WIDTH = 8
 
@@ -69,6 +72,8 @@ class ClassSpec:
     linear: bool = False
     #: The class reads a loop variable at call time (class_loop style only).
     late_binding: bool = False
+    #: Lines of further methods (after forward), spelt as the body is.
+    helpers: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -76,6 +81,8 @@ class LayerSpec:
     cls: Optional[ClassSpec]  # None: a plain torch layer
     plain: str = ""
     ns: Optional[int] = None  # namespace index; None is the default namespace
+    #: `.isolate(ns, only=[...])`: the names given (None: no only=).
+    only: Optional[list[str]] = None
     #: For the nested mistake: layers wrapped in a child nn.Sequential.
     children: list["LayerSpec"] = field(default_factory=list)
 
@@ -427,6 +434,74 @@ def m_mixed_namespaces(rng: random.Random, layers: Topology, _c: _Classes) -> Op
     return layers
 
 
+def m_isolate_unknown_name(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    """`.isolate(ns, only=[...])` naming a skip the class never declares: its own skip stays in
+    the default namespace, so the isolated partner layer finds nothing."""
+    isolated = [layer for layer in layers if layer.cls is not None and layer.ns is not None]
+    if not isolated:
+        return None
+    layer = rng.choice(isolated)
+    assert layer.cls is not None
+    declared = layer.cls.stash + layer.cls.pop
+    layer.only = [declared[0] + rng.choice(("_x", "s"))]
+    return layers
+
+
+#: Stashing forwards for profiled programs (the balancers), as measured: whether the stashed tensor
+#: shares saved autograd history with the output (tests/profiling_shapes.py has the same shapes).
+PROFILE_STASHES: dict[str, tuple[list[str], list[str]]] = {
+    "encoder": (["h = self.lin(x)", "yield STASH(@@NAME@@, h)", "x = torch.relu(h)", "return x"], []),
+    "view": (["x = self.lin(x)", "v = x[:]", "yield STASH(@@NAME@@, v)", "return x"], []),
+    "attribute": (["self.h = self.lin(x)", "yield STASH(@@NAME@@, self.h)", "return self.h"], []),
+    "yield-from": (["x = self.lin(x)", "yield from self.keep(x)", "return x"],
+                   ["def keep(self, t):", "    yield STASH(@@NAME@@, t)"]),
+    "same": (["x = self.lin(x)", "yield STASH(@@NAME@@, x)", "return x"], []),
+    "detached": (["x = self.lin(x)", "yield STASH(@@NAME@@, x.detach())", "return x"], []),
+    "no-grad": (["with torch.no_grad():", "    h = self.lin(x)", "yield STASH(@@NAME@@, h)", "return x + h"], []),
+    "input": (["yield STASH(@@NAME@@, x)", "return self.lin(x)"], []),
+    "times-two": (["h = x * 2", "yield STASH(@@NAME@@, h)", "return h"], []),
+}
+
+
+def m_profiled(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
+    """A balancer over the model (added by generate()); one stashing class takes a measured shape and
+    its popper uses the skip, or only its detached copy."""
+    stashers = [c for c in _skippables(layers, "stash") if len(c.stash) == 1 and not c.pop]
+    if stashers:
+        cls = rng.choice(stashers)
+        shape = rng.choice(sorted(PROFILE_STASHES))
+        body, helpers = PROFILE_STASHES[shape]
+        name = cls.stash[0]
+        cls.body = [line.replace("@@NAME@@", f"@@{name}@@") for line in body]
+        cls.helpers = [line.replace("@@NAME@@", f"@@{name}@@") for line in helpers]
+        cls.linear = True
+        poppers = [c for c in _skippables(layers, "pop") if c.pop == [name] and not c.stash]
+        if poppers and rng.random() < 0.25:
+            poppers[0].body = [line.replace("x = x + skip_0", "x = x + skip_0.detach()") for line in poppers[0].body]
+    return layers
+
+
+def _direct_popper(classes: list[ClassSpec]) -> Optional[ClassSpec]:
+    """A pop-only class that a function can call on its own."""
+    for cls in classes:
+        if (cls.pop and not cls.stash and cls.decorator == "call" and cls.raw_pop is None
+                and cls.forward_params == "self, x"):
+            return cls
+    return None
+
+
+def _direct_pair(classes: list[ClassSpec]) -> Optional[tuple[ClassSpec, ClassSpec]]:
+    """A stash-only and a pop-only class of one name, called one after the other."""
+    for popper in classes:
+        if _direct_popper([popper]) is not popper or len(popper.pop) != 1:
+            continue
+        for stasher in classes:
+            if (stasher.stash == popper.pop and not stasher.pop and stasher.decorator == "call"
+                    and stasher.raw_stash is None and stasher.forward_params == "self, x"):
+                return stasher, popper
+    return None
+
+
 def m_late_binding(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
     stashers = [c for c in _skippables(layers, "stash") if _loop_made(c)]
     if len(stashers) < 2:
@@ -462,8 +537,10 @@ MISTAKES: dict[str, tuple[Mutator, str]] = {
     "discarded-pop": (m_discarded_pop, "SKP305"),
     "mixed-namespaces": (m_mixed_namespaces, "SKP306"),
     "late-binding": (m_late_binding, "SKP117"),
+    "isolate-unknown-name": (m_isolate_unknown_name, "SKP115"),
     "removed-torch-import": (lambda rng, layers, c: layers, "SKP401"),
-    "profiled-skippable": (lambda rng, layers, c: layers, "SKP303"),
+    "profiled-skippable": (lambda rng, layers, c: m_profiled(rng, layers, c), "SKP303"),
+    "direct-pop": (lambda rng, layers, c: layers if _direct_popper(_skippables(layers, "pop")) else None, "SKP201"),
 }
 
 
@@ -488,12 +565,46 @@ def _routes(layers: Topology, balance: list[int]) -> dict[tuple[Optional[int], s
     for i, layer in enumerate(layers):
         if layer.cls is None or i >= len(where):
             continue
+        def ns(name: str, layer: LayerSpec = layer) -> Optional[int]:
+            return layer.ns if layer.only is None or name in layer.only else None
+
         for name in layer.cls.stash:
-            stashed[(layer.ns, name)] = where[i]
+            stashed[(ns(name), name)] = where[i]
         for name in layer.cls.pop:
-            if (layer.ns, name) in stashed:
-                routes[(layer.ns, name)] = (stashed[(layer.ns, name)], where[i])
+            if (ns(name), name) in stashed:
+                routes[(ns(name), name)] = (stashed[(ns(name), name)], where[i])
     return routes
+
+
+def _children_label(planted: str, layers: Topology, groups: list[int], balance: list[int]) -> str:
+    """The label of a model whose layers are all inside child Sequentials: their skips never reach
+    the pipe's layout and travel in each micro-batch's tracker, in the order the layers run. One
+    popped in another partition than its stash fails once checkpointing recomputes the popping
+    partition (chunks=2 with the default checkpoint='except_last' does)."""
+    group_partition = _partition_of(balance)
+    where = [group_partition[g] for g, size in enumerate(groups) for _ in range(size)]
+    held: dict[tuple[Optional[int], str], int] = {}
+    crossing = False
+    for i, layer in enumerate(layers):
+        for spec in (layer.children or [layer]):
+            if spec.cls is None:
+                continue
+
+            def key(name: str, spec: LayerSpec = spec) -> tuple[Optional[int], str]:
+                return (spec.ns if spec.only is None or name in spec.only else None), name
+
+            for name in spec.cls.pop:
+                source = held.pop(key(name), None)
+                crossing = crossing or (source is not None and source != where[i])
+            for name in spec.cls.stash:
+                held[key(name)] = where[i]
+    if planted in ("clean", "mixed-namespaces", "discarded-pop") and crossing:
+        return "children-crossing"
+    if planted == "discarded-pop":
+        return "discarded-pop-same"
+    if planted == "mixed-namespaces":
+        return "clean-mixed-namespaces"
+    return planted
 
 
 def _refine_label(planted: str, layers: Topology, balance: list[int]) -> str:
@@ -547,6 +658,9 @@ def _class_lines(cls: ClassSpec, api: Api, ref: Callable[[str], str], name: str,
                   f"        self.lin = nn.Linear({WIDTH}, {WIDTH})", ""]
     lines.append(f"    def forward({cls.forward_params}):")
     lines += ["        " + _spell(line, api, ref) for line in cls.body]
+    if cls.helpers:
+        lines.append("")
+        lines += ["    " + _spell(line, api, ref) for line in cls.helpers]
     return [indent + line if line else line for line in lines]
 
 
@@ -612,12 +726,23 @@ def _layer_expr(layer: LayerSpec, names: dict[int, str], api: Api) -> str:
     if layer.cls is None:
         return layer.plain
     expr = f"{names[id(layer.cls)]}()"
-    if layer.ns is not None:
+    if layer.ns is not None and layer.only is not None:
+        expr += f".isolate(ns{layer.ns}, only={layer.only!r})"
+    elif layer.ns is not None:
         expr += f".isolate(ns{layer.ns})"
     return expr
 
 
-def render_composition(exprs: list[str], style: str, rng: random.Random) -> list[str]:
+def render_composition(exprs: list[str], style: str, rng: random.Random,
+                       groups: Optional[list[int]] = None) -> list[str]:
+    if style == "children":  # each group of layers a child Sequential: the pipe's partitions split between them
+        lines: list[str] = []
+        start = 0
+        for g, size in enumerate(groups or [len(exprs)]):
+            lines += [f"s{g} = [", *[f"    {e}," for e in exprs[start:start + size]], "]"]
+            start += size
+        children = ", ".join(f"nn.Sequential(*s{g})" for g in range(len(groups or [0])))
+        return lines + [f"model = nn.Sequential({children})"]
     if style == "literal":
         return ["model = nn.Sequential(", *[f"    {e}," for e in exprs], ")"]
     if style == "list_loop":
@@ -680,11 +805,21 @@ def generate(seed: int, mistake: Optional[str] = None, *, class_style: Optional[
         classes = _Classes(linear)
     else:
         layers, _namespaces = clean_topology(rng, classes, shape)
+    for layer in layers:  # isolate(ns, only=[the names it declares]) now and then: the same as isolate(ns)
+        if layer.cls is not None and layer.ns is not None and layer.only is None and rng.random() < 0.3:
+            layer.only = sorted(layer.cls.stash + layer.cls.pop)
     layers = _fill(rng, layers)
     # A discarded pop fails only across partitions: draw two or three so that both labels occur.
     partitions = rng.choice((2, 3) if planted in ("discarded-pop", "profiled-skippable") else (1, 2, 2, 3, 3))
-    balance = _balance(rng, len(layers), partitions)
-    planted = _refine_label(planted, layers, balance)
+    groups: Optional[list[int]] = None
+    if composition == "children":
+        count = min(rng.choice((2, 3)), len(layers))
+        groups = _balance(rng, len(layers), count)
+        balance = _balance(rng, len(groups), partitions)
+        planted = _children_label(planted, layers, groups, balance)
+    else:
+        balance = _balance(rng, len(layers), partitions)
+        planted = _refine_label(planted, layers, balance)
     if planted == "balance-mismatch":
         balance[-1] += rng.choice((-1, 1)) if balance[-1] > 1 else 1
     api = api_for(library, imports)
@@ -696,8 +831,9 @@ def generate(seed: int, mistake: Optional[str] = None, *, class_style: Optional[
         api = api_for(library, "from")
     else:
         header += list(api.header)
+    by_size = planted == "profiled-skippable" and rng.random() < 0.25
     if planted == "profiled-skippable":
-        header.append(f"from {_BALANCERS[library]} import balance_by_time")
+        header.append(f"from {_BALANCERS[library]} import balance_by_size, balance_by_time")
     all_classes = _skippables(layers, "any") + [c.cls for layer in layers for c in layer.children
                                                 if c.cls is not None]
     unique: list[ClassSpec] = []
@@ -711,16 +847,31 @@ def generate(seed: int, mistake: Optional[str] = None, *, class_style: Optional[
     if ns_count:
         lines.append("")
     exprs = [_layer_expr(layer, names, api) for layer in layers]
-    lines += render_composition(exprs, composition, rng)
+    lines += render_composition(exprs, composition, rng, groups)
+    # A popping layer called on its own inside a function (SKP201), or a stash and its pop called one
+    # after the other (clean): the shapes of the skip API's own test suites.
+    popper = _direct_popper(unique) if planted == "direct-pop" else None
+    pair = _direct_pair(unique) if planted == "clean" and rng.random() < 0.3 else None
+    if popper is not None:
+        lines += ["", "", "def check_alone():", f"    layer = {names[id(popper)]}()",
+                  f"    return layer(torch.randn(4, {WIDTH}))", "", "", "check_alone()"]
+    elif pair is not None:
+        lines += ["", "", "def check_pair():", f"    x = torch.randn(4, {WIDTH})",
+                  f"    return {names[id(pair[1])]}()({names[id(pair[0])]}()(x))", "", "", "check_pair()"]
     devices = ", ".join(['"cpu"'] * len(balance))
     balance_text = str(balance)
-    if planted == "profiled-skippable":
-        lines.append(f"balance = balance_by_time({len(balance)}, model, torch.randn(4, {WIDTH}), timeout=0.02, "
+    if planted == "profiled-skippable" and by_size:
+        # balance_by_size profiles CUDA memory: on a machine without CUDA the fixed balance is used.
+        lines.append(f"profiled = balance_by_size({len(balance)}, model, torch.randn(4, {WIDTH}), "
+                     f"device=torch.device('cuda')) if torch.cuda.is_available() else None")
+    elif planted == "profiled-skippable":
+        # The pipe takes the literal balance: where skips cross partitions stays known.
+        lines.append(f"profiled = balance_by_time({len(balance)}, model, torch.randn(4, {WIDTH}), timeout=0.02, "
                      "device=torch.device('cpu'))")
-        balance_text = "balance"
     lines.append(f"pipe = {api.pipe}(model, balance={balance_text}, devices=[{devices}], chunks=2)")
     source = "\n".join(lines) + "\n"
-    return Program(f"p{seed:05d}", seed, library, imports, class_style, composition, len(balance), planted,
+    label = "profiled-by-size" if by_size else "direct-pair" if pair is not None else planted
+    return Program(f"p{seed:05d}", seed, library, imports, class_style, composition, len(balance), label,
                    source, len(lines))
 
 

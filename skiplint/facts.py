@@ -550,9 +550,18 @@ class Command:
     discarded: bool = False
     #: What is wrong with the arguments (SKP112), if anything.
     arity_problem: Optional[str] = None
-    #: For a stash in forward itself: the tensor shares autograd history with what forward returns
-    #: (it reads a variable of forward, other than its untouched input, that a `return` reads too).
+    #: For a yielded stash: the tensor certainly shares, with what forward returns, an autograd node
+    #: that saved tensors for backward (skiplint.gradflow), whatever the layer's input.
     shares_output: bool = False
+    #: ... shares one only when the layer's input requires grad (`h = x * 2`, stashed and returned).
+    shares_if_input_grad: bool = False
+    #: For a yielded pop: forward's output depends differentiably on the popped tensor (not only
+    #: through `detach()`, `no_grad` or a discarded value), as far as its dataflow shows.
+    grad_used: bool = True
+    #: For a yielded pop: the popped tensor reaches the output only detached (`.detach()`,
+    #: `torch.no_grad()`), or not at all though it is assigned: as a discarded one, no gradient
+    #: flows back through it (SKP305).
+    detached_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -606,6 +615,22 @@ class SkippableClass:
         commands = self.forward.commands if self.forward is not None else ()
         return frozenset(c.name for c in commands
                          if c.kind == "stash" and c.yielded and c.shares_output and c.name is not None)
+
+    @property
+    def input_output_stashes(self) -> frozenset[str]:
+        """... shares it only when the layer's input requires grad."""
+        commands = self.forward.commands if self.forward is not None else ()
+        return frozenset(c.name for c in commands if c.kind == "stash" and c.yielded and c.shares_if_input_grad
+                         and c.name is not None) - self.output_stashes
+
+    @property
+    def inert_pops(self) -> frozenset[str]:
+        """Popped names whose tensor forward's output does not certainly depend on (every pop of
+        the name discarded, detached, used under no_grad or not followed)."""
+        commands = self.forward.commands if self.forward is not None else ()
+        pops = [c for c in commands if c.kind == "pop" and c.yielded and c.name is not None]
+        return frozenset(c.name for c in pops if c.name is not None) - frozenset(
+            c.name for c in pops if c.grad_used and c.name is not None)
 
     def declared(self, kind: Kind) -> Declaration:
         return self.stash if kind == "stash" else self.pop
@@ -662,11 +687,21 @@ class Layer:
     nested: tuple["Layer", ...] = ()
     #: Popped names whose tensor forward discards, with the `pop(...)` call (SKP305).
     discarded: tuple[tuple[str, Site], ...] = ()
+    #: ... that forward assigns but uses only detached, with the `pop(...)` call (SKP305).
+    detached: tuple[tuple[str, Site], ...] = ()
     #: Declared names whose namespace cannot be known (`.isolate(ns, only=[<unknown>])`): no
     #: finding or route is given for these names, the other names are still checked.
     unknown_names: tuple[str, ...] = ()
-    #: Stashed names of which some stash shares autograd history with the layer's output (SKP303).
+    #: Stashed names of which some stash shares autograd history with the layer's output (SKP303);
+    #: ... shares it when the layer's input requires grad; popped names whose tensor the layer's
+    #: output does not depend on.
     output_stashes: tuple[str, ...] = ()
+    input_output_stashes: tuple[str, ...] = ()
+    inert_pops: tuple[str, ...] = ()
+    #: For a nested layer: only torch.nn layers that keep autograd history follow it in its
+    #: containers, so the direct child's output carries its own (balance_by_time profiles direct
+    #: children).
+    feeds_output: bool = False
 
 
 @dataclass(frozen=True)
@@ -700,6 +735,10 @@ class Pipe:
     #: Layers per partition, when given literally (None: absent or computed).
     balance: Optional[tuple[int, ...]] = None
     site: Optional[Site] = None
+    #: For GPipe and fairscale's Pipe: `chunks=` and `checkpoint=` (their defaults when not given;
+    #: None when computed).
+    chunks: Optional[int] = None
+    checkpoint: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -724,3 +763,6 @@ class ModelFacts:
     #: Skippable classes as each execution of their class statement made them (a factory's
     #: arguments, a loop's variable): they replace the facts of those class statements.
     specialized: tuple[SkippableClass, ...] = ()
+    #: Findings about the layers the module builds: `.isolate(ns, only=[...])` naming a skip its
+    #: class never declares (SKP115), or given a namespace or names computed at run time (SKP901).
+    findings: tuple[Finding, ...] = ()

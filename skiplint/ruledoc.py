@@ -544,7 +544,8 @@ REPORTED_AT: dict[str, str] = {
     "SKP115": "the `only=` argument",
     "SKP116": "the `pop(...)` call",
     "SKP117": "the `stash(...)`/`pop(...)` call that reads the variable",
-    "SKP201": "the popping layer's expression",
+    "SKP201": "the popping layer's expression (for a popping layer called on its own, the callee of "
+              "the call, wherever it is)",
     "SKP202": "the stashing layer's expression",
     "SKP203": "the second stashing layer",
     "SKP204": "the second popping layer",
@@ -561,7 +562,7 @@ REPORTED_AT: dict[str, str] = {
               "running Python's parser puts them, or the token past a parser limit; line 1 for a "
               "file that cannot be read or decoded (the command line only; flake8 reports "
               "unparsable files as E999)",
-    "SKP901": "the computed expression",
+    "SKP901": "the computed expression (for `.isolate(...)`, the namespace or `only=` argument)",
     "SKP902": "line 1 (the analysis of the rest of the file is still reported)",
 }
 
@@ -584,20 +585,60 @@ WHEN: dict[str, str] = {
               "parameter, a loop's variable or a class attribute is checked class by class when the "
               f"module calls the factory (or runs the loop) with names it can read (up to "
               f"{BUDGET.specializations} classes per class statement), and is reported here when it is computed at run time or the "
-              "factory is never called in the module",
-    "SKP303": "a layer stashes a tensor that shares autograd history (saved for backward) with its own "
-              "output and a later layer pops it and uses it: balance_by_time detaches each layer's input "
-              "and runs each layer's backward alone, so the popping layer's backward reaches history "
-              "that the stashing layer's backward freed. A stash of the layer's untouched input, a "
-              "tensor computed apart from the output, or a popped tensor that is thrown away profiles "
-              "fine; balance_by_size runs forward passes only and is not reported",
+              "factory is never called in the module. Also the namespace or the `only=` names given to "
+              "`.isolate(...)` when they cannot be known (a builder's parameter): the layer's skips are "
+              "then not checked",
+    "SKP115": "the class's declarations are known: a class written at module level, or each class that "
+              "a factory's call or a loop's iteration makes (with the names that call or iteration "
+              "gives). The composition holding the layer is not checked past it",
+    "SKP303": "a popped skip that the popping layer's output depends on shares, with its stashing "
+              "layer's output, an autograd node that saved tensors for backward, decided by dataflow "
+              "through forward (operations, views, attributes of `self`, methods reached by `yield "
+              "from`): balance_by_time detaches each layer's input and runs each layer's backward alone, "
+              "so the popping layer's backward reaches what the stashing layer's backward freed. "
+              "Measured on torchgpipe and fairscale: a stash of the untouched input, of `h.detach()`, "
+              "of a tensor computed under `torch.no_grad()`, from a constant, apart from the output or "
+              "only by `+`, `-` and views, and a pop that is discarded, detached or used under no_grad "
+              "profile fine; a node made only from the layer's input (`h = x * 2`) counts when a torch.nn "
+              "layer with parameters comes before. balance_by_size profiles CUDA memory with forward "
+              "passes only and is not reported",
+    "SKP305": "the pop's tensor is discarded (`yield pop(name)` as a statement), or assigned to a name "
+              "that forward reads only as `name.detach()` or under `torch.no_grad()` (measured the same on "
+              "both libraries: no gradient reaches the portal), and the pipe's literal balance puts the "
+              "pop in another partition than its stash",
+    "SKP304": "a LazyModule list given to a pipe holds a skippable layer (fairscale's multi-process pipes "
+              "refuse one in each rank's partition), or fairscale's AsyncPipe is given a Sequential whose "
+              "skip goes from one partition to another: AsyncPipe runs neither verify_skippables nor "
+              "inspect_skip_layout, so no portal carries the skip between the processes. Measured on CPU "
+              "with two processes (gloo and RPC): skips inside one partition run. fairscale's earlier "
+              "MultiProcessPipe verified a Sequential and carried its skips between processes, so only "
+              "its LazyModule lists are reported",
     "SKP205": "the nested skip leaves its child container (its stash or pop is outside it): a child "
-              "is never split across partitions, so a skip wholly inside one child works",
+              "is never split across partitions, so a skip wholly inside one child works. A skip "
+              "between child Sequentials (stashed only inside one child, popped only inside a later "
+              "one) travels in the skip tracker of its micro-batch: measured on torchgpipe and "
+              "fairscale, it runs, equal to the plain model, when both children are in one partition "
+              "or no micro-batch is recomputed, and backward raises `'x' has not been stashed` when "
+              "they are in different partitions and checkpointing recomputes the popping one "
+              "(`checkpoint='always'`, or the default `'except_last'` with `chunks` > 1); only that "
+              "is reported, at the pipe's literal balance, chunks and checkpoint. Skips that only nested "
+              "layers use go through that tracker in the order the layers run, so a pop with no stash "
+              "before it (in an earlier child, or first in its own child, or a second pop of one stash) "
+              "fails in forward, while a second stash before the pop runs; a skip with one side a "
+              "direct child fails verify_skippables. Those are reported whatever the pipe",
     "SKP306": "both routes are in the same pipe with the same source partition and the same destination "
               "partition (a skip stashed and popped in one partition counts); the pipe is otherwise "
               "valid (no SKP2xx), and every layer is known",
     "SKP201": "also for a list of partitions given to `inspect_skip_layout`, checked together in "
-              "order; a Sequential that is only such a partition is not checked alone",
+              "order; a Sequential that is only such a partition is not checked alone. A popping layer "
+              "called on its own (`layer(x)`, also under `pytest.raises` or in `try`) runs with the "
+              "thread's skip tracker and raises `'x' has not been stashed` when nothing stashed its "
+              "names there first; it is reported when the instance is handed to nothing else and no "
+              "direct call that may stash those names runs before it: earlier in the same function "
+              "(or the module's code), or in any other function of the module, since tests run one "
+              "after another on one thread, unless an autouse fixture makes a new `SkipTracker()` "
+              "current for each test. Inside `use_skip_tracker(...)` or a context manager of the "
+              "project it is not judged",
 }
 
 _GROUPS = (

@@ -111,10 +111,11 @@ _RULES = (
          "(ns, name) is popped again by a second layer without namespace isolation",
          "TypeError: redeclared '{name}' as poppable but not isolated by namespace"),
     Rule("SKP205", "nested-skippable",
-         "skippable layer {layer} is nested in child {child} of a Sequential given to a pipe; "
-         "verify_skippables and the partitioner see only direct children",
+         "skippable layer {layer} is nested in child {child} of a Sequential given to a pipe; {why}",
          "skippable layers nested inside a child container of a Sequential given to a Pipe",
-         "KeyError / 'has not been stashed' when the skip crosses partitions"),
+         "TypeError from verify_skippables, or 'has not been stashed' in forward (a pop before its "
+         "stash), or in backward (a skip between child Sequentials across partitions, recomputed by "
+         "checkpointing)"),
     # SKP3xx: a pipe and its partitions
     Rule("SKP301", "balance-mismatch",
          "balance sums to {total} but the composition has {count} layers",
@@ -126,19 +127,21 @@ _RULES = (
          "none: a cost report", opt_in=True),
     Rule("SKP303", "profiled-skippable",
          "{func}() profiles layers in isolation; the skippable layers of this composition fail there",
-         "balance_by_time applied to a composition with skippable layers whose skips carry what the "
-         "stashing layer computed",
+         "balance_by_time applied to a composition in which a popped and used skip shares saved autograd "
+         "history with its stashing layer's output",
          "RuntimeError: Trying to backward through the graph a second time, during profiling (each "
          "layer's backward runs alone, and a popped skip leads back into the stashing layer's graph)"),
     Rule("SKP304", "skippable-in-multiprocess-pipe",
-         "{pipe} does not support skippable layers",
-         "skippable layers given to fairscale's multi-process/async pipes or LazyModule lists",
-         "ValueError: Can't use Skippable layers with multi-process pipe and lazy construction"),
+         "{pipe} {problem}",
+         "skippable layers in LazyModule lists of fairscale's multi-process pipes, or a skip that crosses "
+         "the processes of fairscale's AsyncPipe",
+         "ValueError: Can't use Skippable layers with multi-process pipe and lazy construction; or, for "
+         "AsyncPipe over a Sequential, RuntimeError: 'x' has not been stashed in forward"),
     Rule("SKP305", "discarded-cross-partition-pop",
-         "the tensor from yield pop('{name}') is discarded, and this pipe stashes it in partition {src} "
+         "the tensor from yield pop('{name}') {how}, and this pipe stashes it in partition {src} "
          "and pops it in partition {dst}: backward() fails; use the popped tensor",
-         "a yield pop(name) whose tensor is discarded, in a pipe that puts the pop in another partition "
-         "than its stash",
+         "a yield pop(name) whose tensor is discarded (or used only detached), in a pipe that puts the pop in "
+         "another partition than its stash",
          "AssertionError in skip/portal.py during backward() (forward and eval run fine)"),
     Rule("SKP306", "mixed-namespace-routes",
          "skip {default} (default namespace) and skip {isolated} both go from partition {src} to "

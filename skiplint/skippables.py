@@ -7,13 +7,14 @@ use the API, and at the few statements that can hold a command.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional, Sequence, Union
 
 import libcst as cst
 
-from skiplint import syntax
+from skiplint import gradflow, syntax
 from skiplint.facts import (
     Command, Declaration, Declared, Finding, Forward, Key, Kind, Locator, ModuleFacts,
     NonCommandYield, Site, SkippableClass,
@@ -375,8 +376,6 @@ class ForwardAnalysis:
         self._command_vars: set[str] = set()
         self._forward = forward
         self._bindings_cache: dict[int, dict[str, Optional[list[cst.CSTNode]]]] = {}
-        #: Names that forward's `return` statements read (computed at the first stash).
-        self._returned: Optional[set[str]] = None
         self.exits: Optional[frozenset[frozenset[Key]]] = None
         try:
             out = self._block(syntax.statements(forward.body), {frozenset()}, self._scope(forward))
@@ -791,30 +790,9 @@ class ForwardAnalysis:
             kind, name, Site(call, self.locator),
             Site(name_node, self.locator) if name_node is not None else None,
             yielded=yielded, discarded=discarded and kind == "pop", arity_problem=problem,
-            shares_output=kind == "stash" and problem is None and self._shares_output(bound["tensor"]),
         )
         self.commands[id(call)] = command
         return command
-
-    def _shares_output(self, tensor: cst.BaseExpression) -> bool:
-        """Whether a stash in forward itself stashes a tensor that shares, with what forward
-        returns, autograd history that holds saved tensors: its expression reads a variable of
-        forward (not `self`, not the input when forward never rebinds it) that some `return` reads
-        too, and forward assigns that variable from a call or an operation other than + and -
-        (which save nothing for backward)."""
-        if self._active[-1] is not self._forward:
-            return False
-        params = _positional_names(self._forward)
-        values = self._bindings(self._forward)
-        local = set(params[1:]) | set(values)
-        if len(params) > 1 and params[1] not in values:
-            local.discard(params[1])  # the untouched input: the profilers detach it
-        shared = {n.value for n in syntax.walk(tensor) if type(n) is cst.Name} & local
-        if self._returned is None:
-            self._returned = {n.value for node in syntax.walk(self._forward.body)
-                              if type(node) is cst.Return and node.value is not None
-                              for n in syntax.walk(node.value) if type(n) is cst.Name}
-        return any(_saves_tensors(value) for name in shared & self._returned for value in values.get(name) or ())
 
     def _delegate_target(self, target: cst.BaseExpression) -> Optional[cst.FunctionDef]:
         """The method of this class that `yield from self.<method>(...)` runs, if that is what it is."""
@@ -955,21 +933,6 @@ def assignment_targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
     if isinstance(node, (cst.AnnAssign, cst.AugAssign)):
         return [node.target]
     return []
-
-
-def _saves_tensors(value: cst.CSTNode) -> bool:
-    """Whether computing an assigned value records tensors for backward, as far as its text shows:
-    a call or an operation other than + and - (an augmented assignment is given as the statement)."""
-    if isinstance(value, cst.AugAssign):
-        if not isinstance(value.operator, (cst.AddAssign, cst.SubtractAssign)):
-            return True
-        value = value.value
-    for node in syntax.walk(value):
-        if isinstance(node, cst.Call):
-            return True
-        if isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, (cst.Add, cst.Subtract)):
-            return True
-    return False
 
 
 def _positional_names(func: cst.FunctionDef) -> list[str]:
@@ -1215,7 +1178,7 @@ def _skippable_class(index: ModuleIndex, info: ClassInfo, call: cst.Call, forwar
         generator_elsewhere = not analysis.is_generator and any(
             _is_generator(m) for name, m in info.methods.items() if name != "forward")
         if not generator_elsewhere:
-            commands = tuple(analysis.commands.values())
+            commands = _with_gradflow(index, info, forward, tuple(analysis.commands.values()))
             for command in commands:
                 if not command.yielded and command.site is not None:
                     reported_loose.add(id(command.site.node))
@@ -1228,6 +1191,34 @@ def _skippable_class(index: ModuleIndex, info: ClassInfo, call: cst.Call, forwar
                 Site(analysis.early_exits[0], locator) if analysis.early_exits else None,
             )
     return SkippableClass(info.node.name.value, stash, pop, forward_facts, Site(info.node, locator))
+
+
+def _with_gradflow(index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef,
+                   commands: tuple[Command, ...]) -> tuple[Command, ...]:
+    """The commands with what autograd dataflow through forward says of them (skiplint.gradflow):
+    whether each stash shares saved history with the output, whether the output depends on
+    each popped tensor."""
+    kinds = {id(c.site.node): c.kind for c in commands
+             if c.yielded and c.name is not None and c.site is not None and c.arity_problem is None}
+    if not kinds:
+        return commands
+    flow = gradflow.analyse(forward, info.methods, index.scopes, kinds)
+    detached = gradflow.detached_pops(forward, index.scopes[id(forward)], [
+        c.site.node for c in commands if c.kind == "pop" and c.site is not None and id(c.site.node) in kinds
+        and isinstance(c.site.node, cst.Call)])
+    out = []
+    for command in commands:
+        node = command.site.node if command.site is not None else None
+        if node is None or id(node) not in kinds:
+            out.append(command)
+        elif command.kind == "stash":
+            shares = flow.shares(node)
+            out.append(dataclasses.replace(command, shares_output=shares == gradflow.YES,
+                                           shares_if_input_grad=shares == gradflow.INPUT))
+        else:
+            out.append(dataclasses.replace(command, grad_used=not command.discarded and flow.reaches_output(node),
+                                           detached_only=id(node) in detached))
+    return tuple(out)
 
 
 def computed(cls: SkippableClass) -> bool:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from skiplint import engine, pipes
+from tests import profiling_shapes
 
 HEADER = '''
 from collections import OrderedDict
@@ -271,11 +274,57 @@ def test_skip_leaving_its_child_is_reported_once():
         model = GPipe(nn.Sequential(
             nn.Sequential(S(), nn.Linear(4, 4)),
             nn.Sequential(P(), nn.Linear(4, 4)),
-        ), balance=[1, 1])
+        ), balance=[1, 1], chunks=2)
     ''') == [(3, "SKP205")]
     # A nested pop with no stash anywhere fails too; a nested stash nobody pops runs.
     assert codes("model = GPipe(nn.Sequential(nn.ReLU(), nn.Sequential(P())), balance=[1, 1])\n") == [(1, "SKP205")]
     assert codes("model = GPipe(nn.Sequential(nn.Sequential(S()), nn.ReLU()), balance=[1, 1])\n") == []
+
+
+SPLIT = "model = GPipe(nn.Sequential(nn.Sequential(S(), nn.ReLU()), nn.Sequential(nn.ReLU(), P())), {})\n"
+
+
+def test_a_skip_between_child_sequentials_fails_only_where_checkpointing_recomputes_across_partitions():
+    # Measured on torchgpipe and fairscale (tests/runtime/test_oracle_conditions.py): the skip
+    # travels in the micro-batch's tracker; in one partition, or with no recomputation, the pipe
+    # runs and matches the plain model.
+    for fine in ("balance=[2], chunks=4, checkpoint='always'", "balance=[1, 1]",
+                 "balance=[1, 1], chunks=4, checkpoint='never'", "balance=[1, 1], chunks=1, checkpoint='except_last'",
+                 "balance=[1, 1], chunks=n", "balance=[1, 1], chunks=4, checkpoint=mode", "balance=b, chunks=4"):
+        assert codes(SPLIT.format(fine)) == [], fine
+    for fails in ("balance=[1, 1], chunks=2", "balance=[1, 1], checkpoint='always'",
+                  "balance=[1, 1], chunks=4, checkpoint='except_last'"):
+        assert messages(SPLIT.format(fails)) == [(1, 42, (
+            "SKP205 skippable layer 'S' is nested in child 0 (Sequential) of a Sequential given to a pipe; its skip "
+            "goes from partition 0 to partition 1 in the tracker of its micro-batch, and checkpointing recomputes "
+            "partition 1: backward raises 'has not been stashed'"))], fails
+    # Three children, the middle one in either partition.
+    three = "model = GPipe(nn.Sequential(nn.Sequential(S()), nn.ReLU(), nn.Sequential(P())), balance={}, chunks=2)\n"
+    assert codes(three.format("[2, 1]")) == codes(three.format("[1, 2]")) == [(1, "SKP205")]
+    assert codes(three.format("[3]")) == []
+    # A pop in an earlier child than its stash fails in forward whatever the pipe; one side a
+    # direct child fails verify_skippables: both are SKP205 with any balance.
+    unseen = ("SKP205 skippable layer '{}' is nested in child {} (Sequential) of a Sequential given to a pipe; "
+              "verify_skippables and the partitioner see only direct children")
+    pop_first = ("SKP205 skippable layer 'P' is nested in child {} (Sequential) of a Sequential given to a pipe; "
+                 "no layer before it stashes its skip, and verify_skippables, which sees only direct children, "
+                 "does not say so: forward raises 'has not been stashed'")
+    assert messages("model = GPipe(nn.Sequential(nn.Sequential(P()), nn.Sequential(S())), balance=[2])\n") == [
+        (1, 42, pop_first.format(0))]
+    # The skip tracker of the micro-batch, in the order the layers run: a pop first inside one
+    # child, or a second pop of one stash, fails; a second stash before the pop runs.
+    assert messages("model = GPipe(nn.Sequential(nn.Sequential(P(), S()), nn.ReLU()), balance=[1, 1])\n") == [
+        (1, 42, pop_first.format(0))]
+    assert messages("model = GPipe(nn.Sequential(nn.Sequential(S()), nn.Sequential(P()), nn.Sequential(P())), "
+                    "balance=[3])\n") == [(1, 82, pop_first.format(2))]
+    restash = "model = GPipe(nn.Sequential(nn.Sequential(S()), nn.Sequential(S()), nn.Sequential(P())), {})\n"
+    assert codes(restash.format("balance=[3], chunks=2")) == codes(restash.format("balance=[1, 1, 1]")) == []
+    assert messages(restash.format("balance=[2, 1], chunks=2")) == [(1, 62, (
+        "SKP205 skippable layer 'S' is nested in child 1 (Sequential) of a Sequential given to a pipe; its skip "
+        "goes from partition 0 to partition 1 in the tracker of its micro-batch, and checkpointing recomputes "
+        "partition 1: backward raises 'has not been stashed'"))]
+    assert messages("model = GPipe(nn.Sequential(S(), nn.Sequential(nn.ReLU(), P())), balance=[2])\n") == [
+        (1, 58, unseen.format("P", 1))]
 
 
 # -- child classes that build Sequentials of torch.nn layers are plain layers ------------------
@@ -362,6 +411,24 @@ def test_lazy_modules_are_reported_once_at_the_pipe_call():
     assert codes(header + "pipe = MultiProcessPipe([LazyModule(lambda: nn.ReLU())], [1])\n") == []
 
 
+def test_async_pipe_over_a_sequential_fails_only_for_a_skip_across_its_processes():
+    # Measured (tests/runtime/test_oracle_conditions.py): AsyncPipe keeps an empty skip layout, so
+    # a skip inside one rank's partition runs and one across ranks is not stashed in the popper's
+    # process. The earlier MultiProcessPipe verified the Sequential and carried skips across.
+    header = "from fairscale.nn.pipe import AsyncPipe, MultiProcessPipe\n"
+    across = "pipe = AsyncPipe(nn.Sequential(S(), nn.ReLU(), P()), [1, 2], worker_map=workers)\n"
+    assert messages(header + across) == [(2, 7, (
+        "SKP304 fairscale's AsyncPipe carries no skip between its processes: skip 'skip' goes from partition 0 "
+        "to partition 1, and forward raises 'has not been stashed' there"))]
+    assert codes(header + "pipe = AsyncPipe(nn.Sequential(S(), P(), nn.ReLU()), [2, 1])\n") == []
+    assert codes(header + "pipe = AsyncPipe(nn.Sequential(S(), nn.ReLU(), P()), balance)\n") == []
+    assert codes(header + "pipe = AsyncPipe(nn.Sequential(S(), nn.ReLU(), P()), [1, 1])\n") == [(2, "SKP301")]
+    assert codes(header + "pipe = MultiProcessPipe(nn.Sequential(S(), nn.ReLU(), P()), [1, 2])\n") == []
+    # MultiProcessPipe runs verify_skippables on a Sequential; AsyncPipe does not.
+    assert codes(header + "pipe = MultiProcessPipe(nn.Sequential(S(), nn.ReLU()), [1, 1])\n") == [(2, "SKP202")]
+    assert codes(header + "pipe = AsyncPipe(nn.Sequential(S(), nn.ReLU()), [1, 1])\n") == []
+
+
 def test_harness_target_is_verified():
     """`skiplint verify FILE:build` gives build()'s model to a pipe: extract can be told so."""
     import libcst as cst
@@ -392,17 +459,68 @@ def test_a_popping_layer_called_alone_is_a_composition_of_one():
 def test_direct_calls_that_do_not_certainly_fail_are_not_reported():
     # A stash-only layer runs alone; an instance handed to a Sequential, a helper or an attribute
     # may run inside a model; a stash called directly fills the thread's default tracker first;
-    # a failure expected by pytest.raises or caught by try is no surprise; an unknown callee
-    # with arguments may stash anything.
+    # an unknown callee with arguments may stash anything.
     assert codes("def test(x):\n    return S()(x)\n") == []
     assert codes("def test(x):\n    layer = P()\n    model = nn.Sequential(S(), layer)\n"
                  "    layer(x)\n    return model\n") == []
     assert codes("def run(layer, x):\n    return layer(x)\n\ndef test(x):\n    return run(P(), x)\n") == []
     assert codes("class Box(nn.Module):\n    def build(self, x):\n        self.p = P()\n        return self.p(x)\n") == []
     assert codes("def test(x):\n    y = S()(x)\n    return P()(y)\n") == []
-    assert codes("import pytest\n\ndef test(x):\n    with pytest.raises(RuntimeError):\n        P()(x)\n") == []
-    assert codes("def test(x):\n    try:\n        P()(x)\n    except RuntimeError:\n        pass\n") == []
     assert codes("def test(x, model):\n    model(x)\n    return P()(x)\n") == []
+
+
+TRACKER = "import pytest\nimport torch\nfrom torchgpipe.skip.tracker import SkipTracker, use_skip_tracker\n"
+FRESH = ("@pytest.fixture(autouse=True)\ndef tracker():\n    made = SkipTracker()\n"
+         "    with use_skip_tracker(made):\n        yield made\n\n")
+
+
+def test_a_popping_layer_called_alone_is_reported_under_pytest_raises_and_try():
+    # The upstream test suites' shape: the layer is defined in the test, called under pytest.raises.
+    text = HEADER + TRACKER + FRESH + textwrap.dedent('''
+        def test_pop_not_stashed():
+            @skippable(pop=["foo"])
+            class Pop(nn.Module):
+                def forward(self, x):
+                    foo = yield pop("foo")
+                    return foo
+
+            l1 = Pop()
+            with pytest.raises(RuntimeError):
+                l1(torch.tensor(42))
+    ''')
+    found = engine.check_text(text, "t.py").diagnostics
+    line = HEADER.count("\n") + TRACKER.count("\n") + FRESH.count("\n") + 11
+    assert [(d.line, d.col, d.message) for d in found] == [
+        (line, 8, "SKP201 layer 'l1' (Pop) pops 'foo' but no earlier layer stashes it")]
+    assert codes("import pytest\n\ndef test(x):\n    with pytest.raises(RuntimeError):\n        P()(x)\n") == \
+        [(5, "SKP201")]
+    assert codes("def test(x):\n    try:\n        P()(x)\n    except RuntimeError:\n        pass\n") == \
+        [(3, "SKP201")]
+
+
+def test_what_other_entry_points_stash_reaches_a_direct_pop_unless_each_test_has_its_own_tracker():
+    # Tests run one after another on one thread: a stash one leaves in the default tracker is
+    # there for the next, unless an autouse fixture makes a fresh tracker current for each test.
+    other = "def test_a(x):\n    S()(x)\n\ndef test_b(x):\n    return P()(x)\n"
+    assert codes(TRACKER + other) == []
+    assert codes(TRACKER + FRESH + other) == [(14, "SKP201")]
+    # A builder may run more than once, so its own later stash counts; the module's code runs first.
+    assert codes("def build(x):\n    P()(x)\n    S()(x)\n") == []
+    assert codes("P()(x)\n\ndef test(x):\n    S()(x)\n") == [(1, "SKP201")]
+    assert codes("S()(x)\n\ndef test(x):\n    P()(x)\n") == []
+    assert codes(TRACKER + FRESH + "S()(x)\n\ndef test(x):\n    P()(x)\n") == [(13, "SKP201")]
+    # A fixture that makes a tracker current without giving a new one leaves the default's names.
+    shared = FRESH.replace("made = SkipTracker()", "made = current()")
+    assert codes(TRACKER + shared + other) == []
+
+
+def test_a_direct_pop_inside_another_tracker_is_not_judged():
+    # use_skip_tracker (or a context manager of the project, which may wrap it) makes a tracker
+    # current whose contents cannot be known; torch's and pytest's do not.
+    assert codes(TRACKER + "def test(t, x):\n    with use_skip_tracker(t):\n        return P()(x)\n") == []
+    assert codes("from mine import tracking\n\ndef test(x):\n    with tracking():\n        return P()(x)\n") == []
+    assert codes("import torch\n\ndef test(x):\n    with torch.no_grad():\n        return P()(x)\n") == \
+        [(5, "SKP201")]
 
 
 def test_lazy_skippables_given_to_a_pipe_class_parameter():
@@ -472,3 +590,119 @@ def test_profiling_fails_only_where_a_popped_skip_shares_the_stashing_layers_out
         computed_apart = balance_by_time(2, nn.Sequential(Apart(), nn.ReLU(), P()), torch.empty(4, 4))
         never_used = balance_by_time(2, nn.Sequential(Encode(), nn.ReLU(), Drop()), torch.empty(4, 4))
     """)) == [(PROFILED.count("\n") + 2, "SKP303")]
+
+
+def messages(body: str) -> list[tuple[int, int, str]]:
+    text = HEADER + textwrap.dedent(body)
+    offset = HEADER.count("\n")
+    result = engine.check_text(text, "t.py", engine.Selection(extend_select=("SKP901",)))
+    return sorted((d.line - offset, d.col, d.message) for d in result.diagnostics)
+
+
+FACTORY = '''
+def make(name):
+    @skippable(stash=[name])
+    class Made(nn.Module):
+        def forward(self, x):
+            yield stash(name, x)
+            return x
+    return Made
+
+'''
+LOOP = '''
+MADE = {}
+for name in ("skip", "other"):
+    @skippable(stash=[name])
+    class Each(nn.Module):
+        skip_name = name
+        def forward(self, x):
+            yield stash(self.skip_name, x)
+            return x
+    MADE[name] = Each
+
+'''
+
+
+def test_isolate_only_naming_an_undeclared_skip_is_skp115_for_factory_and_loop_classes():
+    # The class each call or iteration makes declares its own name; `only=` naming another is
+    # SKP115 at the argument, as for a class written at module level, and the composition is not
+    # judged past that layer.
+    tail = "ns = Namespace()\nmodel = nn.Sequential({}.isolate(ns, only=['b']), P().isolate(ns))\n"
+    assert messages(FACTORY + tail.format("make('skip')()")) == [
+        (11, 49, "SKP115 only= names 'b', which 'Made' never declares")]
+    assert messages(LOOP + tail.format("MADE['skip']()")) == [
+        (13, 49, "SKP115 only= names 'b', which 'Each' never declares")]
+    # The module-level class: one finding, not one from each pass.
+    assert messages(tail.format("S()")) == [(2, 38, "SKP115 only= names 'b', which 'S' never declares")]
+    assert messages("ns = Namespace()\nlayer = S()\nmodel = nn.Sequential(layer.isolate(ns, only=['b', 'c']), P())\n") \
+        == [(3, 40, "SKP115 only= names 'b', which 'S' never declares"),
+            (3, 40, "SKP115 only= names 'c', which 'S' never declares")]
+    # The names it declares: checked as usual.
+    assert messages(FACTORY + "ns = Namespace()\nmodel = nn.Sequential(make('skip')().isolate(ns, only=['skip']), "
+                              "P().isolate(ns))\n") == []
+
+
+def test_a_namespace_or_only_names_computed_at_run_time_is_skp901_at_the_argument():
+    assert messages("def build(ns):\n    return nn.Sequential(S().isolate(ns), P().isolate(ns))\n") == [
+        (2, 37, "SKP901 the namespace given to isolate() is computed at run time; skiplint cannot check it"),
+        (2, 54, "SKP901 the namespace given to isolate() is computed at run time; skiplint cannot check it")]
+    assert messages("def build(names):\n    ns = Namespace()\n"
+                    "    return nn.Sequential(S().isolate(ns, only=names), P().isolate(ns, only=names))\n") == [
+        (3, 41, "SKP901 the only= argument of this isolate() is computed at run time; skiplint cannot check it"),
+        (3, 70, "SKP901 the only= argument of this isolate() is computed at run time; skiplint cannot check it")]
+    # A builder called with a Namespace: known there.
+    assert messages("def build(ns):\n    return nn.Sequential(S().isolate(ns), P().isolate(ns))\n\n"
+                    "model = build(Namespace())\n") == []
+
+
+@pytest.mark.parametrize("stash, pop, first", profiling_shapes.CASES)
+def test_skp303_is_decided_by_autograd_dataflow(stash: str, pop: str, first: bool) -> None:
+    # Each case runs for real in tests/runtime/test_oracle_conditions.py with both libraries.
+    text = profiling_shapes.source(stash, pop, first)
+    found = [(d.line, d.col, d.message) for d in engine.check_text(text, "t.py").diagnostics]
+    line = text.splitlines().index(next(l for l in text.splitlines() if l.startswith("balance = "))) + 1
+    expected = [(line, 10, "SKP303 balance_by_time() profiles layers in isolation; the skippable layers of this "
+                           "composition fail there")]
+    assert found == (expected if profiling_shapes.fails(stash, pop, first) else [])
+
+
+DETACHED = '''
+import torch
+
+@skippable(pop=["skip"])
+class D(nn.Module):
+    def forward(self, x):
+        skip = yield pop("skip")
+        {use}
+
+model = GPipe(nn.Sequential(S(), nn.ReLU(), D()), balance={balance})
+'''
+
+
+def test_a_pop_used_only_detached_across_partitions_is_skp305():
+    # Measured (tests/runtime/test_oracle_conditions.py): no gradient flows back through it, as
+    # for a discarded pop.
+    detach = DETACHED.format(use="return x + skip.detach()", balance="[2, 1]")
+    assert messages(detach) == [(7, 21, (
+        "SKP305 the tensor from yield pop('skip') reaches the output only detached, and this pipe stashes it in "
+        "partition 0 and pops it in partition 1: backward() fails; use the popped tensor"))]
+    no_grad = DETACHED.format(use="with torch.no_grad():\n            y = skip * 2\n        return x + y",
+                              balance="[2, 1]")
+    assert [(line, message[:6]) for line, _, message in messages(no_grad)] == [(7, "SKP305")]
+    # In one partition, or used with its history as well, it runs.
+    assert messages(DETACHED.format(use="return x + skip.detach()", balance="[3]")) == []
+    assert messages(DETACHED.format(use="y = skip.detach()\n        return x + skip + y", balance="[2, 1]")) == []
+    assert messages(DETACHED.format(use="skip = skip.detach()\n        return x + skip", balance="[2, 1]")) == []
+
+
+def test_profiling_takes_each_direct_child_whole():
+    # balance_by_time profiles direct children: a skip inside one child Sequential is one backward;
+    # across children it fails when only history-keeping torch.nn layers follow the stash and the pop.
+    def profiled(model: str) -> list[tuple[int, str]]:
+        return codes(PROFILED + f"model = nn.Sequential({model})\nb = balance_by_time(2, model, torch.randn(8, 4))\n")
+    line = PROFILED.count("\n") + 2
+    assert profiled("nn.Sequential(Encode(), nn.ReLU(), P()), nn.ReLU()") == []
+    assert profiled("nn.Sequential(Encode(), nn.ReLU()), nn.Sequential(nn.Linear(4, 4), P(), nn.Tanh())") == \
+        [(line, "SKP303")]
+    assert profiled("nn.Sequential(Encode(), Mystery()), nn.Sequential(P())") == []
+    assert profiled("nn.Sequential(Encode()), nn.Sequential(P(), Mystery())") == []

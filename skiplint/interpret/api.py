@@ -46,6 +46,11 @@ class Api(Core):
                 record = PipeRecord("LazyModule", node, lazy, None)
             else:
                 record = PipeRecord(symbol, node, module, balance_of(balance))
+                if symbol in ("GPipe", "FairscalePipe"):  # both take them as keywords only
+                    chunks = kwargs["chunks"][0] if "chunks" in kwargs else 1
+                    checkpoint = kwargs["checkpoint"][0] if "checkpoint" in kwargs else "except_last"
+                    record.chunks = chunks if is_int(chunks) else None
+                    record.checkpoint = checkpoint if isinstance(checkpoint, str) else None
             self.pipes.append(record)
             if isinstance(module, SeqV):
                 module.piped = True
@@ -134,13 +139,20 @@ class Api(Core):
             return
         seq.add(key, value, node)
 
-    def isolate(self, layer: LayerV, values: list[Any], kwargs: dict[str, Any]) -> Any:
+    def isolate(self, layer: LayerV, values: list[Any], kwargs: dict[str, Any], node: cst.Call) -> Any:
+        """`.isolate(ns, only=...)`: the names it isolates take the namespace. A namespace or
+        names that cannot be known leave the layer unknown (SKP901 says so), and so does an
+        `only=` that names a skip its class never declares (SKP115)."""
         ns = values[0] if values else kwargs.get("ns", (UNKNOWN,))[0]
         if not isinstance(ns, NS) or len(values) > 1:
             layer.tainted = True
+            given = node.args[0] if node.args else None
+            if given is not None and (ns is UNKNOWN or ns is None) and len(values) <= 1:
+                self.report("SKP901", given, what="the namespace given to isolate()")
             return layer
         only_entry = kwargs.get("only")
         info = layer.info
+        only_arg = next((a for a in node.args if a.keyword is not None and a.keyword.value == "only"), None)
         if only_entry is None:
             if info is None or info.stash is None or info.pop is None:
                 layer.tainted = True
@@ -153,16 +165,22 @@ class Api(Core):
                     layer.tainted = True
                 else:
                     layer.unsure = True  # its names are unknown; the other layers are still checked
+                if only_arg is not None:
+                    self.report("SKP901", only_arg, what="the only= argument of this isolate()")
                 return layer
             names = frozenset(only)
             if info is not None and info.stash is not None and info.pop is not None and \
                     not names <= info.stash | info.pop:
                 # SKP115 reports the misnamed skip; the composition is not judged past it.
                 layer.tainted = True
+                if only_arg is not None:
+                    for name in sorted(names - (info.stash | info.pop)):
+                        self.report("SKP115", only_arg, name=name, cls=info.name)
                 return layer
         for name in names:
             layer.namespaces[name] = ns
         return layer
+
 
 def argument(args: Args, kwargs: Kwargs, position: int, keyword: str) -> Any:
     if keyword in kwargs:

@@ -12,7 +12,7 @@ from skiplint.interpret.core import Args, Core, Kwargs
 from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, Return
 from skiplint.interpret.operations import call_builtin
 from skiplint.interpret.values import (
-    MODULE_METHODS, MUTATORS, STAR_UNKNOWN, UNKNOWN, ApiV, BoundV, BuiltinV, ClassV, DictV, ExternalV,
+    MODULE_METHODS, MUTATORS, STAR_UNKNOWN, UNKNOWN, ApiV, BoundV, BuiltinV, ClassV, DictV, DirectCall, ExternalV,
     FuncV, LambdaV, LayerV, ListV, ObjV, PipeRecord, PipeV, SeqV, hashable_constant, is_int, place, taint,
 )
 
@@ -75,20 +75,22 @@ class Calls(Core):
         whatever may stash into the thread's default skip tracker is noted (a direct pop after a
         direct stash of the same name finds it there)."""
         if isinstance(func, LayerV) and func.kind == "skippable":
-            if not self.expecting_failure:
-                self.direct_calls.append((func, func_node))
+            before = None if self.tracker is None or self.other_tracker else frozenset(self.tracker)
+            self.direct_calls.append(DirectCall(func, func_node, before, self.entry_kind))
             self.note_stashes(func, 0)
         elif isinstance(func, (LayerV, SeqV)) or (with_arguments and (func is UNKNOWN or isinstance(func, ObjV))):
             self.note_stashes(func, 0)
 
     def note_stashes(self, value: Any, depth: int) -> None:
-        if self.tracker_names is None:
+        """What a module run directly may stash into the tracker: a pop does take a stash out of
+        it, but which namespace's is not followed, so the names only grow."""
+        if self.tracker is None:
             return
         if isinstance(value, LayerV) and value.kind == "plain":
             return
         if isinstance(value, LayerV) and value.kind == "skippable" and value.info is not None \
                 and value.info.stash is not None and not value.tainted:
-            self.tracker_names.update(value.info.stash)
+            self.tracker.update(value.info.stash)
             return
         if isinstance(value, SeqV) and value.complete and not value.tainted and depth <= self.budget.nesting:
             for _, child, _ in value.children:
@@ -96,7 +98,7 @@ class Calls(Core):
             return
         if isinstance(value, PipeV):
             return  # a pipe runs its layers with skip trackers of its own
-        self.tracker_names = None
+        self.tracker = None
 
     def call(self, func: Any, args: Args, kwargs: Kwargs, node: cst.Call,
              known: bool = True) -> Any:
@@ -199,7 +201,7 @@ class Calls(Core):
             return UNKNOWN
         if isinstance(obj, LayerV):
             if attr == "isolate" and obj.kind == "skippable":
-                return self.isolate(obj, values, kwargs)
+                return self.isolate(obj, values, kwargs, node)
             if attr in MODULE_METHODS:
                 return obj
             return UNKNOWN

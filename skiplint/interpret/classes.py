@@ -4,6 +4,7 @@ a plain class's own code nests skippable layers, and what instantiating each kin
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from typing import Any, Optional
 
 import libcst as cst
@@ -66,7 +67,7 @@ class Classes(Core):
                 given[keyword] = self.eval(arg.value, env)
             stash = info.stash if info.stash is not None else self.names(given["stash"])
             pop = info.pop if info.pop is not None else self.names(given["pop"])
-            return SkipInfo(info.name, stash, pop, info.discarded)
+            return dataclasses.replace(info, stash=stash, pop=pop)
         return info
 
     def names(self, value: Any) -> Optional[frozenset[str]]:

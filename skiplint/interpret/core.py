@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import libcst as cst
 
-from skiplint.facts import Locator, ModuleFacts
+from skiplint.facts import Finding, Locator, ModuleFacts, Site
 from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, OutOfBudget, Return
-from skiplint.interpret.values import ClassV, FuncV, LambdaV, LayerV, PipeRecord, SeqV, SkipInfo, skip_info
+from skiplint.interpret.values import (
+    ClassV, DirectCall, FuncV, LambdaV, LayerV, PipeRecord, SeqV, SkipInfo, skip_info,
+)
 from skiplint.limits import Budget
 from skiplint.skippables import ModuleIndex, computed
 
@@ -49,18 +51,34 @@ class Core:
         self.module_env = Env(None, index.scope)
         #: Module-level functions whose result a harness gives to a pipe (`skiplint verify FILE:build`).
         self.verified_functions: frozenset[str] = frozenset()
-        #: Skippable layers called directly (`layer(x)`), with the callee expression.
-        self.direct_calls: list[tuple[LayerV, cst.BaseExpression]] = []
-        #: Names that some direct call in the module may stash in the thread's default skip
-        #: tracker (where a later direct pop finds them); None: any name.
-        self.tracker_names: Optional[set[str]] = set()
-        #: Inside `with pytest.raises(...)` / `try:` with handlers: a failure is expected there.
-        self.expecting_failure = 0
+        #: Skippable layers called directly (`layer(x)`), in the order they ran.
+        self.direct_calls: list[DirectCall] = []
+        #: Names that the running entry point may have stashed so far into the skip tracker its
+        #: direct calls use (the thread's default one, unless a fixture gives each test its own);
+        #: None: any name.
+        self.tracker: Optional[set[str]] = set()
+        #: Names that some entry point may leave in the thread's default tracker, where an entry
+        #: point run after it finds them; None: any name.
+        self.tracker_leaks: Optional[set[str]] = set()
+        #: Inside a `with` that may install another skip tracker (`use_skip_tracker(...)`, a
+        #: context manager of the project): what a direct pop finds there cannot be known.
+        self.other_tracker = 0
+        #: The kind of the entry point running: "module", "test" (a pytest test function), "other".
+        self.entry_kind = "module"
+        #: An autouse fixture of the module runs each test inside `use_skip_tracker(...)` with a
+        #: tracker of its own, so a test starts with an empty tracker whatever ran before it.
+        self.fresh_test_trackers = False
         #: Skippable classes whose names their code alone cannot tell, and each execution of
         #: their class statements (skiplint.interpret.specialize).
         self.open_classes: builtins.set[int] = {
             id(cls.site.node) for cls in facts.skippables if cls.site is not None and computed(cls)}
         self.definitions: list[Definition] = []
+        #: SKP115/SKP901 at `.isolate(...)` calls, each (call argument, name) once; the SKP115 that
+        #: the module's own pass reports (`Cls(...).isolate(...)` of a class it knows) are not repeated.
+        self.findings: list[Finding] = []
+        self.reported: builtins.set[tuple[int, str]] = {
+            (id(f.site.node), dict(f.args).get("name", "")) for f in facts.findings
+            if f.code == "SKP115" and f.site is not None}
         self.definition_count: dict[int, int] = {}
         #: id(SkipInfo of one execution) -> that with what its specialization adds (the pops it
         #: discards, the stashes that share its output).
@@ -69,15 +87,29 @@ class Core:
         self.run_serial = 0
         self.aborted_runs: builtins.set[int] = builtins.set()
 
-    def guarded(self, action: Callable[..., Any]) -> None:
-        """Run one entry point; an exhausted budget or stray control flow ends just that one."""
+    def guarded(self, action: Callable[..., Any], kind: str = "other") -> None:
+        """Run one entry point; an exhausted budget or stray control flow ends just that one.
+        Each starts with nothing stashed by itself; what it may stash stays in the thread's
+        default tracker for the entry points after it (all of it, when it did not finish)."""
         self.run_serial += 1
+        self.entry_kind = kind
+        self.tracker = set()
         try:
             action()
         except (OutOfBudget, RecursionError):
             self.aborted_runs.add(self.run_serial)
         except (Return, Break, Continue, LoopUnknown):
             self.aborted_runs.add(self.run_serial)
+        if self.run_serial in self.aborted_runs or self.tracker is None:
+            self.tracker_leaks = None
+        elif self.tracker_leaks is not None:
+            self.tracker_leaks |= self.tracker
+
+    def report(self, code: str, node: cst.CSTNode, **args: str) -> None:
+        key = (id(node), args.get("name", args.get("what", "")))
+        if key not in self.reported:
+            self.reported.add(key)
+            self.findings.append(Finding(code, tuple(args.items()), Site(node, self.locator)))
 
     def tick(self, cost: int = 1) -> None:
         self.steps += cost
@@ -112,5 +144,5 @@ class Core:
         def api_call(self, symbol: str, args: Args, kwargs: Kwargs, node: cst.Call, known: bool) -> Any: ...
         def fill_sequential(self, seq: SeqV, args: Args, kwargs: Kwargs, node: cst.CSTNode) -> None: ...
         def add_child(self, seq: SeqV, key: Optional[str], value: Any, node: Any) -> None: ...
-        def isolate(self, layer: LayerV, values: list[Any], kwargs: Kwargs) -> Any: ...
+        def isolate(self, layer: LayerV, values: list[Any], kwargs: Kwargs, node: cst.Call) -> Any: ...
         def lazy_layers(self, module: Any, node: cst.Call) -> Optional[SeqV]: ...

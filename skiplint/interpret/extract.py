@@ -4,13 +4,19 @@ verify_skippables runs on (or that leaves the module)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Iterator, Optional
 
 import libcst as cst
 
+from skiplint import gradflow
 from skiplint.facts import Composition, Layer, ModelFacts, Pipe, Site, SkipKey
 from skiplint.interpret.core import Core
 from skiplint.interpret.values import NS, UNKNOWN, LayerV, SeqV, code
+
+
+#: torch.nn layers that keep their input's autograd history in their output.
+_KEEPING = gradflow.PARAM_LAYERS | gradflow.SAVING_LAYERS | gradflow.PASSING_LAYERS
 
 
 class Conversion:
@@ -23,8 +29,10 @@ class Conversion:
         self.partition_nodes = run.partition_nodes
         self.budget = run.budget
         self.direct_calls = run.direct_calls
-        self.tracker_names = run.tracker_names
+        self.tracker_leaks = run.tracker_leaks
+        self.fresh_test_trackers = run.fresh_test_trackers
         self.refined = run.refined
+        self.findings = run.findings
 
     def facts(self, path: str) -> ModelFacts:
         converted: dict[int, Composition] = {}
@@ -49,7 +57,7 @@ class Conversion:
                 found = self.composition(single(module, record.node))
             name = record.name or (found.name if found is not None else record.kind)
             pipes.append(Pipe(record.kind, name, found, record.balance,  # type: ignore[arg-type]
-                              Site(record.node, self.locator)))
+                              Site(record.node, self.locator), record.chunks, record.checkpoint))
         # verify_skippables runs on these (directly, or in a pipe's constructor): a record each,
         # so that the checks know where a stash nobody pops fails.
         for seq in self.sequences:
@@ -58,22 +66,27 @@ class Conversion:
                 kind = "verify_skippables" if seq.verified else "exported"
                 pipes.append(Pipe(kind, found.name, found, None,  # type: ignore[arg-type]
                                   Site(seq.node, self.locator)))
-        return ModelFacts(path, tuple(compositions), tuple(pipes))
+        return ModelFacts(path, tuple(compositions), tuple(pipes), findings=tuple(self.findings))
 
     def direct_pops(self) -> Iterator[SeqV]:
         """A composition of one for each popping layer called directly (`layer(x)`, `Pop()(x)`):
-        its forward runs with the thread's default skip tracker, where nothing was stashed, so its
-        first pop raises "'name' has not been stashed". Judged only when the instance is handed to
-        nothing else (no Sequential, container, attribute or argument), the call is not expected
-        to fail (`pytest.raises`, `try`), and no direct call in the module may stash the names."""
-        if self.tracker_names is None:
-            return
+        its forward runs with the thread's skip tracker, where nothing stashed its names, so it
+        raises "'name' has not been stashed" before its body runs, wherever the call is (inside
+        `pytest.raises` or `try` too). Judged only when the instance is handed to nothing else (no
+        Sequential, container, attribute or argument) and nothing may have stashed its names
+        before: no direct call earlier in its entry point (the module's code, a test, a builder),
+        and, but for the module's own code (it runs first) and tests that an autouse fixture
+        gives a tracker of their own, no direct call of any entry point (run in any order)."""
         seen: set[int] = set()
-        for layer, func_node in self.direct_calls:
+        for call in self.direct_calls:
+            layer, func_node, before = call.layer, call.node, call.before
             info = layer.info
+            if before is not None and not (call.entry == "module" or (call.entry == "test" and
+                                                                      self.fresh_test_trackers)):
+                before = None if self.tracker_leaks is None else before | self.tracker_leaks
             if (id(func_node) in seen or layer.placed or layer.tainted or layer.unsure or info is None
                     or info.stash is None or info.pop is None or not info.pop or info.stash & info.pop
-                    or info.pop & self.tracker_names):
+                    or before is None or info.pop & before):
                 continue
             seen.add(id(func_node))
             seq = SeqV("direct call", func_node, name=f"{code(func_node)}(...)")
@@ -136,8 +149,10 @@ class Conversion:
                 return tuple(out)
 
             return Layer(index, key, value.label, "skippable", keys(info.stash), keys(info.pop),
-                         tuple(sorted(both)), site, discarded=info.discarded,
-                         output_stashes=tuple(sorted(info.output_stashes & info.stash)))
+                         tuple(sorted(both)), site, discarded=info.discarded, detached=info.detached,
+                         output_stashes=tuple(sorted(info.output_stashes & info.stash)),
+                         input_output_stashes=tuple(sorted(info.input_output_stashes & info.stash)),
+                         inert_pops=tuple(sorted(info.inert_pops & info.pop)))
         label = code(node) if node is not None else "?"
         return Layer(index, key, label, "unknown", site=site)
 
@@ -146,24 +161,34 @@ class Conversion:
             return f"#{ns.serial}"
         return f"Namespace() of line {self.locator.position(ns.node)[0]}"
 
-    def nested_skippables(self, seq: SeqV, ns_label: dict[int, str], depth: int = 0) -> Iterator[Layer]:
-        """Skippable (or unknown) layers anywhere inside a container."""
+    def nested_skippables(self, seq: SeqV, ns_label: dict[int, str], depth: int = 0,
+                          tail_keeps: bool = True) -> Iterator[Layer]:
+        """Skippable (or unknown) layers anywhere inside a container. `tail_keeps`: what follows
+        `seq` in the containers around it keeps the autograd history of its output."""
         if depth > self.budget.nesting or not seq.complete or seq.tainted:
             yield Layer(-1, "?", seq.label, "unknown")
             if depth > self.budget.nesting:
                 return
+        keeps = [self.keeps_history(value) for _, value, _ in seq.children]
         for index, (key, value, node) in enumerate(seq.children):
+            follows = tail_keeps and all(keeps[index + 1:])
             if isinstance(value, SeqV):
-                yield from self.nested_skippables(value, ns_label, depth + 1)
+                yield from self.nested_skippables(value, ns_label, depth + 1, follows)
                 continue
             site = Site(node, self.locator) if node is not None else None
             layer = self.layer(index, key, value, node, site, ns_label)
             if layer.unknown_names:
                 yield Layer(-1, "?", layer.label, "unknown")
             elif layer.kind in ("skippable", "unknown"):
-                yield layer
+                yield dataclasses.replace(layer, feeds_output=follows) if follows and layer.kind == "skippable" \
+                    else layer
             elif layer.kind == "container":
                 yield from layer.nested
+
+    @staticmethod
+    def keeps_history(value: Any) -> bool:
+        """A torch.nn layer whose output carries its input's autograd history (skiplint.gradflow)."""
+        return isinstance(value, LayerV) and value.kind == "plain" and value.label in _KEEPING
 
 
 def single(layer: LayerV, node: cst.CSTNode) -> SeqV:

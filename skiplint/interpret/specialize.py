@@ -98,9 +98,12 @@ class Specializations(Core):
             if made is not None:
                 out.append(made)
                 facts = skip_info(made)
-                if facts.discarded or facts.output_stashes:
+                if (facts.discarded or facts.detached or facts.output_stashes or facts.input_output_stashes
+                        or facts.inert_pops):
                     self.refined[id(definition.info)] = dataclasses.replace(
-                        definition.info, discarded=facts.discarded, output_stashes=facts.output_stashes)
+                        definition.info, discarded=facts.discarded, detached=facts.detached,
+                        output_stashes=facts.output_stashes,
+                        input_output_stashes=facts.input_output_stashes, inert_pops=facts.inert_pops)
         return tuple(out)
 
     def specialized(self, definition: Definition) -> Optional[SkippableClass]:

@@ -12,8 +12,13 @@ from skiplint.interpret.core import Core
 from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, Return
 from skiplint.interpret.operations import AUG, binary
 from skiplint.interpret.values import (
-    MISSING, MUTATORS, UNKNOWN, NS, DictV, FuncV, LayerV, ListV, ObjV, PipeV, SeqV, code, place, taint,
+    MISSING, MUTATORS, UNKNOWN, NS, BuiltinV, DictV, ExternalV, FuncV, LayerV, ListV, ObjV, PipeV, SeqV, place, taint,
 )
+
+
+#: Packages whose context managers never install a skip tracker (but for `use_skip_tracker`).
+_KNOWN_CONTEXTS = frozenset({"torch", "pytest", "contextlib", "warnings", "unittest", "numpy", "tempfile", "os",
+                             "threading", "logging", "io", "sys", "time"})
 
 
 class Statements(Core):
@@ -72,24 +77,19 @@ class Statements(Core):
         elif type(stmt) is cst.For:
             self.for_(stmt, env)
         elif type(stmt) is cst.With:
+            other = False
             for item in stmt.items:
+                other = other or self.may_install_tracker(item.item, env)
                 self.eval(item.item, env)
                 if item.asname is not None:
                     self.assign(item.asname.name, UNKNOWN, env, None)
-            expects = any("raises" in code(item.item).lower() for item in stmt.items)
-            self.expecting_failure += expects
+            self.other_tracker += other
             try:
                 self.suite(stmt.body, env)
             finally:
-                self.expecting_failure -= expects
+                self.other_tracker -= other
         elif isinstance(stmt, cst.Try):
-            self.expecting_failure += bool(stmt.handlers)
-            try:
-                self.suite(stmt.body, env)
-            except (Break, Continue, Return):
-                raise
-            finally:
-                self.expecting_failure -= bool(stmt.handlers)
+            self.suite(stmt.body, env)
             for handler in stmt.handlers:
                 self.taint_block(handler.body, env)
             if stmt.orelse is not None:
@@ -98,6 +98,19 @@ class Statements(Core):
                 self.suite(stmt.finalbody.body, env)
         else:  # while, match, try*: effects unknown
             self.taint_block(stmt, env)
+
+    def may_install_tracker(self, item: cst.BaseExpression, env: Env) -> bool:
+        """Whether a context manager may make another skip tracker current in its body:
+        `use_skip_tracker(...)`, or one that is not from torch, pytest or the standard library
+        (a project's own may wrap use_skip_tracker)."""
+        func = item.func if isinstance(item, cst.Call) else item
+        value = self.imported(func, env) if isinstance(func, (cst.Name, cst.Attribute)) else UNKNOWN
+        if isinstance(value, BuiltinV):
+            return False
+        if isinstance(value, ExternalV):
+            root = value.qualified.split(".")[0]
+            return value.qualified.endswith("use_skip_tracker") or root not in _KNOWN_CONTEXTS
+        return True
 
     def if_(self, stmt: cst.If, env: Env) -> None:
         test = self.eval(stmt.test, env)

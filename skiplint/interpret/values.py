@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 #: Pipe classes: the first argument is the module, the second (but for torch's) the balance.
 PIPES = ("GPipe", "FairscalePipe", "TorchPipe", "MultiProcessPipe", "AsyncPipe")
 #: Calls that run verify_skippables on the module they are given (SKP202 needs one to fail).
-VERIFIERS = ("GPipe", "FairscalePipe", "TorchPipe")
+VERIFIERS = ("GPipe", "FairscalePipe", "TorchPipe", "MultiProcessPipe")
 #: Methods that change the container they are called on.
 MUTATORS = frozenset({"append", "extend", "insert", "add_module", "isolate", "update", "pop",
                       "remove", "clear", "setdefault", "__setitem__", "register_module", "reverse",
@@ -51,8 +51,13 @@ class SkipInfo:
     pop: Optional[frozenset[str]]
     #: Popped names whose tensor forward discards, with the `pop(...)` call.
     discarded: tuple[tuple[str, Site], ...] = ()
-    #: Stashed names of which some stash shares autograd history with forward's output.
+    #: ... assigned but used only detached (Command.detached_only).
+    detached: tuple[tuple[str, Site], ...] = ()
+    #: Stashed names of which some stash shares autograd history with forward's output; ... when
+    #: the layer's input requires grad; popped names forward's output does not depend on.
     output_stashes: frozenset[str] = frozenset()
+    input_output_stashes: frozenset[str] = frozenset()
+    inert_pops: frozenset[str] = frozenset()
 
 
 @dataclass(eq=False)
@@ -198,6 +203,20 @@ class PipeV:
     record: "PipeRecord"
 
 
+@dataclass(frozen=True)
+class DirectCall:
+    """A skippable layer called directly (`layer(x)`, `Pop()(x)`)."""
+
+    layer: LayerV
+    #: The callee expression: where a pop with nothing stashed before it is reported.
+    node: cst.BaseExpression
+    #: Names the entry point it ran in may have stashed before it into the tracker it uses; None:
+    #: any name (an unknown call ran before it, or another tracker may be installed).
+    before: Optional[frozenset[str]]
+    #: The kind of that entry point (Core.entry_kind).
+    entry: str
+
+
 @dataclass(eq=False)
 class PipeRecord:
     kind: str
@@ -205,6 +224,8 @@ class PipeRecord:
     module: Any
     balance: Optional[tuple[int, ...]]
     name: Optional[str] = None
+    chunks: Optional[int] = None
+    checkpoint: Optional[str] = None
 
 
 #: A name one branch of an `if` did not bind.
@@ -277,5 +298,9 @@ def skip_info(cls: SkippableClass) -> SkipInfo:
     discarded = tuple((c.name, c.site) for c in (cls.forward.commands if cls.forward is not None else ())
                       if c.kind == "pop" and c.yielded and c.discarded and c.name is not None
                       and c.site is not None)
-    return SkipInfo(cls.name, stash, pop, discarded, cls.output_stashes)
+    detached = tuple((c.name, c.site) for c in (cls.forward.commands if cls.forward is not None else ())
+                     if c.kind == "pop" and c.yielded and c.detached_only and not c.discarded and c.name is not None
+                     and c.site is not None)
+    return SkipInfo(cls.name, stash, pop, discarded, detached, cls.output_stashes, cls.input_output_stashes,
+                    cls.inert_pops)
 

@@ -46,7 +46,7 @@ def test_the_budget_runs_both_libraries_every_style_and_real_failures(results: l
     assert {p.library for p in programs} == {"torchgpipe", "fairscale"}
     assert {p.class_style for p in programs} == {"decorator", "call_form", "factory", "class_loop"}
     assert {p.composition for p in programs} == {"literal", "list_loop", "ordered_dict", "add_module", "helper",
-                                                 "stages"}
+                                                 "stages", "children"}
     assert {p.partitions for p in programs} == {1, 2, 3}
     stages = {r.stage for r in results if not r.runtime_ok}
     assert {"define", "pipe", "forward", "backward", "eval"} <= stages
@@ -66,7 +66,7 @@ def test_a_crashing_program_costs_only_itself() -> None:
     assert out["hang"] == {"ok": False, "stage": "timeout", "error": "no result in 5 s"}
     assert out[fine.ident] == {"ident": fine.ident, "ok": True, "stage": "", "error": ""}
     assert out[broken.ident] == {"ident": broken.ident, "ok": False, "stage": "forward",
-                                 "error": "KeyError: 'residual'"}
+                                 "error": "KeyError: 'hidden3'"}
 
 
 def test_outcomes_are_the_product_of_the_two_verdicts() -> None:

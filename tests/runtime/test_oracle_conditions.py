@@ -17,13 +17,22 @@ are routes of two different Namespaces. verify_skippables and a plain run pass i
 
 SKP303: balance_by_time over skippable layers fails only when a stashed tensor shares autograd
 history with its layer's output ('Trying to backward through the graph a second time'), not with
-"has not been stashed"; a stash of the layer's input profiles fine.
+"has not been stashed"; a stash of the layer's input profiles fine. The shapes of
+tests/profiling_shapes.py pin the condition, which skiplint decides by autograd dataflow.
+
+SKP205: a skip between child Sequentials travels in its micro-batch's skip tracker; backward fails
+when checkpointing recomputes the popping partition across partitions.
+
+SKP304: fairscale's AsyncPipe refuses skippable layers in LazyModule lists and carries no skip
+between its processes (two processes on CPU, gloo and RPC).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import subprocess
+import sys
 from typing import Any, Callable
 
 import pytest
@@ -32,6 +41,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torchgpipe")
 pytest.importorskip("fairscale")
 from torch import nn  # noqa: E402
+
+from tests import profiling_shapes  # noqa: E402
 
 LIBRARIES = {"torchgpipe": ("torchgpipe.skip", "torchgpipe", "GPipe"),
              "fairscale": ("fairscale.nn.pipe.skip", "fairscale.nn", "Pipe")}
@@ -274,3 +285,180 @@ def test_profiling_a_stash_of_the_computed_output_fails_in_backward(lib: str) ->
         profile(lib, model)
     pipe_cls = library(lib)[1]
     assert run_steps(pipe_cls, model, [2, 2]) == "ok"  # the same model runs in a pipe
+
+
+# -- SKP205 between child Sequentials ----------------------------------------------------------------
+# verify_skippables and inspect_skip_layout see direct children only, so a skip stashed inside one
+# child Sequential and popped inside a later one has no portal: it travels in the skip tracker of
+# its micro-batch, which every partition shares. It runs, equal to the plain model, in one
+# partition and across partitions without recomputation; across partitions, backward raises
+# "'a' has not been stashed" when the popping partition is recomputed (checkpoint='always', or
+# 'except_last' with more than one micro-batch): the recomputation pops what forward took out.
+
+def children_model(skip: Any, layout: str) -> nn.Sequential:
+    """'s'/'p': a child Sequential holding a stash/pop of 'a'; 'x': one holding a pop, then a stash;
+    'S'/'P': the layer itself as a direct child; '.': a plain layer."""
+    makers: dict[str, Callable[[], nn.Module]] = {
+        "s": lambda: nn.Sequential(stasher(skip, "a"), nn.Linear(3, 3)),
+        "p": lambda: nn.Sequential(nn.Linear(3, 3), popper(skip, "a")),
+        "x": lambda: nn.Sequential(popper(skip, "a"), stasher(skip, "a")),
+        "S": lambda: stasher(skip, "a"), "P": lambda: popper(skip, "a"), ".": lambda: nn.Linear(3, 3),
+    }
+    return nn.Sequential(*(makers[ch]() for ch in layout))
+
+
+def pipe_steps(pipe_cls: Any, model: nn.Sequential, balance: list[int], chunks: int, checkpoint: str) -> str:
+    reference = nn.Sequential(*model.children())
+    x = torch.randn(4, 3, requires_grad=True)
+    step = "construct"
+    try:
+        pipe = pipe_cls(model, balance=balance, devices=["cpu"] * len(balance), chunks=chunks, checkpoint=checkpoint)
+        step = "forward"
+        output = pipe(x)
+        step = "backward"
+        output.sum().backward()
+    except Exception as error:
+        return f"{step}: {type(error).__name__}: {str(error).splitlines()[0]}"
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    expected = reference(x)
+    expected.sum().backward()
+    assert torch.allclose(output, expected, atol=1e-6)
+    assert all(torch.allclose(g, p.grad, atol=1e-6) for g, p in zip(grads, reference.parameters()))
+    return "ok"
+
+
+NOT_STASHED = "backward: RuntimeError: 'a' has not been stashed"
+SPLIT_CASES = [
+    ("sp", [2], 4, "always", "ok"),             # one partition: recomputing it stashes again first
+    ("s.p", [3], 4, "except_last", "ok"),
+    ("sp", [1, 1], 4, "never", "ok"),           # across partitions, no recomputation
+    ("sp", [1, 1], 1, "except_last", "ok"),     # one micro-batch: the last is not checkpointed
+    ("sp", [1, 1], 2, "except_last", NOT_STASHED),
+    ("sp", [1, 1], 1, "always", NOT_STASHED),
+    ("s.p", [2, 1], 2, "except_last", NOT_STASHED),
+    ("s.p", [1, 2], 4, "always", NOT_STASHED),
+    ("ps", [2], 1, "never", "forward: RuntimeError: 'a' has not been stashed"),  # the pop's child first
+    ("x.", [1, 1], 1, "never", "forward: RuntimeError: 'a' has not been stashed"),  # a pop first in one child
+    ("ssp", [3], 2, "except_last", "ok"),      # stashed again: the second stash is popped
+    ("ssp", [1, 1, 1], 1, "never", "ok"),
+    ("ssp", [2, 1], 2, "except_last", NOT_STASHED),
+    ("spp", [3], 1, "never", "forward: RuntimeError: 'a' has not been stashed"),  # popped twice
+    ("Sp", [2], 1, "never", "construct: TypeError: one or more pairs of stash and pop do not match:"),
+    ("sP", [1, 1], 1, "never", "construct: TypeError: one or more pairs of stash and pop do not match:"),
+]
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("layout, balance, chunks, checkpoint, expected", SPLIT_CASES)
+def test_skips_between_child_sequentials(lib: str, layout: str, balance: list[int], chunks: int, checkpoint: str,
+                                         expected: str) -> None:
+    skip, pipe_cls = library(lib)
+    torch.manual_seed(0)
+    assert pipe_steps(pipe_cls, children_model(skip, layout), balance, chunks, checkpoint) == expected
+
+
+# -- SKP303 by autograd dataflow: the sources that tests/test_compositions.py checks statically ------
+
+ROOTS = {"torchgpipe": "torchgpipe", "fairscale": "fairscale.nn.pipe"}
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("stash, pop, first", profiling_shapes.CASES)
+def test_profiling_fails_when_the_popped_skip_shares_saved_history(lib: str, stash: str, pop: str,
+                                                                   first: bool) -> None:
+    torch.manual_seed(0)
+    code = compile(profiling_shapes.source(stash, pop, first, ROOTS[lib]), f"<{stash}-{pop}>", "exec")
+    if profiling_shapes.fails(stash, pop, first):
+        with pytest.raises(RuntimeError, match="^Trying to backward through the graph a second time"):
+            exec(code, {"__name__": "profiled"})
+    else:
+        namespace: dict[str, Any] = {"__name__": "profiled"}
+        exec(code, namespace)
+        assert sum(namespace["balance"]) == len(namespace["model"])
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+def test_balance_by_size_refuses_a_cpu_device(lib: str) -> None:
+    # It profiles CUDA memory only; on CUDA it runs forward passes alone (profile_sizes calls no
+    # backward), so a shared autograd history cannot fail there.
+    balance_by_size = importlib.import_module(BALANCERS[lib]).balance_by_size
+    with pytest.raises(ValueError, match="^size profiler supports only CUDA device$"):
+        balance_by_size(2, nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 3)), torch.randn(4, 3),
+                        device=torch.device("cpu"))
+
+
+# -- SKP304: fairscale's AsyncPipe (its multi-process pipe in 0.4.13), two processes on CPU ---------
+
+def async_pipe(case: str, directory: str, timeout: float = 90.0) -> list[str]:
+    """What each of two ranks reports ('no result' for a rank that waits on a peer that failed)."""
+    worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "async_pipe_worker.py")
+    processes = [subprocess.Popen([sys.executable, worker, case, str(rank), "2", directory],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for rank in range(2)]
+    for process in processes:
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    out = []
+    for rank in range(2):
+        path = os.path.join(directory, f"out.{rank}")
+        out.append(open(path, encoding="utf-8").read() if os.path.exists(path) else "no result")
+    return out
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("plain", ["ok", "ok"]),
+    ("within", ["ok", "ok"]),  # the skip inside rank 1's partition
+    ("lazy", ["construct: ValueError: Can't use Skippable layers with multi-process pipe and lazy construction"] * 2),
+])
+def test_async_pipe_runs_skips_inside_one_process_only(case: str, expected: list[str], tmp_path: Any) -> None:
+    assert async_pipe(case, str(tmp_path)) == expected
+
+
+def test_async_pipe_does_not_carry_a_skip_between_processes(tmp_path: Any) -> None:
+    # Construction passes (no verify_skippables, an empty skip layout); the popping rank finds
+    # nothing in its own tracker, and its peer loses the connection.
+    first, second = async_pipe("across", str(tmp_path))
+    assert second == "forward: RuntimeError: 's' has not been stashed"
+    assert first.startswith("forward: RuntimeError") or first == "no result"
+
+
+# -- SKP305 for a pop used only detached ---------------------------------------------------------------
+
+def detached_popper(skip: Any, how: str) -> nn.Module:
+    @skip.skippable(pop=["a"])
+    class Detached(nn.Module):
+        def forward(self, x: Any) -> Any:
+            a = yield skip.pop("a")
+            if how == "detach":
+                return x + a.detach()
+            with torch.no_grad():
+                b = a * 2
+            return x + b
+
+    return Detached()
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("how", ["detach", "no_grad"])
+@pytest.mark.parametrize("checkpoint", CHECKPOINTS)
+def test_a_pop_used_only_detached_fails_backward_across_partitions(lib: str, how: str, checkpoint: str) -> None:
+    skip, pipe_cls = library(lib)
+    model = nn.Sequential(stasher(skip, "a"), nn.Linear(3, 3), detached_popper(skip, how))
+    assert run_steps(pipe_cls, model, [2, 1], checkpoint) == "backward: AssertionError: "
+    model = nn.Sequential(stasher(skip, "a"), nn.Linear(3, 3), detached_popper(skip, how))
+    assert run_steps(pipe_cls, model, [3], checkpoint) == "ok"
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+def test_profiling_takes_each_direct_child_whole(lib: str) -> None:
+    skip, _pipe = library(lib)
+    inside = nn.Sequential(nn.Sequential(nn.Linear(3, 3), output_stasher(skip), nn.ReLU(), popper(skip, "a")),
+                           nn.Linear(3, 3))
+    assert sorted(profile(lib, inside)) == [1, 1]
+    across = nn.Sequential(nn.Sequential(nn.Linear(3, 3), output_stasher(skip), nn.ReLU()),
+                           nn.Sequential(nn.Linear(3, 3), popper(skip, "a"), nn.Tanh()))
+    with pytest.raises(RuntimeError, match="^Trying to backward through the graph a second time"):
+        profile(lib, across)

@@ -1,0 +1,534 @@
+"""Autograd dataflow through a skippable forward: which tensors share saved autograd history.
+
+balance_by_time profiles each layer alone: it detaches the layer's input, runs forward, then
+backward from the layer's output, which frees the tensors every node of that graph saved. A skip
+stashed there and popped by a later layer leads the later layer's backward into the same graph:
+it fails ('Trying to backward through the graph a second time') exactly when the stashed tensor
+and the output share a node that saved tensors, and the popping layer's output depends on the
+popped tensor. Measured on torchgpipe 0.0.7 and fairscale 0.4.13 (tests/runtime/
+test_oracle_conditions.py): `+`, `-`, views, `cat`, `sum` save nothing; a Linear saves its input;
+`relu`, `*`, ... save theirs only when some operand requires grad; `detach()`, `torch.no_grad()`
+and constants start no history.
+
+A value is followed through forward's statements (and the methods it delegates to with `yield
+from self.<method>(...)`), as the set of saving nodes its history certainly holds. A node is
+certain when some operand certainly requires grad (a layer with parameters), or exists only when
+the layer's input requires grad. Branches and loops keep what every path holds; anything
+unknown (a call of another module, a loop variable) holds nothing, so that a report is certain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, Sequence
+
+import libcst as cst
+
+from skiplint import syntax
+from skiplint.imports import Scope
+
+#: Grad of a value: none, only when the layer's input requires grad, certainly.
+NO, INPUT, YES = 0, 1, 2
+
+#: torch.nn layers with parameters (they require grad): their output certainly does, and they save
+#: their input for the gradient of their weights.
+PARAM_LAYERS = frozenset({
+    "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+    "LayerNorm", "GroupNorm", "Embedding", "EmbeddingBag", "PReLU", "RNN", "LSTM", "GRU", "MultiheadAttention",
+})
+#: torch.nn layers without parameters that save a tensor when their input requires grad.
+SAVING_LAYERS = frozenset({
+    "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid", "Tanh", "Softplus",
+    "Softmax", "LogSoftmax", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "MaxPool1d", "MaxPool2d",
+    "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "Hardtanh", "Hardswish", "Hardsigmoid",
+})
+#: torch.nn layers that return their input or a view of it.
+PASSING_LAYERS = frozenset({"Identity", "Flatten", "Unflatten"})
+#: Functions and tensor methods that save a tensor for backward.
+SAVING = frozenset({
+    "relu", "relu6", "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "sigmoid", "tanh", "softplus",
+    "softmax", "log_softmax", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "abs", "pow", "mul", "div",
+    "matmul", "mm", "bmm", "addmm", "linear", "conv1d", "conv2d", "conv3d", "dropout", "clamp", "max_pool2d",
+    "avg_pool2d", "layer_norm", "batch_norm", "prod", "norm", "square", "reciprocal", "erf",
+})
+#: ... that save none: sums, views, concatenation, copies.
+PASSING = frozenset({
+    "add", "sub", "neg", "sum", "mean", "cat", "stack", "concat", "view", "view_as", "reshape", "reshape_as",
+    "flatten", "unflatten", "squeeze", "unsqueeze", "transpose", "permute", "t", "narrow", "expand", "expand_as",
+    "contiguous", "clone", "float", "double", "half", "to", "type_as", "select", "movedim", "swapaxes", "unfold",
+})
+#: ... that start no history: detaching, constants.
+BREAKING = frozenset({
+    "detach", "detach_", "zeros", "ones", "zeros_like", "ones_like", "empty", "empty_like", "full", "full_like",
+    "rand", "randn", "rand_like", "randn_like", "randint", "arange", "linspace", "eye", "tensor", "as_tensor",
+    "argmax", "argmin", "numel", "size", "dim", "item", "tolist",
+})
+
+
+@dataclass(frozen=True)
+class Value:
+    """What a value's history certainly holds: saving nodes, each (node id, YES or INPUT); its grad;
+    the pops (by their call's id) and the input that it depends on differentiably."""
+
+    ops: frozenset[tuple[int, int]] = frozenset()
+    grad: int = NO
+    sources: frozenset[int] = frozenset()
+
+
+NOTHING = Value()
+#: The source id that stands for forward's input.
+INPUT_SOURCE = 0
+
+
+def _union(values: Sequence[Value]) -> Value:
+    ops: set[tuple[int, int]] = set()
+    sources: set[int] = set()
+    for value in values:
+        ops |= value.ops
+        sources |= value.sources
+    return Value(frozenset(ops), max((v.grad for v in values), default=NO), frozenset(sources))
+
+
+def _saving(node: cst.CSTNode, values: Sequence[Value], grad: int = NO) -> Value:
+    """A node that saves tensors, made when some operand (or the layer's own parameters: `grad`)
+    requires grad."""
+    joined = _union(values)
+    certainty = max(joined.grad, grad)
+    if certainty == NO:
+        return Value(frozenset(), NO, joined.sources)
+    return Value(joined.ops | {(id(node), certainty)}, certainty, joined.sources)
+
+
+def meet(a: Value, b: Value) -> Value:
+    """What two paths both hold."""
+    if a is b:
+        return a
+    b_ops = dict(b.ops)
+    ops = frozenset((node, min(kind, b_ops[node])) for node, kind in a.ops if node in b_ops)
+    return Value(ops, min(a.grad, b.grad), a.sources & b.sources)
+
+
+Env = dict[str, Value]
+
+
+def _meet_envs(envs: Sequence[Env]) -> Env:
+    names = set().union(*envs) if envs else set()
+    out: Env = {}
+    for name in names:
+        value: Optional[Value] = None
+        for env in envs:
+            current = env.get(name, NOTHING)
+            value = current if value is None else meet(value, current)
+        out[name] = value if value is not None else NOTHING
+    return out
+
+
+@dataclass
+class Flow:
+    """The result for one forward: per stash call, what its tensor holds; per pop call, whether the
+    output depends on it; and the output."""
+
+    stashes: dict[int, Value] = field(default_factory=dict)
+    output: Value = NOTHING
+    returned: bool = False
+
+    def shares(self, stash_call: cst.CSTNode) -> int:
+        """YES: the stash shares a saving node with the output whatever the input; INPUT: only when
+        the layer's input requires grad; NO: it shares none (as far as can be known)."""
+        value = self.stashes.get(id(stash_call))
+        if value is None or not self.returned:
+            return NO
+        out = dict(self.output.ops)
+        kinds = [min(kind, out[node]) for node, kind in value.ops if node in out]
+        return max(kinds, default=NO)
+
+    def reaches_output(self, pop_call: cst.CSTNode) -> bool:
+        return self.returned and id(pop_call) in self.output.sources
+
+
+class _Analysis:
+    def __init__(self, scope_of: dict[int, Scope], methods: dict[str, cst.FunctionDef],
+                 layers: dict[str, str], commands: Mapping[int, str], depth_limit: int = 8) -> None:
+        self.scope_of = scope_of
+        self.methods = methods
+        self.layers = layers
+        #: id(stash/pop call) -> "stash" / "pop" (the API's commands, resolved by the caller).
+        self.commands = commands
+        self.flow = Flow()
+        self.no_grad = 0
+        self.in_loop = 0
+        self.active: list[cst.FunctionDef] = []
+        self.depth_limit = depth_limit
+
+    # -- functions -------------------------------------------------------------------------------
+    def run(self, func: cst.FunctionDef, args: Sequence[Value]) -> tuple[Value, bool]:
+        """Run a function with its positional arguments (after self): its return value, and
+        whether every path that leaves it returns a value."""
+        self.active.append(func)
+        env: Env = {}
+        params = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
+        for i, name in enumerate(params[1:]):
+            env[name] = args[i] if i < len(args) else NOTHING
+        returns: list[Value] = []
+        try:
+            out = self.block(syntax.statements(func.body), env, returns)
+        finally:
+            self.active.pop()
+        if out is not None:  # falls off the end: returns None
+            return NOTHING, False
+        if not returns:
+            return NOTHING, False
+        value = returns[0]
+        for other in returns[1:]:
+            value = meet(value, other)
+        return value, True
+
+    def scope(self) -> Scope:
+        return self.scope_of[id(self.active[-1])]
+
+    # -- statements: each returns the env after it, or None when no path goes on ---------------------
+    def block(self, stmts: Sequence[cst.CSTNode], env: Optional[Env], returns: list[Value]) -> Optional[Env]:
+        for stmt in stmts:
+            if env is None:
+                return None
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if env is None:
+                        break
+                    env = self.small(small, env, returns)
+            elif isinstance(stmt, cst.BaseSmallStatement):
+                env = self.small(stmt, env, returns)
+            else:
+                env = self.compound(stmt, env, returns)  # type: ignore[arg-type]
+        return env
+
+    def small(self, small: cst.BaseSmallStatement, env: Env, returns: list[Value]) -> Optional[Env]:
+        if isinstance(small, cst.Assign):
+            value = self.eval(small.value, env)
+            for target in small.targets:
+                self.assign(target.target, value, env)
+        elif isinstance(small, cst.AnnAssign):
+            if small.value is not None:
+                self.assign(small.target, self.eval(small.value, env), env)
+        elif isinstance(small, cst.AugAssign):
+            current = self.eval(small.target, env)
+            value = self.eval(small.value, env)
+            if isinstance(small.operator, (cst.AddAssign, cst.SubtractAssign)):
+                result = _union((current, value))
+            else:
+                result = _saving(small, (current, value))
+            self.assign(small.target, self.grad_off(result), env)
+        elif isinstance(small, cst.Expr):
+            self.eval(small.value, env)
+        elif isinstance(small, cst.Return):
+            value = self.eval(small.value, env) if small.value is not None else NOTHING
+            returns.append(NOTHING if self.in_loop else value)
+            return None
+        elif isinstance(small, cst.Raise):
+            return None
+        elif isinstance(small, (cst.Global, cst.Nonlocal, cst.Del)):
+            for node in syntax.walk(small):
+                if isinstance(node, cst.Name):
+                    env[node.value] = NOTHING
+        return env
+
+    def compound(self, stmt: cst.BaseCompoundStatement, env: Env, returns: list[Value]) -> Optional[Env]:
+        if isinstance(stmt, cst.If):
+            self.eval(stmt.test, env)
+            body = self.block(syntax.statements(stmt.body), dict(env), returns)
+            if isinstance(stmt.orelse, cst.If):
+                other = self.compound(stmt.orelse, dict(env), returns)
+            elif isinstance(stmt.orelse, cst.Else):
+                other = self.block(syntax.statements(stmt.orelse.body), dict(env), returns)
+            else:
+                other = env
+            alive = [e for e in (body, other) if e is not None]
+            return _meet_envs(alive) if alive else None
+        if isinstance(stmt, cst.With):
+            stops = sum(1 for item in stmt.items if self.stops_grad(item.item))
+            for item in stmt.items:
+                self.eval(item.item, env)
+                if item.asname is not None:
+                    self.assign(item.asname.name, NOTHING, env)
+            self.no_grad += stops
+            try:
+                return self.block(syntax.statements(stmt.body), env, returns)
+            finally:
+                self.no_grad -= stops
+        if isinstance(stmt, (cst.For, cst.While)):
+            if isinstance(stmt, cst.For):
+                self.eval(stmt.iter, env)
+            else:
+                self.eval(stmt.test, env)
+            # One node of the source is a new node on each iteration: what a loop computes is not
+            # followed (its values hold nothing, its stashes and returns share nothing).
+            inner = dict(env)
+            if isinstance(stmt, cst.For):
+                self.assign(stmt.target, NOTHING, inner)
+            self.in_loop += 1
+            try:
+                self.block(syntax.statements(stmt.body), inner, returns)
+            finally:
+                self.in_loop -= 1
+            after_loop = dict(env)
+            for node in syntax.walk(stmt):
+                for target in _targets(node):
+                    self.assign(target, NOTHING, after_loop)
+            if stmt.orelse is not None:
+                return self.block(syntax.statements(stmt.orelse.body), after_loop, returns)
+            return after_loop
+        if isinstance(stmt, cst.Try):
+            body = self.block(syntax.statements(stmt.body), dict(env), returns)
+            reached: list[Env] = []
+            if body is not None:
+                done = body if stmt.orelse is None else self.block(syntax.statements(stmt.orelse.body), body, returns)
+                if done is not None:
+                    reached.append(done)
+            for handler in stmt.handlers:
+                # A handler starts from any point of the body: only what holds before it is sure.
+                start = _meet_envs([env] + ([body] if body is not None else []))
+                if handler.name is not None:
+                    self.assign(handler.name.name, NOTHING, start)
+                out = self.block(syntax.statements(handler.body), start, returns)
+                if out is not None:
+                    reached.append(out)
+            merged: Optional[Env] = _meet_envs(reached) if reached else None
+            if stmt.finalbody is not None and merged is not None:
+                merged = self.block(syntax.statements(stmt.finalbody.body), merged, returns)
+            return merged
+        # def, class, match, try*: what they bind is not followed
+        for node in syntax.walk(stmt):
+            if isinstance(node, cst.Name):
+                env[node.value] = NOTHING
+        return env
+
+
+    def stops_grad(self, item: cst.BaseExpression) -> bool:
+        func = item.func if isinstance(item, cst.Call) else item
+        qualified = self.scope().qualified(func)
+        return qualified in ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad")
+
+    def assign(self, target: cst.BaseExpression, value: Value, env: Env) -> None:
+        key = self.key(target)
+        if key is not None:
+            env[key] = value
+            return
+        for node in syntax.walk(target):
+            node_key = self.key(node) if isinstance(node, cst.BaseExpression) else None
+            if node_key is not None:
+                env[node_key] = NOTHING
+
+    def key(self, node: cst.CSTNode) -> Optional[str]:
+        if isinstance(node, cst.Name):
+            return node.value
+        if (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)
+                and node.value.value == "self"):
+            return "self." + node.attr.value
+        return None
+
+    # -- expressions ---------------------------------------------------------------------------------
+    def grad_off(self, value: Value) -> Value:
+        return Value() if self.no_grad else value
+
+    def eval(self, node: cst.BaseExpression, env: Env) -> Value:
+        return self.grad_off(self.value(node, env)) if not isinstance(node, cst.Name) else self.value(node, env)
+
+    def value(self, node: cst.BaseExpression, env: Env) -> Value:
+        if isinstance(node, cst.Name):
+            return env.get(node.value, NOTHING)
+        if isinstance(node, cst.Attribute):
+            key = self.key(node)
+            if key is not None:
+                return env.get(key, NOTHING)
+            if node.attr.value in ("data",):
+                self.eval(node.value, env)
+                return NOTHING
+            if node.attr.value in ("T", "mT", "real"):
+                return self.eval(node.value, env)
+            self.eval(node.value, env)
+            return NOTHING
+        if isinstance(node, cst.Yield):
+            return self.yielded(node, env)
+        if isinstance(node, cst.Call):
+            return self.call(node, env)
+        if isinstance(node, cst.BinaryOperation):
+            left, right = self.eval(node.left, env), self.eval(node.right, env)
+            if isinstance(node.operator, (cst.Add, cst.Subtract)):
+                return _union((left, right))
+            return _saving(node, (left, right))
+        if isinstance(node, cst.UnaryOperation):
+            inner = self.eval(node.expression, env)
+            return inner if isinstance(node.operator, (cst.Minus, cst.Plus)) else NOTHING
+        if isinstance(node, cst.Subscript):  # indexing and slicing are views
+            return self.eval(node.value, env)
+        if isinstance(node, cst.IfExp):
+            self.eval(node.test, env)
+            return meet(self.eval(node.body, env), self.eval(node.orelse, env))
+        for child in syntax.children(node):
+            if isinstance(child, cst.BaseExpression) and not isinstance(child, cst.Lambda):
+                self.eval(child, env)
+        return NOTHING
+
+    def yielded(self, node: cst.Yield, env: Env) -> Value:
+        value = node.value
+        if isinstance(value, cst.From):
+            target = value.item
+            method = self.delegate(target)
+            args = [self.eval(arg.value, env) for arg in target.args] if isinstance(target, cst.Call) else []
+            if method is None or any(arg.keyword is not None or arg.star for arg in getattr(target, "args", ())):
+                return NOTHING
+            result, returned = self.run(method, args)
+            return result if returned else NOTHING
+        if isinstance(value, cst.Call) and id(value) in self.commands:
+            kind = self.commands[id(value)]
+            if kind == "stash":
+                tensor = value.args[1].value if len(value.args) > 1 and value.args[1].keyword is None else next(
+                    (a.value for a in value.args if a.keyword is not None and a.keyword.value == "tensor"), None)
+                stashed = self.eval(tensor, env) if tensor is not None and not self.in_loop else NOTHING
+                known = self.flow.stashes.get(id(value))
+                self.flow.stashes[id(value)] = stashed if known is None else meet(known, stashed)
+                return NOTHING
+            return Value(frozenset(), NO, frozenset({id(value)}))
+        if value is not None:
+            self.eval(value, env)
+        return NOTHING
+
+    def delegate(self, target: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+        if not (isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute)
+                and isinstance(target.func.value, cst.Name) and target.func.value.value == "self"):
+            return None
+        method = self.methods.get(target.func.attr.value)
+        if method is None or method in self.active or len(self.active) > self.depth_limit:
+            return None
+        return method
+
+    def call(self, node: cst.Call, env: Env) -> Value:
+        func = node.func
+        args = [self.eval(arg.value, env) for arg in node.args]
+        if any(arg.star for arg in node.args):
+            return NOTHING
+        # self.<layer>(x): a torch.nn layer that __init__ stores
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            layer = self.layers.get(func.attr.value)
+            if layer in PARAM_LAYERS:
+                return _saving(node, args, YES)
+            if layer in SAVING_LAYERS:
+                return _saving(node, args)
+            if layer in PASSING_LAYERS:
+                return _union(args)
+            return NOTHING
+        qualified = self.scope().qualified(func)
+        if qualified is not None and qualified.startswith("torch."):
+            name = qualified.rsplit(".", 1)[-1]
+            return self.operation(node, name, args)
+        if isinstance(func, cst.Attribute) and qualified is None:  # a method of a tensor
+            return self.operation(node, func.attr.value, [self.eval(func.value, env), *args])
+        return NOTHING
+
+    def operation(self, node: cst.CSTNode, name: str, args: Sequence[Value]) -> Value:
+        if name in BREAKING:
+            return NOTHING
+        if name in PASSING:
+            return _union(args)
+        if name in SAVING:
+            return _saving(node, args)
+        return NOTHING
+
+
+def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.Assign):
+        return [t.target for t in node.targets]
+    if isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+        return [node.target]
+    if isinstance(node, (cst.For, cst.CompFor)):
+        return [node.target]
+    if isinstance(node, cst.NamedExpr):
+        return [node.target]
+    return []
+
+
+def detached_pops(forward: cst.FunctionDef, scope: Scope, pops: Sequence[cst.Call]) -> set[int]:
+    """The pop calls (by id) whose tensor certainly never reaches forward's output with its
+    history: `name = yield pop(...)`, `name` bound nowhere else in forward, and every read of it
+    is `name.detach()` or inside `with torch.no_grad():` (or there is none). Measured: such a pop
+    across partitions fails backward as a discarded one does (its portal gets no gradient)."""
+    wanted = {id(call) for call in pops}
+    assigned: dict[str, list[cst.CSTNode]] = {}
+    for node in syntax.walk(forward.body, into_scopes=True):
+        for target in _targets(node) + ([node.asname.name] if isinstance(node, cst.WithItem) and node.asname else []):
+            for part in syntax.walk(target):
+                if isinstance(part, cst.Name):
+                    assigned.setdefault(part.value, []).append(node)
+        if isinstance(node, (cst.Global, cst.Nonlocal, cst.Del, cst.Import, cst.ImportFrom, cst.FunctionDef,
+                             cst.ClassDef, cst.ExceptHandler)):
+            for part in syntax.walk(node):
+                if isinstance(part, cst.Name):
+                    assigned.setdefault(part.value, []).extend((node, node))
+    found: set[int] = set()
+    for node in syntax.walk(forward.body):
+        if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
+                and isinstance(node.value, cst.Yield) and isinstance(node.value.value, cst.Call)
+                and id(node.value.value) in wanted):
+            continue
+        name = node.targets[0].target.value
+        if len(assigned.get(name, ())) != 1 or _reads_with_history(forward.body, name, scope, node, False):
+            continue
+        found.add(id(node.value.value))
+    return found
+
+
+def _reads_with_history(node: cst.CSTNode, name: str, scope: Scope, binding: cst.CSTNode, no_grad: bool) -> bool:
+    """Whether `node` reads `name` other than as `name.detach()` or under torch.no_grad()."""
+    if node is binding:
+        return False
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        return any(isinstance(n, cst.Name) and n.value == name for n in syntax.walk(node, into_scopes=True))
+    if isinstance(node, cst.Name):
+        return node.value == name and not no_grad
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "detach"
+            and isinstance(node.func.value, cst.Name) and node.func.value.value == name and not node.args):
+        return False
+    if isinstance(node, cst.With):
+        stops = any(scope.qualified(item.item.func if isinstance(item.item, cst.Call) else item.item)
+                    in ("torch.no_grad", "torch.inference_mode") for item in node.items)
+        return (any(_reads_with_history(item, name, scope, binding, no_grad) for item in node.items)
+                or _reads_with_history(node.body, name, scope, binding, no_grad or stops))
+    return any(_reads_with_history(child, name, scope, binding, no_grad) for child in syntax.children(node))
+
+
+def torch_layers(methods: dict[str, cst.FunctionDef], scope_of: dict[int, Scope]) -> dict[str, str]:
+    """`self.<attr>` -> the torch.nn class that __init__ alone assigns to it, once."""
+    found: dict[str, list[str]] = {}
+    spoiled: set[str] = set()
+    for name, method in methods.items():
+        for node in syntax.walk(method.body):
+            targets: list[cst.BaseExpression] = []
+            if isinstance(node, cst.Assign):
+                targets = [t.target for t in node.targets]
+            elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+                targets = [node.target]
+            for target in targets:
+                for part in syntax.walk(target):
+                    if not (isinstance(part, cst.Attribute) and isinstance(part.value, cst.Name)
+                            and part.value.value == "self"):
+                        continue
+                    attr = part.attr.value
+                    value = node.value if isinstance(node, (cst.Assign, cst.AnnAssign)) else None
+                    qualified = (scope_of[id(method)].qualified(value.func)
+                                 if isinstance(value, cst.Call) and target is part else None)
+                    if name != "__init__" or qualified is None or not qualified.startswith("torch.nn."):
+                        spoiled.add(attr)
+                    else:
+                        found.setdefault(attr, []).append(qualified.rsplit(".", 1)[-1])
+    return {attr: kinds[0] for attr, kinds in found.items() if attr not in spoiled and len(kinds) == 1}
+
+
+def analyse(forward: cst.FunctionDef, methods: dict[str, cst.FunctionDef], scope_of: dict[int, Scope],
+            commands: Mapping[int, str]) -> Flow:
+    """The dataflow of one skippable forward (`commands`: id of each stash/pop call -> its kind)."""
+    analysis = _Analysis(scope_of, methods, torch_layers(methods, scope_of), commands)
+    output, returned = analysis.run(forward, [Value(frozenset(), INPUT, frozenset({INPUT_SOURCE}))])
+    analysis.flow.output = output
+    analysis.flow.returned = returned
+    return analysis.flow
