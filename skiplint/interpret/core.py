@@ -49,6 +49,10 @@ class Core:
         self.module_env = Env(None, index.scope)
         #: Module-level functions whose result a harness gives to a pipe (`skiplint verify FILE:build`).
         self.verified_functions: frozenset[str] = frozenset()
+        #: Module-level functions by node: what they return can be named after them, as
+        #: `skiplint verify FILE:NAME` names a factory (`skiplint layout FILE:NAME`).
+        self.top_functions: dict[int, str] = {id(stmt): stmt.name.value for stmt in index.module.body
+                                               if isinstance(stmt, cst.FunctionDef)}
         #: Skippable layers called directly (`layer(x)`), with the callee expression.
         self.direct_calls: list[tuple[LayerV, cst.BaseExpression]] = []
         #: Names that some direct call in the module may stash in the thread's default skip
