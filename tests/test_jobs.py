@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -13,13 +13,24 @@ from skiplint import config, parallel
 REPO = Path(__file__).resolve().parent.parent
 
 
-def skiplint(*argv: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "skiplint", *argv], cwd=cwd, capture_output=True,
-                          text=True, timeout=300)
+@pytest.fixture
+def skiplint(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    """`skiplint ARGS` in the repository, in this process (the subprocess doors are tested in
+    test_doors.py): its exit status and output as a subprocess would give them."""
+    from skiplint import cli
+
+    monkeypatch.chdir(REPO)
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        status = cli.main(list(argv))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["skiplint", *argv], status, out, err)
+
+    return run
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
-def test_two_jobs_print_what_one_job_prints_on_the_fixtures(fmt: str) -> None:
+def test_two_jobs_print_what_one_job_prints_on_the_fixtures(fmt: str, skiplint: Callable[..., Any]) -> None:
     one = skiplint("-j", "1", "--format", fmt, "--extend-select", "SKP116,SKP302,SKP901", "fixtures")
     two = skiplint("-j", "2", "--format", fmt, "--extend-select", "SKP116,SKP302,SKP901", "fixtures")
     assert one.returncode == two.returncode == 1
@@ -27,7 +38,7 @@ def test_two_jobs_print_what_one_job_prints_on_the_fixtures(fmt: str) -> None:
     assert one.stderr == two.stderr
 
 
-def test_default_jobs_is_every_core_and_same_output() -> None:
+def test_default_jobs_is_every_core_and_same_output(skiplint: Callable[..., Any]) -> None:
     assert parallel.default_jobs() >= 1
     assert skiplint("fixtures").stdout == skiplint("-j", "1", "fixtures").stdout
 
