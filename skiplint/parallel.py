@@ -341,6 +341,8 @@ def _chosen(tasks: Sequence[Task], settle: bool) -> list[FileResult]:
                 _after_file()
     if rest:
         waiting.clear()
+        # Workers forked from here inherit the analyzer instead of importing it each.
+        from skiplint import engine  # noqa: F401
         for index, result in zip(rest, _in_pool([tasks[i] for i in rest], min(cores, len(rest)), settle)):
             results[index] = result
     return [result for result in results if result is not None]
