@@ -1,12 +1,15 @@
 """Benchmarks: skiplint against its baselines and its peer, all figures from one run.
 
     python benchmarks/run.py [--quick] [--full] [--server-only] [--write-docs]
+    python benchmarks/run.py --default-jobs [--pairs N] [--write-docs]   # only the -j default's rows
 
 Corpora: the installed torch 2.13.0 package sources (thousands of real files, almost none using
 the API), a generated tree of 1,000 realistic skippable-model files (and one of 10,000 for the
 scaling check), and the project's fixtures. Commands: reading the files, ast.parse,
 libcst.parse_module, flake8 alone, flake8 with skiplint, the skiplint CLI at -j 1 and -j 2, and
 TorchFix 0.7.0 (the peer, in its own virtual environment, since it pins libcst < 1.6).
+`--default-jobs` runs only the pairs of the CLI with no -j against -j 1 (one file, 30 files, the
+fixtures, the generated trees), which need neither torch, TorchFix nor flake8 alone.
 
 Every figure is a whole command (a subprocess: interpreter start, imports, discovery included),
 timed with time.perf_counter, the best of a few runs; peak memory is the largest resident set of
@@ -47,6 +50,7 @@ EXCLUDE = frozenset({".svn", "CVS", ".bzr", ".hg", ".git", "__pycache__", ".tox"
 DOC = os.path.join(REPO, "docs", "performance.md")
 DOC_START, DOC_END = "<!-- benchmark-table:start -->", "<!-- benchmark-table:end -->"
 SERVER_START, SERVER_END = "<!-- server-table:start -->", "<!-- server-table:end -->"
+JOBS_DOC_START, JOBS_DOC_END = "<!-- default-jobs-table:start -->", "<!-- default-jobs-table:end -->"
 
 
 # -- environments ------------------------------------------------------------------------------
@@ -385,6 +389,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="interpreter for the peers' virtual environments")
     parser.add_argument("--server-only", action="store_true",
                         help="only the language server's rows (benchmarks/server.py), about two minutes")
+    parser.add_argument("--default-jobs", action="store_true",
+                        help="only the pairs of the CLI with no -j against -j 1 (one file, 30 files, the "
+                             "fixtures, the 1,000- and, unless --quick, the --scale-files generated trees)")
     args = parser.parse_args(argv)
     out = os.path.abspath(args.out)
     venvs = os.path.join(out, "venvs")
@@ -401,6 +408,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.write_docs:
             write_docs(server_table, SERVER_START, SERVER_END)
         return 0
+    if args.default_jobs:
+        return default_jobs_run(args, py, out, env)
     torch_py = ensure_venv(os.path.join(venvs, "torch"), [TORCH_PIN],
                            "import importlib.metadata as m; assert m.version('torch').startswith('2.13.0')",
                            args.python)
@@ -466,6 +475,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             figures.append(measure(corpus.name, "TorchFix -j 1", [torchfix_bin, "-j", "1", corpus.root], rep,
                                    env=env, limit_s=args.limit))
     pairs = target_pairs(args, py, flake8_py, corpora, isolated, env)
+    pairs += default_jobs_pairs(args, py, out, isolated, env, big="generated" in args.corpora and not args.quick)
     if not args.quick and "generated" in args.corpora:
         big = generated(out, args.scale_files)
         log(f"scale: {args.scale_files} generated files")
@@ -553,6 +563,55 @@ def target_pairs(args: argparse.Namespace, py: str, flake8_py: str, corpora: lis
     return out
 
 
+def default_jobs_pairs(args: argparse.Namespace, py: str, out: str, isolated: list[str], env: dict,
+                       big: bool) -> list[Pair]:
+    """The CLI with no -j against -j 1: a pool must start only where it pays for itself. One file
+    and 30 files (a pre-commit run), the fixtures, the 1,000 generated files: at most 1.00x; the
+    --scale-files tree (10,000): at most 0.65x, on two cores."""
+    fixtures = os.path.join(REPO, "fixtures")
+    thirty = sorted(os.path.join(fixtures, name) for name in os.listdir(fixtures) if name.endswith(".py"))[:30]
+    rows: list[tuple[str, float, list[str], int]] = [
+        ("one file (fixtures/compositions/unet.py)", 1.0, [os.path.join(fixtures, "compositions", "unet.py")],
+         3 * args.pairs),
+        ("30 files (the first 30 of fixtures/*.py)", 1.0, thirty, 3 * args.pairs),
+        ("the fixtures tree", 1.0, [fixtures], 3 * args.pairs),
+        ("1,000 generated files", 1.0, [generated(out, 1000)], args.pairs),
+    ]
+    if big:
+        rows.append((f"{args.scale_files:,} generated files", 0.65, [generated(out, args.scale_files)],
+                     min(args.pairs, 3)))
+    pairs = []
+    for what, limit, paths, count in rows:
+        command = [py, "-m", "skiplint", *isolated]
+        pairs.append(paired(f"skiplint with no -j / -j 1, {what}", limit, ("no -j", [*command, *paths]),
+                            ("-j 1", [*command, "-j", "1", *paths]), count, env, max(args.limit, 600.0)))
+    return pairs
+
+
+def default_jobs_run(args: argparse.Namespace, py: str, out: str, env: dict) -> int:
+    """`--default-jobs`: only the rows of default_jobs_pairs, with the machine and versions."""
+    info = {"machine": machine(), "versions": {"skiplint": version_of(py, "skiplint"),
+                                               "libcst": version_of(py, "libcst")}}
+    started = time.perf_counter()
+    isolated = ["--isolated"] if accepts(py, "--isolated") else []
+    pairs = default_jobs_pairs(args, py, out, isolated, env, big=not args.quick)
+    info["total_s"] = round(time.perf_counter() - started, 1)
+    info["machine"]["load_after"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    info["pairs"] = [dict(asdict(p), median=p.median, cpu_median=p.cpu_median, holds=p.holds) for p in pairs]
+    with open(os.path.join(out, "results-default-jobs.json"), "w") as handle:
+        json.dump(info, handle, indent=2)
+    m = info["machine"]
+    table = "\n".join([f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, {m['system']}, "
+                       f"Python {m['python']}; load average {m['load_before']:.2f} before, "
+                       f"{m['load_after']:.2f} after.",
+                       "Versions: " + ", ".join(f"{k} {v}" for k, v in info["versions"].items()) + ".",
+                       *pair_lines(pairs), f"\nTotal benchmark time {info['total_s']} s."])
+    print(table)
+    if args.write_docs:
+        write_docs(table, JOBS_DOC_START, JOBS_DOC_END)
+    return 0
+
+
 # -- reporting -----------------------------------------------------------------------------------
 def _get(figures: list[Figure], corpus: str, command: str) -> Optional[Figure]:
     for figure in figures:
@@ -626,19 +685,24 @@ def render(info: dict, figures: list[Figure], corpora: list[Corpus], pairs: Sequ
         holds = {True: "yes", False: "**no**", None: "not measured"}[t["holds"]]
         lines.append(f"| {t['target']} | {value} | {limit} | {holds} |")
     if pairs:
-        lines += ["", "Speed targets, interleaved pairs (A B A B ...), median of the pair ratios:", "",
-                  "| target | A median s | B median s | median A/B (min-max) | CPU time A/B | pairs | limit | holds |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for p in pairs:
-            if p.median is None:
-                lines.append(f"| {p.target} | | | ({p.note or 'not measured'}) | | 0 | {p.limit:g}x | not measured |")
-                continue
-            lines.append(f"| {p.target} | {statistics.median(p.a_seconds):.3f} | {statistics.median(p.b_seconds):.3f} "
-                         f"| {p.median:.3f}x ({min(p.ratios):.3f}-{max(p.ratios):.3f}) "
-                         f"| {'' if p.cpu_median is None else f'{p.cpu_median:.3f}x'} | {len(p.ratios)} "
-                         f"| {p.limit:g}x | {'yes' if p.holds else '**no**'} |")
+        lines += pair_lines(pairs)
     lines.append(f"\nTotal benchmark time {info['total_s']} s.")
     return "\n".join(lines)
+
+
+def pair_lines(pairs: Sequence[Pair]) -> list[str]:
+    lines = ["", "Speed targets, interleaved pairs (A B A B ...), median of the pair ratios:", "",
+             "| target | A median s | B median s | median A/B (min-max) | CPU time A/B | pairs | limit | holds |",
+             "|---|---|---|---|---|---|---|---|"]
+    for p in pairs:
+        if p.median is None:
+            lines.append(f"| {p.target} | | | ({p.note or 'not measured'}) | | 0 | {p.limit:g}x | not measured |")
+            continue
+        lines.append(f"| {p.target} | {statistics.median(p.a_seconds):.3f} | {statistics.median(p.b_seconds):.3f} "
+                     f"| {p.median:.3f}x ({min(p.ratios):.3f}-{max(p.ratios):.3f}) "
+                     f"| {'' if p.cpu_median is None else f'{p.cpu_median:.3f}x'} | {len(p.ratios)} "
+                     f"| {p.limit:g}x | {'yes' if p.holds else '**no**'} |")
+    return lines
 
 
 def write_docs(table: str, start: str = DOC_START, end: str = DOC_END) -> None:

@@ -61,7 +61,7 @@ def _jobs(value: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
     if jobs < 0:
-        raise argparse.ArgumentTypeError("expected a number >= 0 (0: every core)")
+        raise argparse.ArgumentTypeError("expected a number >= 0 (0: chosen from the files)")
     return jobs
 
 
@@ -123,7 +123,8 @@ def check_parser() -> argparse.ArgumentParser:
                         help="the name of the file read from standard input (PATH -): used in the "
                              "report and to find its configuration (default: stdin)")
     parser.add_argument("-j", "--jobs", type=_jobs, default=0, metavar="N",
-                        help="check files in N processes (default: 0, every core); "
+                        help="check files in N processes (default: 0, chosen from the files: one "
+                             "process for a few, every core once the work pays for starting them); "
                              "the output is the same for any N")
     parser.add_argument("--statistics", action="store_true",
                         help="count the findings of each code at the end of the report")

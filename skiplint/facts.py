@@ -719,6 +719,9 @@ class Composition:
     namespaces: tuple[tuple[int, str], ...] = ()
     #: Why the composition (or its tail) cannot be known, for `skiplint layout`.
     unknown: Optional[str] = None
+    #: Module-level functions that return it, alone or first in a (model, sample) pair: the
+    #: names `skiplint verify FILE:NAME` would build it by (`skiplint layout FILE:NAME` takes them).
+    factories: tuple[str, ...] = ()
 
 
 PipeKind = Literal["GPipe", "FairscalePipe", "TorchPipe", "MultiProcessPipe", "AsyncPipe",

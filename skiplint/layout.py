@@ -3,7 +3,9 @@
 The route table is the static equivalent of `inspect_skip_layout` for a balance: which partition
 stashes and which pops every (namespace, name). Namespaces are labelled `ns1`, `ns2`, ... in the
 order of the first layer that stashes into them (then by skip name), the default one `None`, so a
-table computed from a live model (see `label_namespaces`) compares equal as a plain value.
+table computed from a live model (see `label_namespaces`) compares equal as a plain value. Each pop
+is drawn from the stash it takes at run time, and what the lint reports about a composition is
+said under it in the lint's words.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, Hashable, Iterable, Optional, Sequence
 
 from skiplint import config, engine, parsing, pipes, prefilter, rules, sources
 from skiplint.diagnostics import error_text
-from skiplint.facts import Composition, Layer, ModelFacts, ModuleFacts, SkipRoute
+from skiplint.facts import Composition, Layer, ModelFacts, ModuleFacts, SkipKey, SkipRoute
 
 #: 1: no composition found, or a balance that leaves layers in no partition (the pipe would fail).
 EXIT_OK, EXIT_NOT_FOUND, EXIT_UNCHECKED = 0, 1, 2
@@ -35,6 +37,9 @@ class Model:
     balance: Optional[tuple[int, ...]] = None
     #: The line of the pipe call (for a pipe) or of the composition.
     line: str = ""
+    #: Whether verify_skippables may run on it (a pipe, verify_skippables, or it leaves the module),
+    #: as the lint decides where a stash nobody pops is reported (SKP202).
+    verified: bool = False
 
 
 def label_namespaces(entries: Iterable[tuple[Hashable, str, Optional[int]]]) -> dict[Hashable, Optional[str]]:
@@ -56,10 +61,54 @@ def label_namespaces(entries: Iterable[tuple[Hashable, str, Optional[int]]]) -> 
 
 
 def route_rows(composition: Composition, balance: Optional[Sequence[int]]) -> list[dict[str, Any]]:
-    """The route table of a composition for a balance: one row per popped (ns, name)."""
-    found = pipes.routes(composition, balance)
+    """The route table of a composition for a balance: one row per pop."""
+    found = drawn_routes(composition, balance)
     labels = label_namespaces((r.ns, r.name, r.stash_layer) for r in found)
     return [_row(r, labels) for r in found]
+
+
+def drawn_routes(composition: Composition, balance: Optional[Sequence[int]] = None) -> list[SkipRoute]:
+    """Every pop with the stash whose tensor it takes when the layers run: the latest earlier stash
+    of its (ns, name) that no pop has taken yet (the skip tracker keeps one tensor per name: a second
+    stash replaces the first, a pop takes it away), or none (stash_layer None). For a composition
+    that verify_skippables accepts (each name stashed and popped once per namespace) these are
+    inspect_skip_layout's routes, `pipes.routes`; where a name is reused without a namespace the
+    runtime refuses the pipe, and a plain run does what is drawn."""
+    part = pipes.partitions(balance) if balance is not None else []
+
+    def partition_of(index: Optional[int]) -> Optional[int]:
+        return part[index] if index is not None and index < len(part) else None
+
+    waiting: dict[SkipKey, int] = {}
+    found: list[SkipRoute] = []
+    uncertain = pipes.uncertain_names(composition)
+    for layer in pipes.known_skippables(composition):
+        for key in layer.stash:
+            waiting[key] = layer.index
+        for key in layer.pop:
+            if key[1] in uncertain:
+                continue
+            source = waiting.pop(key, None)
+            found.append(SkipRoute(key[0], key[1], source, layer.index, partition_of(source),
+                                   partition_of(layer.index)))
+    return sorted(found, key=lambda r: (r.pop_layer if r.pop_layer is not None else -1, r.name))
+
+
+def lint_notes(model: Model) -> list[str]:
+    """What the lint reports about the composition (SKP2xx: its codes and words), then each stash
+    that no later layer pops where the lint does not report it (a plain run tolerates it; SKP202
+    is reported where verify_skippables may run)."""
+    composition = model.composition
+    found = list(pipes.composition_findings(composition, verified=model.verified))
+    out = [rules.RULES[f.code].format(**dict(f.args)) for f in found]
+    reported = {(dict(f.args).get("layer"), dict(f.args).get("name")) for f in found if f.code == "SKP202"}
+    if unresolved(composition) is None:
+        layers = {layer.index: layer for layer in composition.layers}
+        for key, index in pipes.unpopped(composition):
+            text = pipes.layer_text(layers[index])
+            if (text, key[1]) not in reported:
+                out.append(rules.RULES["SKP202"].template.format(layer=text, skip=pipes.skip_text(key, composition)))
+    return out
 
 
 def _row(route: SkipRoute, labels: dict[Hashable, Optional[str]]) -> dict[str, Any]:
@@ -72,20 +121,47 @@ def models(facts: ModelFacts, wanted: Optional[str] = None) -> list[Model]:
     """The compositions worth drawing (those given to pipes first), or the one named `wanted`."""
     out: list[Model] = []
     covered: set[int] = set()
+    verified = {id(pipe.composition) for pipe in facts.pipes
+                if pipe.kind in pipes.MAY_BE_VERIFIED and pipe.composition is not None}
     for pipe in facts.pipes:
         if pipe.kind in _PIPE_KINDS and pipe.composition is not None:
             line = str(pipe.site.position[0]) if pipe.site is not None else _line(pipe.composition)
-            out.append(Model(pipe.name, pipe.composition, pipe.kind, pipe.balance, line))
+            out.append(Model(pipe.name, pipe.composition, pipe.kind, pipe.balance, line,
+                             id(pipe.composition) in verified))
             covered.add(id(pipe.composition))
     for composition in facts.compositions:
         if id(composition) in covered:
             continue
         if wanted is None and not _has_skips(composition):
             continue
-        out.append(Model(composition.name, composition, line=_line(composition)))
+        out.append(Model(composition.name, composition, line=_line(composition),
+                         verified=id(composition) in verified))
     if wanted is not None:
-        out = [m for m in out if wanted in (m.name, m.composition.name, m.line, _line(m.composition))]
+        out = [m for m in out if wanted in (m.name, m.composition.name, m.line, _line(m.composition),
+                                            *m.composition.factories)]
     return out
+
+
+#: How many names a "no composition named" message lists.
+_LISTED = 12
+
+
+def names(facts: ModelFacts) -> list[str]:
+    """The names that pick a composition or pipe of a file (`PATH:NAME`), sorted: the functions that
+    return one (as verify names a factory), else the variable, class or builder call it is known by;
+    and the pipes' names."""
+    found = {pipe.name for pipe in facts.pipes if pipe.kind in _PIPE_KINDS and pipe.composition is not None}
+    for composition in facts.compositions:
+        found.update(composition.factories or (composition.name,))
+    return sorted(found, key=lambda n: (n.lower(), n))
+
+
+def not_found(path: str, name: str, facts: ModelFacts) -> str:
+    """The one line for a NAME that picks nothing in `path`, with the names it has."""
+    have = names(facts)
+    listed = ", ".join(have[:_LISTED]) + (", ..." if len(have) > _LISTED else "")
+    return f"{path}: no composition named {name!r}" + (f"; it has: {listed}" if have else
+                                                        "; it has no composition that skiplint can list")
 
 
 def _has_skips(composition: Composition) -> bool:
@@ -156,7 +232,7 @@ def render_json(path: str, model: Model, balance: Optional[Sequence[int]]) -> di
     part = _partition_of(balance, len(composition.layers))
     rows = route_rows(composition, balance) if problem is None else []
     names = dict(composition.namespaces)
-    labels = label_namespaces((r.ns, r.name, r.stash_layer) for r in pipes.routes(composition))
+    labels = label_namespaces((r.ns, r.name, r.stash_layer) for r in drawn_routes(composition))
     return {
         "path": path, "name": model.name, "pipe": model.pipe,
         "balance": list(balance) if balance is not None else None,
@@ -168,6 +244,7 @@ def render_json(path: str, model: Model, balance: Optional[Sequence[int]]) -> di
                        if label is not None},
         "unresolved": problem,
         "balance_problem": balance_problem(balance, len(composition.layers)),
+        "notes": lint_notes(model),
     }
 
 
@@ -202,10 +279,9 @@ def render_text(path: str, model: Model, balance: Optional[Sequence[int]]) -> st
     problem = unresolved(composition)
     if problem is not None:
         lines.append(f"  skips cannot be resolved: {problem}")
-    every = sorted(pipes.routes(composition, balance) if problem is None else [],
+    every = sorted(drawn_routes(composition, balance) if problem is None else [],
                    key=lambda r: (r.stash_layer if r.stash_layer is not None else -1, r.pop_layer or 0))
     found = [r for r in every if r.stash_layer is not None]
-    orphans = [r for r in every if r.stash_layer is None]
     labels = label_namespaces((r.ns, r.name, r.stash_layer) for r in found)
     lanes = _lanes(found)
     width = max(lanes, default=-1) + 1
@@ -257,10 +333,7 @@ def render_text(path: str, model: Model, balance: Optional[Sequence[int]]) -> st
         lines.append(f"  {where} {layer.index:>3}  {text:<{label_width}}  {''.join(cells)}  {'; '.join(notes)}".rstrip())
     if not composition.complete and composition.unknown:
         lines.append(f"  ...  {composition.unknown}")
-    for key, index in pipes.unpopped(composition) if problem is None else []:
-        lines.append(f"  note: layer {index} stashes {key[1]!r} but no later layer pops it")
-    for route in orphans:
-        lines.append(f"  note: layer {route.pop_layer} pops {route.name!r} but no earlier layer stashes it")
+    lines.extend(f"  note: {note}" for note in lint_notes(model))
     return "\n".join(lines)
 
 
@@ -353,7 +426,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("targets", nargs="+", metavar="PATH[:NAME]",
                    help="Python files or directories (every composition with skippable layers of "
                         "every file); NAME picks one composition or pipe of a file (a variable, "
-                        "class or function name, or the line of its call)")
+                        "class or function name, or the line of its call); a function that returns "
+                        "the model, alone or as (model, sample), is named as skiplint verify names it")
     p.add_argument("--balance", default=None, metavar="N,N,...",
                    help="layers per partition, positive integers (default: the balance given to "
                         "the pipe, if literal)")
@@ -447,8 +521,8 @@ def main(argv: Sequence[str]) -> int:
             status = EXIT_UNCHECKED
         if not found:
             if named:
-                what = f"no composition named {name!r}" if name else "no composition with skippable layers"
-                print(f"{path}: {what}", file=sys.stderr)
+                print(not_found(path, name, facts) if name else f"{path}: no composition with skippable layers",
+                      file=sys.stderr)
                 status = max(status, EXIT_NOT_FOUND)
             continue
         try:

@@ -173,14 +173,14 @@ def model_findings(model: ModelFacts) -> Iterator[Finding]:
 #: Calls that run verify_skippables on their module (`inspect_skip_layout` does not).
 _VERIFIERS = ("GPipe", "FairscalePipe", "TorchPipe", "MultiProcessPipe", "verify_skippables")
 #: ... and models that leave the module, whose pipe may be in another file (SKP202 only).
-_MAY_BE_VERIFIED = _VERIFIERS + ("exported",)
+MAY_BE_VERIFIED = _VERIFIERS + ("exported",)
 #: Records that are no pipe to check: they only say how a composition is used.
 _NOT_PIPES = ("verify_skippables", "inspect_skip_layout", "exported")
 
 
 def _all_findings(model: ModelFacts) -> Iterator[Finding]:
     verified = {id(pipe.composition) for pipe in model.pipes
-                if pipe.kind in _MAY_BE_VERIFIED and pipe.composition is not None}
+                if pipe.kind in MAY_BE_VERIFIED and pipe.composition is not None}
     for composition in model.compositions:
         yield from composition_findings(composition, verified=id(composition) in verified)
     for pipe in model.pipes:

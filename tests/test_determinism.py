@@ -50,12 +50,14 @@ def crash_free(source: str) -> engine.FileResult:
     return result
 
 
+@pytest.mark.slow
 @BUDGET
 @given(header=st.sampled_from(HEADERS), program=hypothesmith.from_grammar())
 def test_no_valid_module_crashes_the_analyzer(header: str, program: str) -> None:
     crash_free(header + program)
 
 
+@pytest.mark.slow
 @BUDGET
 @given(statements=hypothesmith.from_grammar(start="file_input"))
 def test_no_valid_forward_body_crashes_the_analyzer(statements: str) -> None:
@@ -65,6 +67,7 @@ def test_no_valid_forward_body_crashes_the_analyzer(statements: str) -> None:
     crash_free(HEADERS[0] + "import torch.nn as nn\n" + CLASS.format(body=body))
 
 
+@pytest.mark.slow
 @BUDGET
 @given(program=hypothesmith.from_grammar())
 def test_same_result_on_every_run(program: str) -> None:

@@ -121,8 +121,8 @@ LAYOUT = [
     "bad  (app.py:6)",
     "       0  Up",
     "       1  Down",
-    "  note: layer 1 stashes 'skip' but no later layer pops it",
-    "  note: layer 0 pops 'skip' but no earlier layer stashes it",
+    "  note: SKP201 layer 0 (Up) pops 'skip' but no earlier layer stashes it",
+    "  note: SKP202 layer 1 (Down) stashes 'skip' but no later layer pops it",
 ]
 
 

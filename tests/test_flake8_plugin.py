@@ -140,6 +140,7 @@ def test_plugin_never_raises_on_garbage(source: str) -> None:
     list(SkiplintChecker(None, source.splitlines(keepends=True), "garbage.py").run())
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(max_size=300))
 def test_plugin_never_raises_on_random_text(text: str) -> None:

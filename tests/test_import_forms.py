@@ -224,6 +224,7 @@ def import_statements(draw: st.DrawFn) -> str:
     return f"from{sp}{module}{sp}import{sp}{names}"
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(import_statements(), st.sampled_from(["", "    ", "x = 1; ", "if x: "]),
        st.sampled_from(["", "; y = 2", "; import z as w", "  # it's (not) an import"]))

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -13,13 +13,24 @@ from skiplint import config, parallel
 REPO = Path(__file__).resolve().parent.parent
 
 
-def skiplint(*argv: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "skiplint", *argv], cwd=cwd, capture_output=True,
-                          text=True, timeout=300)
+@pytest.fixture
+def skiplint(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    """`skiplint ARGS` in the repository, in this process (the subprocess doors are tested in
+    test_doors.py): its exit status and output as a subprocess would give them."""
+    from skiplint import cli
+
+    monkeypatch.chdir(REPO)
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        status = cli.main(list(argv))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["skiplint", *argv], status, out, err)
+
+    return run
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
-def test_two_jobs_print_what_one_job_prints_on_the_fixtures(fmt: str) -> None:
+def test_two_jobs_print_what_one_job_prints_on_the_fixtures(fmt: str, skiplint: Callable[..., Any]) -> None:
     one = skiplint("-j", "1", "--format", fmt, "--extend-select", "SKP116,SKP302,SKP901", "fixtures")
     two = skiplint("-j", "2", "--format", fmt, "--extend-select", "SKP116,SKP302,SKP901", "fixtures")
     assert one.returncode == two.returncode == 1
@@ -27,7 +38,7 @@ def test_two_jobs_print_what_one_job_prints_on_the_fixtures(fmt: str) -> None:
     assert one.stderr == two.stderr
 
 
-def test_default_jobs_is_every_core_and_same_output() -> None:
+def test_default_jobs_is_every_core_and_same_output(skiplint: Callable[..., Any]) -> None:
     assert parallel.default_jobs() >= 1
     assert skiplint("fixtures").stdout == skiplint("-j", "1", "fixtures").stdout
 
@@ -120,3 +131,81 @@ def test_the_cli_asks_its_run_to_settle(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(parallel, "check_all", check_all)
     assert cli.main(["--isolated", tasks[0][0]]) == 1
     assert seen == [True]
+
+
+def _mixed_tasks(tmp_path: Path) -> list[parallel.Task]:
+    """Files 0, 2, 4 and 5 use the API (the same size each); 1 and 3 do not."""
+    for i in range(6):
+        body = ("import os\nprint(os.sep)\n" if i in (1, 3) else
+                "from torchgpipe.skip import skippable, stash\n@skippable(stash=['a'])\nclass A:\n"
+                f"    def forward(self, x):\n        yield stash('b{i}', x)\n        return x\n")
+        (tmp_path / f"m{i}.py").write_text(body, encoding="utf-8")
+    return list(config.Finder(isolated=True).discover([str(tmp_path)]))
+
+
+@pytest.fixture
+def pools(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], int]]:
+    """The pools a run with no -j starts, as (files, processes), on a machine with two cores."""
+    started: list[tuple[list[str], int]] = []
+    real = parallel._in_pool
+
+    def in_pool(tasks: list[parallel.Task], jobs: int, settle: bool) -> list[object]:
+        started.append(([Path(path).name for path, _ in tasks], jobs))
+        return real(tasks, jobs, settle)  # type: ignore[return-value]
+
+    monkeypatch.setattr(parallel, "_in_pool", in_pool)
+    monkeypatch.setattr(parallel, "default_jobs", lambda: 2)
+    return started
+
+
+def test_with_no_jobs_a_few_small_files_are_checked_in_this_process(
+        tmp_path: Path, pools: list[tuple[list[str], int]]) -> None:
+    tasks = _mixed_tasks(tmp_path)
+    serial = parallel.check_all(tasks, 1)
+    assert parallel.check_all(tasks) == parallel.check_all(tasks, 0) == serial
+    assert pools == []
+    assert [[d.code for d in r.diagnostics] for r in serial] == [["SKP103", "SKP101"], [], ["SKP103", "SKP101"], [],
+                                                                ["SKP103", "SKP101"], ["SKP103", "SKP101"]]
+
+
+def test_with_no_jobs_a_pool_starts_once_the_files_waiting_for_the_analysis_pay_for_it(
+        tmp_path: Path, pools: list[tuple[list[str], int]], monkeypatch: pytest.MonkeyPatch) -> None:
+    tasks = _mixed_tasks(tmp_path)
+    serial = parallel.check_all(tasks, 1)
+    api_file = len((tmp_path / "m0.py").read_text(encoding="utf-8"))
+    monkeypatch.setattr(parallel, "POOL_ANALYSIS_BYTES", 2 * api_file)
+    # m0 and m2 wait for the analysis and reach the mark: they and every file not read yet go to
+    # the pool; m1, which the prefilter passed as clean, does not.
+    assert parallel.check_all(tasks, settle=True) == serial
+    assert pools == [(["m0.py", "m2.py", "m3.py", "m4.py", "m5.py"], 2)]
+    pools.clear()
+    monkeypatch.setattr(parallel, "POOL_ANALYSIS_BYTES", 4 * api_file)  # reached by the last file alone
+    assert parallel.check_all(tasks) == serial
+    assert pools == [(["m0.py", "m2.py", "m4.py", "m5.py"], 2)]
+    pools.clear()
+    monkeypatch.setattr(parallel, "POOL_ANALYSIS_BYTES", 4 * api_file + 1)  # never reached
+    assert parallel.check_all(tasks) == serial
+    assert pools == []
+
+
+def test_with_no_jobs_many_megabytes_start_the_pool_at_once_and_one_core_or_one_file_never(
+        tmp_path: Path, pools: list[tuple[list[str], int]], monkeypatch: pytest.MonkeyPatch) -> None:
+    tasks = _mixed_tasks(tmp_path)
+    serial = parallel.check_all(tasks, 1)
+    total = sum((tmp_path / f"m{i}.py").stat().st_size for i in range(6))
+    monkeypatch.setattr(parallel, "POOL_READ_BYTES", total)
+    assert parallel.check_all(tasks) == serial
+    assert pools == [([f"m{i}.py" for i in range(6)], 2)]
+    pools.clear()
+    monkeypatch.setattr(parallel, "POOL_READ_BYTES", total + 1)
+    assert parallel.check_all(tasks) == serial and pools == []
+    # A pool is never started for one file, nor on one core.
+    monkeypatch.setattr(parallel, "POOL_READ_BYTES", 0)
+    monkeypatch.setattr(parallel, "POOL_ANALYSIS_BYTES", 0)
+    assert parallel.check_all(tasks[:1]) == serial[:1] and pools == []
+    monkeypatch.setattr(parallel, "POOL_READ_BYTES", total + 1)
+    assert parallel.check_all([tasks[1], tasks[3], tasks[5]]) == [serial[1], serial[3], serial[5]]
+    assert pools == []  # the only file that waits for the analysis is the last one: no pool for it
+    monkeypatch.setattr(parallel, "default_jobs", lambda: 1)
+    monkeypatch.setattr(parallel, "POOL_READ_BYTES", 0)
+    assert parallel.check_all(tasks) == serial and pools == []

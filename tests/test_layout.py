@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -108,8 +109,8 @@ def test_pop_without_an_earlier_stash_gets_a_note(capsys, tmp_path: Path) -> Non
     status, out, _ = run_all(capsys, f"{source}:backwards")
     assert status == 0
     assert out.splitlines()[-2:] == [
-        "  note: layer 1 stashes 'skip' but no later layer pops it",
-        "  note: layer 0 pops 'skip' but no earlier layer stashes it",
+        "  note: SKP201 layer 0 (Up) pops 'skip' but no earlier layer stashes it",
+        "  note: SKP202 layer 1 (Down) stashes 'skip' but no later layer pops it",
     ]
 
 
@@ -178,3 +179,123 @@ def test_layout_reads_the_projects_api_aliases(capsys, tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.skiplint]\napi-aliases = {"mypkg.api" = "torchgpipe.skip"}\n')
     status, out, _ = run_all(capsys, str(tmp_path / "m.py"))
     assert status == 0 and "stash 'skip' → layer 1" in out and "pop 'skip' ← layer 0" in out
+
+
+FACTORIES = UNET_BLOCKS.replace("from torch import nn", "import torch\nfrom torch import nn") + '''def build():
+    model = nn.Sequential(Down(), Down(), nn.ReLU(), Up(), Up())
+    return model, torch.randn(2, 4)
+
+
+def build_pair():
+    return nn.Sequential(Down(), nn.ReLU(), Up()), torch.randn(2, 4)
+
+
+def build_model():
+    return nn.Sequential(Down(), Up())
+
+
+def outer():
+    def inner():
+        return nn.Sequential(Down(), Up())
+    return inner
+
+
+class Holder:
+    def make(self):
+        return nn.Sequential(Down(), Up())
+'''
+
+
+def test_a_factory_is_named_as_verify_names_it_also_when_it_returns_model_and_sample(
+        capsys, tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(FACTORIES)
+    status, out, err = run_all(capsys, f"{source}:build_pair")
+    assert (status, err) == (0, "")
+    assert out.splitlines() == [f"Sequential@26  ({source}:26)",
+                                "       0  Down  ┬  stash 'skip' → layer 2",
+                                "       1  ReLU  │",
+                                "       2  Up    ┴  pop 'skip' ← layer 0"]
+    status, out, _ = run_all(capsys, f"{source}:build_model")
+    assert status == 0 and out.splitlines()[0] == f"build_model()  ({source}:30)"
+    status, out, _ = run_all(capsys, f"{source}:build")
+    assert status == 0 and out.splitlines()[0] == f"model  ({source}:21)"
+    [model] = json.loads(run_all(capsys, f"{source}:build", "--format", "json")[1])
+    assert [layer["label"] for layer in model["layers"]] == ["Down", "Down", "ReLU", "Up", "Up"]
+
+
+def test_a_name_that_picks_nothing_lists_the_names_there_are(capsys, tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(FACTORIES)
+    for name in ("nothing", "inner", "make"):  # a nested function or a method is no factory verify can name
+        status, out, err = run_all(capsys, f"{source}:{name}")
+        assert (status, out) == (1, "")
+        assert err == f"{source}: no composition named {name!r}; it has: build, build_model, build_pair, make()\n"
+    (tmp_path / "plain.py").write_text("import os\n")
+    status, _, err = run_all(capsys, f"{tmp_path / 'plain.py'}:model")
+    assert status == 1
+    assert err == f"{tmp_path / 'plain.py'}: no composition named 'model'; it has no composition that skiplint can list\n"
+
+
+def test_a_name_reused_without_a_namespace_is_drawn_as_it_runs_and_said_in_the_lints_words(
+        capsys, tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(FACTORIES)
+    status, out, _ = run_all(capsys, f"{source}:build")
+    assert status == 0
+    # The second stash replaces the first in the skip tracker, the first pop takes it, the second
+    # pop finds nothing: the lint's SKP203 and SKP204, not "no earlier layer stashes it".
+    assert out.splitlines()[1:] == [
+        "       0  Down",
+        "       1  Down  ┬  stash 'skip' → layer 3",
+        "       2  ReLU  │",
+        "       3  Up    ┴  pop 'skip' ← layer 1",
+        "       4  Up",
+        "  note: SKP203 layer 1 (Down) stashes 'skip' again (first stashed by layer 0 (Down)); "
+        "isolate it with a Namespace",
+        "  note: SKP204 layer 4 (Up) pops 'skip' again (first popped by layer 3 (Up)); isolate it with a Namespace",
+    ]
+    assert cli.main(["--isolated", "-j", "1", str(source)]) == 1
+    lint = capsys.readouterr().out
+    assert [line.split(": ", 1)[1] for line in lint.splitlines() if ":21:" in line] == [
+        note.split("note: ", 1)[1] for note in out.splitlines() if "note: " in note]
+    [model] = json.loads(run_all(capsys, f"{source}:build", "--format", "json")[1])
+    assert [(r["stash_layer"], r["pop_layer"]) for r in model["routes"]] == [(1, 3), (None, 4)]
+    assert model["notes"] == [note.split("note: ", 1)[1] for note in out.splitlines() if "note: " in note]
+
+
+def test_a_name_stashed_and_popped_twice_without_a_namespace_has_both_arcs(capsys, tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(UNET_BLOCKS + "twice = nn.Sequential(Down(), Up(), Down(), Up())\n"
+                      "from torchgpipe import GPipe\nleft = GPipe(nn.Sequential(Down(), nn.ReLU()), balance=[1, 1])\n"
+                      "def local(x):\n    seq = nn.Sequential(Down(), nn.ReLU())\n    return seq(x)\n")
+    status, out, _ = run_all(capsys, f"{source}:twice")
+    assert status == 0
+    assert out.splitlines()[1:] == [
+        "       0  Down  ┬  stash 'skip' → layer 1",
+        "       1  Up    ┴  pop 'skip' ← layer 0",
+        "       2  Down  ┬  stash 'skip' → layer 3",
+        "       3  Up    ┴  pop 'skip' ← layer 2",
+        "  note: SKP203 layer 2 (Down) stashes 'skip' again (first stashed by layer 0 (Down)); "
+        "isolate it with a Namespace",
+        "  note: SKP204 layer 3 (Up) pops 'skip' again (first popped by layer 1 (Up)); isolate it with a Namespace",
+    ]
+    # Given to a pipe, a stash nobody pops is the lint's SKP202; run plain, it is only a note.
+    status, out, _ = run_all(capsys, f"{source}:left")
+    assert out.splitlines()[-1] == "  note: SKP202 layer 0 (Down) stashes 'skip' but no later layer pops it"
+    status, out, _ = run_all(capsys, f"{source}:seq")
+    assert out.splitlines()[-1] == "  note: layer 0 (Down) stashes 'skip' but no later layer pops it"
+
+
+def test_the_docs_examples_of_a_factory_and_a_reused_name_are_what_layout_prints(
+        capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    text = (REPO / "docs" / "layout.md").read_text(encoding="utf-8")
+    examples = re.findall(r"```\n\$ skiplint layout (fixtures/compositions/reused_unisolated\.py:\w+)\n(.*?)```",
+                          text, re.S)
+    assert [target for target, _ in examples] == ["fixtures/compositions/reused_unisolated.py:buld",
+                                                  "fixtures/compositions/reused_unisolated.py:build"]
+    for target, shown in examples:
+        status, out, err = run_all(capsys, target)
+        assert out + err == shown
+        assert status == (1 if target.endswith("buld") else 0)

@@ -324,6 +324,7 @@ def fix_problems(mutant: Mutant) -> list[str]:
 KINDS = sorted(MUTATIONS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_mutants_fix_and_lint(kind: str) -> None:
     problems: list[str] = []
@@ -358,6 +359,7 @@ def _run(argv: list[str], cwd: Path) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_mutants_read_the_same_with_j1_j2_and_flake8(tmp_path: Path) -> None:
     written = {}
     for kind in KINDS:
@@ -401,6 +403,7 @@ def _noqa_lines(text: str) -> list[str]:
     return [line.replace("\r", "") for line in _lines(text) if "noqa" in line.lower()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", LAYOUT_ONLY)
 def test_layout_only_mutants_keep_their_findings(kind: str) -> None:
     rnd = random.Random(f"{SEED}:layout:{kind}")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from skiplint import engine, formats, parsing, sources
+from tests import inprocess
 
 API = "from torchgpipe.skip import skippable, stash\nimport torch.nn as nn\n"
 LAYER = API + """
@@ -27,8 +28,7 @@ class Layer(nn.Module):
 
 
 def skiplint(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "skiplint", "--isolated", "-j", "1", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+    return inprocess.skiplint(["--isolated", "-j", "1", *args], cwd)  # what a subprocess would print
 
 
 # -- valid Python is checked (issue: false SKP900) ---------------------------------------------------

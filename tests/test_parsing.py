@@ -306,6 +306,7 @@ def test_quick_bounds_agree_with_the_scan(text: str) -> None:
     assert parsing.top_level_starts(text) is not None
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.text(alphabet="()[]{}'\"#\\\n\r \t\f\vfFtTrRbBu1x.=,:é_²", max_size=80))
 def test_quick_bounds_never_take_what_the_scan_refuses(text: str) -> None:

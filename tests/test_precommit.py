@@ -1,7 +1,9 @@
-"""The pre-commit hook: `pre-commit try-repo <this repo> skiplint` fails on a bad file, passes a good one.
+"""The pre-commit hook: a configuration naming a git copy of this repository's hook fails on a bad
+file and passes a good one.
 
-pre-commit installs skiplint from a git copy of the repository into its own environment, which
-needs the package index for libcst and flake8; the test is skipped without pre-commit or git.
+pre-commit installs skiplint from that copy into its own environment, which needs the package
+index for libcst and flake8; the test is skipped without pre-commit or git. The environment is
+installed once for the module (`pre-commit try-repo` would install it again for every run).
 """
 
 from __future__ import annotations
@@ -57,6 +59,19 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return repo
 
 
+@pytest.fixture(scope="module")
+def hook_config(hook_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A user's .pre-commit-config.yaml for the hook at the copy's commit, and the PRE_COMMIT_HOME
+    that keeps the hook's environment between runs."""
+    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=hook_repo, check=True, capture_output=True,
+                         text=True, timeout=120).stdout.strip()
+    where = tmp_path_factory.mktemp("hook-config")
+    config = where / "pre-commit-config.yaml"
+    config.write_text(f"repos:\n  - repo: {hook_repo}\n    rev: {rev}\n    hooks:\n      - id: skiplint\n",
+                      encoding="utf-8")
+    return config, where / "pre-commit-home"
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A user's repository holding one bad and one good fixture."""
@@ -69,10 +84,11 @@ def project(tmp_path: Path) -> Path:
     return project
 
 
-def try_repo(hook_repo: Path, project: Path, tmp_path: Path, filename: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path.parent / "pre-commit-home")}
+def run_hook(hook_config: tuple[Path, Path], project: Path, filename: str) -> subprocess.CompletedProcess[str]:
+    config, home = hook_config
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home)}
     return subprocess.run(
-        [sys.executable, "-m", "pre_commit", "try-repo", str(hook_repo), "skiplint", "--files", filename],
+        [sys.executable, "-m", "pre_commit", "run", "--config", str(config), "skiplint", "--files", filename],
         cwd=project, capture_output=True, text=True, timeout=600, env=env,
     )
 
@@ -83,16 +99,16 @@ def _installed_or_skip(done: subprocess.CompletedProcess[str]) -> None:
         pytest.skip("pre-commit could not install the hook environment (no package index?)")
 
 
-def test_hook_fails_on_a_bad_file(hook_repo: Path, project: Path, tmp_path: Path) -> None:
-    done = try_repo(hook_repo, project, tmp_path, "bad.py")
+def test_hook_fails_on_a_bad_file(hook_config: tuple[Path, Path], project: Path) -> None:
+    done = run_hook(hook_config, project, "bad.py")
     _installed_or_skip(done)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "bad.py:10:15: SKP101 'extra' is stashed but not declared in stash=[...]" in done.stdout
     assert "Failed" in done.stdout
 
 
-def test_hook_passes_a_good_file(hook_repo: Path, project: Path, tmp_path: Path) -> None:
-    done = try_repo(hook_repo, project, tmp_path, "good.py")
+def test_hook_passes_a_good_file(hook_config: tuple[Path, Path], project: Path) -> None:
+    done = run_hook(hook_config, project, "good.py")
     _installed_or_skip(done)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Passed" in done.stdout

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hypothesmith
 import libcst as cst
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from skiplint import engine, skippables
+
+pytestmark = pytest.mark.slow  # long property runs: CI runs them, `-m "not slow"` skips them
 
 PREFIXES = (
     "from torchgpipe.skip import Namespace, pop, skippable, stash\n",

@@ -244,6 +244,13 @@ class Calls(Core):
             self.depth -= 1
         if env.vars.get("$maybe_returned"):
             result = UNKNOWN
+        factory = self.top_functions.get(id(node))
+        if factory is not None:
+            made = result
+            if isinstance(result, ListV) and result.is_tuple and len(result.items) == 2 and not result.tainted:
+                made = result.items[0][0]  # a (model, sample) pair, as `skiplint verify` takes it
+            if isinstance(made, SeqV) and factory not in made.factories:
+                made.factories.append(factory)
         if entry and isinstance(result, SeqV) and result.name is None:
             result.name = f"{node.name.value}()"
         return result

@@ -51,6 +51,10 @@ class Core:
         self.module_env = Env(None, index.scope)
         #: Module-level functions whose result a harness gives to a pipe (`skiplint verify FILE:build`).
         self.verified_functions: frozenset[str] = frozenset()
+        #: Module-level functions by node: what they return can be named after them, as
+        #: `skiplint verify FILE:NAME` names a factory (`skiplint layout FILE:NAME`).
+        self.top_functions: dict[int, str] = {id(stmt): stmt.name.value for stmt in index.module.body
+                                               if isinstance(stmt, cst.FunctionDef)}
         #: Skippable layers called directly (`layer(x)`), in the order they ran.
         self.direct_calls: list[DirectCall] = []
         #: Names that the running entry point may have stashed so far into the skip tracker its

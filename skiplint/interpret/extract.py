@@ -118,7 +118,7 @@ class Conversion:
             line = self.locator.position(seq.node)[0]
             seq.name = f"{seq.label}@{line}"
         return Composition(seq.name, tuple(layers), complete, Site(seq.node, self.locator), seq.piped,
-                           tuple(sorted(ns_label.items())), unknown)
+                           tuple(sorted(ns_label.items())), unknown, tuple(seq.factories))
 
     def layer(self, index: int, key: str, value: Any, node: Any, site: Optional[Site],
               ns_label: dict[int, str]) -> Layer:

@@ -105,6 +105,8 @@ class SeqV:
     #: Leaves the module: returned by a builder nobody here calls, or bound at module level.
     #: Its pipe may be in another file, so it counts as verified for SKP202.
     escapes: bool = False
+    #: Module-level functions that return it, alone or first in a (model, sample) pair.
+    factories: list[str] = field(default_factory=list)
 
     def add(self, key: Optional[str], value: Any, node: Optional[cst.CSTNode]) -> None:
         if not self.complete:

@@ -11,6 +11,7 @@ from tests.fuzz import generate
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="resource limits are POSIX")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [
     pytest.param(seed, id=g.__name__) for seed, g in enumerate(generate.GENERATORS)])
 def test_fuzz_input_ends_cleanly(seed: int) -> None:

@@ -63,3 +63,52 @@ def test_the_bundled_unet_runs_through_gpipe():
     pipe = GPipe(model, balance=[3, 2, 2], devices=["cpu"] * 3, chunks=2)
     x = torch.randn(4, 5)
     assert torch.allclose(pipe(x), model(x))
+
+
+
+REUSED = """\
+from torch import nn
+from torchgpipe.skip import pop, skippable, stash
+
+
+@skippable(stash=["skip"])
+class Down(nn.Module):
+    def __init__(self, mark):
+        super().__init__()
+        self.mark = mark
+
+    def forward(self, x):
+        yield stash("skip", x + self.mark)
+        return x
+
+
+@skippable(pop=["skip"])
+class Up(nn.Module):
+    def forward(self, x):
+        skip = yield pop("skip")
+        return x + skip
+
+
+model = nn.Sequential(Down(1.0), Down(2.0), nn.ReLU(), Up(), Up())
+"""
+
+
+def test_a_name_reused_without_a_namespace_runs_as_layout_draws_it(tmp_path):
+    """Down, Down, ReLU, Up, Up with one name and no Namespace: layout draws layer 1 -> layer 3
+    and nothing into layer 4 (SKP203, SKP204). Run plainly, layer 3 gets layer 1's tensor, layer 4
+    finds nothing, and GPipe refuses the model."""
+    torch.set_num_threads(1)
+    path = tmp_path / "reused.py"
+    path.write_text(REUSED)
+    rows = layout.route_table(str(path), "model")
+    assert [(r["stash_layer"], r["pop_layer"]) for r in rows] == [(1, 3), (None, 4)]
+    spec = importlib.util.spec_from_file_location("skiplint_reused_model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = torch.randn(2, 4)
+    upto_first_pop = torch.nn.Sequential(*list(module.model)[:4])
+    assert torch.equal(upto_first_pop(x), torch.relu(x) + (x + 2.0))  # layer 1's stash, not layer 0's
+    with pytest.raises(RuntimeError, match="'skip' has not been stashed"):
+        module.model(x)
+    with pytest.raises(TypeError, match="redeclared 'skip' as stashable but not isolated by namespace"):
+        GPipe(module.model, balance=[3, 2], devices=["cpu", "cpu"], chunks=1)

@@ -23,6 +23,7 @@ def verdict(report):
             sorted((o.code, o.layer, o.cls, o.name, o.predicted) for o in report.observations))
 
 
+@pytest.mark.slow  # a sweep of every fixture through two backends; tests/runtime/test_pipelining.py stays quick
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=os.path.basename)
 def test_pipelining_reaches_the_reference_verdict(path):
     name = os.path.basename(path)

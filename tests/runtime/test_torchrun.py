@@ -96,6 +96,7 @@ EVEN_SPLIT = {"skp101_undeclared_stash.py": {2: (2, 2), 3: (2, 1, 1)},
               "skp202_stash_never_popped.py": {2: (2, 1), 3: (1, 1, 1)}}
 
 
+@pytest.mark.slow  # four launches of 2 and 3 ranks; the clean U-Net's launches stay quick
 @pytest.mark.parametrize("nproc", [2, 3])
 @pytest.mark.parametrize("fixture", ["skp101_undeclared_stash.py", "skp202_stash_never_popped.py"])
 def test_failing_fixture_has_the_single_process_verdict(nproc, fixture):
