@@ -315,11 +315,13 @@ def doors_agree(tree: Tree, python: str = sys.executable) -> list[str]:
         if (_positions(path.stdout), path.returncode) != (_positions(stdin.stdout), stdin.returncode):
             problems.append(f"path and stdin differ: {_positions(path.stdout)} {path.returncode} / "
                             f"{_positions(stdin.stdout)} {stdin.returncode}")
-        if b"SKP90" not in path.stdout and _positions(path.stdout) != _positions(flake8.stdout):
+        if (b"SKP90" not in path.stdout and flake8.returncode in (0, 1)
+                and _positions(path.stdout) != _positions(flake8.stdout)):
             problems.append(f"path and flake8 differ: {_positions(path.stdout)} / {_positions(flake8.stdout)}")
         for door, done in runs.items():
-            if b"Traceback" in done.stderr:
-                problems.append(f"{door}: {done.stderr.decode('utf-8', 'replace').strip().splitlines()[-1][:300]}")
+            stderr = done.stderr.decode("utf-8", "replace")
+            if "Traceback" in stderr and (door != "flake8" or _through_skiplint(stderr)):
+                problems.append(f"{door}: {stderr.strip().splitlines()[-1][:300]}")
     return problems
 
 
