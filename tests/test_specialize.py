@@ -298,9 +298,8 @@ def test_a_module_variable_rebound_through_global_is_skp117() -> None:
     assert found == [(8, 14, "SKP117", _late("NAME", "a", "renamed"))]
 
 
-def test_a_global_rebound_inside_a_function_is_read_from_the_module() -> None:
-    """`global` in a function whose enclosing function has a local of the same name: the
-    function reads and rebinds the module's."""
+def test_a_global_that_its_rebinder_reads_first_is_the_module_variable() -> None:
+    """The rebinder reads the variable before it rebinds it: the module's value."""
     found = report("""
         NAME = "a"
 
