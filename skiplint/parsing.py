@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-import threading
+import sys
 import types
 import warnings
 from typing import TYPE_CHECKING, Callable, Optional
@@ -706,36 +706,68 @@ def _lines(text: str) -> list[str]:
 # wrong in these ways, since its grammar already requires them (libcst's source says as much
 # at that method; where the two disagree, the validation is wrong: LibCST issue 1061 refuses
 # `x if c else(lambda: y)`), and the checks cost 15% of a parse (1,000 generated model files:
-# 9.5 s with them, 8.0 s without, the same trees). While parse_module runs libcst's parser, the
-# nodes that this thread builds skip them; every other thread's nodes and every node built
-# outside the parse (fix's edits, a transformer's output) are validated as before. In a process
-# with no other thread when the parse starts, none can build a node before it ends (libcst's
-# parser starts no thread), and the per-node thread test is left out too; in a process that
-# parses a project (past _PLAIN_INITS_AFTER characters), such a parse also builds its nodes with
-# __init__s that set the fields as the dataclass ones do, without calling the hook at all.
+# 9.5 s with them, 8.0 s without, the same trees).
+#
+# Which nodes skip them is decided per node, from the call stack alone, with no state that a
+# parse sets and must undo: libcst's native parser (Rust, no Python frame of its own) builds each
+# node by calling its class, so the __init__ of a node it builds is called straight from the
+# Python frame that called the parser. _parse_natively is that frame for skiplint's parses and
+# for nothing else: a node whose builder is its code skips the checks; every other node (another
+# thread's, including one started without `threading`; a signal handler's, a trace function's or
+# a finalizer's during the parse, since each runs in a frame of its own; fix's edits; every
+# libcst.parse_module of anyone else, which keeps libcst's validation and its issue-1061 refusal)
+# is built exactly as libcst builds it.
+#
+# That test lives in two process-wide changes, each made once and never undone, so no exception
+# (Ctrl-C, a signal) can leave a half-restored libcst behind:
+# - from the first parse, CSTNode.__post_init__ is _validate_unless_parsed, which calls what was
+#   there before (libcst's own, which calls _validate) for every node but the parser's;
+# - once the process has parsed _PLAIN_INITS_AFTER characters, each node class whose __init__ is
+#   the one dataclasses writes takes one that sets the same fields from the same parameters and
+#   then, unless the parser is the caller, calls __post_init__ as the dataclass one does.
+# Nodes built by anyone else go through the same steps as before; they are the only change that
+# can be seen, as the identity of those attributes (`cst.Name.__init__` is skiplint's function).
 
-_UNCHECKED_LOCK = threading.Lock()
-#: The thread whose nodes skip validation (the one in _parse_unchecked), else None.
-_UNCHECKED_THREAD: Optional[int] = None
+#: libcst's native parse_module, once looked up; False when this libcst has none (it is then
+#: called through libcst.parse_module and validates everything, as libcst does).
+_NATIVE_PARSE: object = None
 
 
-#: CSTNode.__post_init__ while a parse runs with no other thread alive: a builtin that takes no
-#: argument and has no effect (it returns the empty tuple; a class attribute that is a type is not
-#: bound to the instance, so `self.__post_init__()` calls `tuple()`). Over the 1,000 generated
-#: files the parse takes 4% less than with _validate_elsewhere (6 interleaved rounds in one
-#: process: 7.13 s against 7.48 s).
-_NO_CHECK: Callable[[], object] = tuple
+def _validate(node: cst.CSTNode) -> None:
+    """libcst's own CSTNode.__post_init__: what _LIBCST_POST_INIT is until it is read from libcst."""
+    node._validate()
 
 
-def _validate_elsewhere(node: cst.CSTNode) -> None:
-    """CSTNode.__post_init__ while a parse runs: validate the nodes of every other thread."""
-    if threading.get_ident() != _UNCHECKED_THREAD:
-        node._validate()
+#: What CSTNode.__post_init__ was before _validate_unless_parsed took its place (libcst's own).
+_LIBCST_POST_INIT: Callable[[cst.CSTNode], None] = _validate
+
+
+def _parse_natively(parse: Callable[..., cst.Module], text: str) -> cst.Module:
+    """libcst's native parse of `text`, as libcst.parse_module calls it for a str (encoding utf-8).
+    This frame calls the parser and nothing else: the nodes whose __init__ it calls directly are
+    the parser's (see _PARSER_CODE)."""
+    return parse(text, encoding="utf-8")
+
+
+#: The code of the frame that calls libcst's parser for skiplint (see above).
+_PARSER_CODE = _parse_natively.__code__
+
+
+def _validate_unless_parsed(node: cst.CSTNode) -> None:
+    """CSTNode.__post_init__ from skiplint's first parse on: the one it replaced, for every node
+    but those that libcst's parser builds for _parse_natively."""
+    try:
+        builder = sys._getframe(2).f_code  # 1 is the node's __init__, 2 what called it
+    except ValueError:  # an __init__ called from C with no Python frame above it (a thread's target)
+        builder = None
+    if builder is not _PARSER_CODE:
+        _LIBCST_POST_INIT(node)
 
 
 #: Per node class of libcst (those whose __init__ is the one dataclasses writes: slots, no field
-#: left out of __init__, CSTNode's __post_init__): (class, its __init__, the same __init__ without
-#: the __post_init__ call). Built once the process has parsed _PLAIN_INITS_AFTER characters.
+#: left out of __init__, CSTNode's __post_init__): (class, its __init__, the same __init__ that
+#: leaves out the __post_init__ call when the parser is the caller). Built and installed once the
+#: process has parsed _PLAIN_INITS_AFTER characters; None until then.
 _PLAIN_INITS: Optional[tuple[tuple[type, Callable[..., None], Callable[..., None]], ...]] = None
 #: Building them compiles one function per class, 16 ms for libcst 1.9's 172 classes, which the
 #: parse of about 70,000 characters wins back (0.7 s over the 3.2 MB of the generated tree): a run
@@ -752,10 +784,11 @@ _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 def _plain_inits(cst_node: type) -> tuple[tuple[type, Callable[..., None], Callable[..., None]], ...]:
     """For every node class whose __init__ dataclasses wrote, an __init__ that sets the same fields
     from the same parameters (names, kinds, defaults and default factories), through the slots'
-    own descriptors, and calls no __post_init__. Over the 1,000 generated files the whole check
-    takes 8% less than with the dataclass __init__ and a no-op __post_init__ (6 interleaved rounds
-    in one process: 10.27 s against 11.01 s): that one sets each field through object.__setattr__
-    (the nodes are frozen), then looks the hook up and calls it."""
+    own descriptors, then calls __post_init__ unless its caller is _parse_natively. Over the 1,000
+    generated files the whole check takes 8% less than with the dataclass __init__ and a no-op
+    __post_init__ (6 interleaved rounds in one process: 10.27 s against 11.01 s): that one sets
+    each field through object.__setattr__ (the nodes are frozen), then looks the hook up and calls
+    it."""
     import dataclasses
 
     validate = cst_node.__dict__["__post_init__"]
@@ -768,7 +801,7 @@ def _plain_inits(cst_node: type) -> tuple[tuple[type, Callable[..., None], Calla
                 classes[sub] = None
                 pending.append(sub)
     source: list[str] = []
-    names: dict[str, object] = {}
+    names: dict[str, object] = {"getframe": sys._getframe, "parser": _PARSER_CODE}
     plan: list[tuple[type, types.FunctionType, str]] = []
     for number, cls in enumerate(classes):
         original = cls.__dict__.get("__init__")
@@ -782,7 +815,8 @@ def _plain_inits(cst_node: type) -> tuple[tuple[type, Callable[..., None], Calla
         fields = {field.name: field for field in dataclasses.fields(cls)}
         slots = [slot for slot in (_slot(cls, name) for name in parameters) if slot is not None]
         if (code.co_flags & (_CO_VARARGS | _CO_VARKEYWORDS) or set(parameters) != set(fields)
-                or not all(field.init for field in fields.values()) or len(slots) != len(parameters)):
+                or not all(field.init for field in fields.values()) or len(slots) != len(parameters)
+                or "self" in parameters):
             continue
         defaults: dict[str, object] = dict(zip(parameters[positional - len(original.__defaults__ or ()):positional],
                                                original.__defaults__ or ()))
@@ -800,8 +834,12 @@ def _plain_inits(cst_node: type) -> tuple[tuple[type, Callable[..., None], Calla
             unset, make = f"unset_{number}_{index}", f"make_{number}_{index}"
             names[unset], names[make] = defaults[name], factory
             lines.append(f" {setter}(self, {make}() if {name} is {unset} else {name})")
-        if not parameters:
-            lines.append(" pass")
+        lines += [" try:",
+                  "  parsed = getframe(1).f_code is parser",
+                  " except ValueError:",  # called from C with no Python frame above it
+                  "  parsed = False",
+                  " if not parsed:",
+                  "  self.__post_init__()"]
         source.append("\n".join(lines))
         plan.append((cls, original, f"init_{number}"))
     exec(compile("\n\n".join(source) + "\n", "<skiplint.parsing plain inits>", "exec"), names)
@@ -811,6 +849,8 @@ def _plain_inits(cst_node: type) -> tuple[tuple[type, Callable[..., None], Calla
         if isinstance(fast, types.FunctionType):
             fast.__defaults__, fast.__kwdefaults__ = original.__defaults__, original.__kwdefaults__
             fast.__annotations__, fast.__qualname__ = original.__annotations__, original.__qualname__
+            fast.__module__ = original.__module__
+            fast.__code__ = fast.__code__.replace(co_name=original.__code__.co_name)  # what errors name
             inits.append((cls, original, fast))
     return tuple(inits)
 
@@ -824,32 +864,52 @@ def _slot(cls: type, name: str) -> Optional[types.MemberDescriptorType]:
     return None
 
 
+def _native_parser(cst_module: types.ModuleType) -> Optional[Callable[..., cst.Module]]:
+    """libcst's native parse_module, with CSTNode.__post_init__ made _validate_unless_parsed (and,
+    past _PLAIN_INITS_AFTER characters, the plain __init__s installed); None for a libcst without
+    a native parser or without validation in CSTNode.__post_init__ (it is then left as it is).
+
+    No lock: every step can be cut short by an exception (Ctrl-C lands even between a `with`
+    statement's acquire and its body, and a held lock would stop every later parse) and can be
+    taken again or twice, by this thread or another, with the same result: a class keeps libcst's
+    __init__ or takes its plain one, never a third; the hook read is never skiplint's own."""
+    global _NATIVE_PARSE, _LIBCST_POST_INIT, _PLAIN_INITS
+    if _NATIVE_PARSE is None:
+        node = cst_module.CSTNode
+        hook = node.__dict__.get("__post_init__")
+        try:  # the import statement's own path: no Python frame (importlib's holds locks) once imported
+            __import__("libcst.native")
+        except ImportError:
+            pass
+        parse = getattr(sys.modules.get("libcst.native"), "parse_module", None)
+        if parse is None or hook is None or not hasattr(node, "_validate"):
+            _NATIVE_PARSE = False
+        else:
+            if hook is not _validate_unless_parsed:
+                _LIBCST_POST_INIT = hook
+                setattr(node, "__post_init__", _validate_unless_parsed)
+            _NATIVE_PARSE = parse
+    if _NATIVE_PARSE is False:
+        return None
+    if _PLAIN_INITS is None and _PARSED > _PLAIN_INITS_AFTER:
+        inits = _plain_inits(cst_module.CSTNode)
+        for cls, dataclass_init, fast in inits:
+            if cls.__dict__.get("__init__") is dataclass_init:
+                setattr(cls, "__init__", fast)
+        _PLAIN_INITS = inits
+    return _NATIVE_PARSE  # type: ignore[return-value]
+
+
 def _parse_unchecked(text: str) -> cst.Module:
     """libcst.parse_module(text), without validating the nodes its parser builds."""
     import libcst as cst
 
-    global _UNCHECKED_THREAD, _PLAIN_INITS, _PARSED
-    node = cst.CSTNode
-    if node.__dict__.get("__post_init__") is None or not hasattr(node, "_validate"):
+    global _PARSED
+    _PARSED += len(text)
+    parse = _native_parser(cst)
+    if parse is None:
         return cst.parse_module(text)  # a libcst that validates elsewhere: leave it as it is
-    with _UNCHECKED_LOCK:
-        original = node.__dict__["__post_init__"]
-        _UNCHECKED_THREAD = threading.get_ident()
-        alone = threading.active_count() == 1
-        _PARSED += len(text)
-        if alone and _PLAIN_INITS is None and _PARSED > _PLAIN_INITS_AFTER:
-            _PLAIN_INITS = _plain_inits(node)
-        inits = _PLAIN_INITS if alone and _PLAIN_INITS is not None else ()
-        setattr(node, "__post_init__", _NO_CHECK if alone else _validate_elsewhere)
-        try:
-            for cls, _, fast in inits:
-                setattr(cls, "__init__", fast)
-            return cst.parse_module(text)
-        finally:
-            for cls, dataclass_init, _ in inits:
-                setattr(cls, "__init__", dataclass_init)
-            setattr(node, "__post_init__", original)
-            _UNCHECKED_THREAD = None
+    return _parse_natively(parse, text)
 
 
 def parse_module(text: str) -> cst.Module:

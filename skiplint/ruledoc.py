@@ -580,7 +580,12 @@ WHEN: dict[str, str] = {
               "is not reported: the skip tracker tolerates a stash nobody pops",
     "SKP117": "the module runs the class statement (the loop, or the factory's call) with names it can "
               "read, and the variable forward reads holds another name once the code that built the "
-              "model has run; where the names agree (the last class of a loop), nothing is reported",
+              "model has run; where the names agree (the last class of a loop), nothing is reported. "
+              "A function that rebinds the variable through `nonlocal` or `global` counts where the "
+              "module calls it directly in the body of the frame that owns the variable (the module's "
+              "for `global`), outside any branch it cannot decide; a rebinder that is returned, stored, "
+              "passed on, called from nested code or under an unknown condition makes the variable "
+              "unknown, and the class abstains (SKP901)",
     "SKP901": "the name cannot be known for a class the module makes: a name read from a factory's "
               "parameter, a loop's variable or a class attribute is checked class by class when the "
               f"module calls the factory (or runs the loop) with names it can read (up to "

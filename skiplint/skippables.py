@@ -19,7 +19,7 @@ from skiplint.facts import (
     Command, Declaration, Declared, Finding, Forward, Key, Kind, Locator, ModuleFacts,
     NonCommandYield, Site, SkippableClass,
 )
-from skiplint.imports import OTHER, Scope, dotted_name, import_bindings, removed_module
+from skiplint.imports import OTHER, Binding, Scope, dotted_name, import_bindings, removed_module
 from skiplint.limits import BUDGET
 
 #: Beyond this many distinct paths, forward's path facts are given up (abstain).
@@ -61,8 +61,33 @@ class ModuleIndex:
         #: id(ClassDef) -> (its info, its skippable(...) call), filled by `extract`.
         self.skippable_calls: dict[int, tuple[ClassInfo, cst.Call]] = {}
         self.constants: dict[str, cst.BaseExpression] = {}
+        #: id(function or class scope) -> (the names it declares `global`, those it declares
+        #: `nonlocal`): what that scope binds to those names binds them in the module's scope or
+        #: in the enclosing function's.
+        self.declarations: dict[int, tuple[set[str], set[str]]] = {}
+        #: id(function or class scope) -> (its def or class statement, the scope that runs it).
+        self.scope_defs: dict[int, tuple[cst.FunctionDef | cst.ClassDef, Scope]] = {}
+        #: (scope, name, binding) of each binding of a `nonlocal` name, bound in its owner at the end.
+        self._nonlocal_bindings: list[tuple[Scope, str, Binding]] = []
         self._block(module.body, self.scope, guarded=False)
+        for scope, name, binding in self._nonlocal_bindings:
+            owner = nonlocal_owner(scope, name)
+            if owner is not None:
+                owner.bind(name, binding)
         self.constants = {k: v for k, v in self.constants.items() if self.assign_count.get(k) == 1}
+
+    def _bind(self, scope: Scope, name: str, binding: Binding) -> Scope:
+        """Bind `name` from `scope`: in the scope it belongs to (the module for a `global` name;
+        the enclosing function's, at the end of the pass, for a `nonlocal` one). That scope."""
+        declared = self.declarations.get(id(scope)) if self.declarations else None
+        if declared is not None:
+            if name in declared[0]:
+                scope = self.scope
+            elif name in declared[1]:
+                self._nonlocal_bindings.append((scope, name, binding))
+                return scope
+        scope.bind(name, binding)
+        return scope
 
     # -- the pass --------------------------------------------------------------------------
     def _block(self, stmts: Sequence[cst.CSTNode], scope: Scope, guarded: bool) -> None:
@@ -84,8 +109,12 @@ class ModuleIndex:
         # node types compared by identity: see _BINDING_NODES
         if type(small) is cst.Import or type(small) is cst.ImportFrom:
             for local, qual in import_bindings(small):
-                scope.bind(local, qual)
+                self._bind(scope, local, qual)
             self.imports.append((small, guarded))
+        elif type(small) is cst.Global or type(small) is cst.Nonlocal:
+            if scope is not self.scope:  # `global` at module level changes nothing
+                declared = self.declarations.setdefault(id(scope), (set(), set()))
+                declared[type(small) is cst.Nonlocal].update(item.name.value for item in small.names)
         elif type(small) is cst.Assign:
             for target in small.targets:
                 self._bind_target(target.target, scope)
@@ -110,8 +139,7 @@ class ModuleIndex:
 
     def _bind_target(self, target: cst.BaseExpression, scope: Scope) -> None:
         if type(target) is cst.Name:
-            scope.bind(target.value, OTHER)
-            if scope is self.scope:
+            if self._bind(scope, target.value, OTHER) is self.scope:
                 self.assign_count[target.value] = self.assign_count.get(target.value, 0) + 1
         elif type(target) is cst.Tuple or type(target) is cst.List:
             for element in target.elements:
@@ -121,8 +149,9 @@ class ModuleIndex:
 
     def _compound(self, stmt: cst.BaseCompoundStatement, scope: Scope, guarded: bool) -> None:
         if type(stmt) is cst.FunctionDef:
-            scope.bind(stmt.name.value, OTHER)
+            self._bind_target(stmt.name, scope)
             inner = Scope("function", scope)
+            self.scope_defs[id(inner)] = (stmt, scope)
             params = stmt.params
             for param in (*params.posonly_params, *params.params, *params.kwonly_params):
                 inner.bind(param.name.value, OTHER)
@@ -133,8 +162,9 @@ class ModuleIndex:
             self.functions.append((stmt, scope))
             self._suite(stmt.body, inner, guarded=False)
         elif type(stmt) is cst.ClassDef:
-            scope.bind(stmt.name.value, OTHER)
+            self._bind_target(stmt.name, scope)
             body = Scope("class", scope)
+            self.scope_defs[id(body)] = (stmt, scope)
             info = ClassInfo(stmt, scope, body)
             if isinstance(stmt.body, cst.IndentedBlock):
                 for item in stmt.body.body:
@@ -172,6 +202,17 @@ class ModuleIndex:
         elif type(stmt) is cst.Match:
             for case in stmt.cases:
                 self._suite(case.body, scope, guarded)
+
+
+def nonlocal_owner(scope: Scope, name: str) -> Optional[Scope]:
+    """The function scope that a `nonlocal name` of `scope` refers to: the nearest enclosing
+    function scope that binds it (class scopes skipped), None when there is none."""
+    outer = scope.parent
+    while outer is not None and outer.kind != "module":
+        if outer.kind == "function" and name in outer.bindings:
+            return outer
+        outer = outer.parent
+    return None
 
 
 def _command_kind(symbol: Optional[str]) -> Optional[Kind]:

@@ -213,3 +213,188 @@ def test_a_discarded_pop_of_a_factory_class_across_partitions_is_skp305() -> Non
         merges = GPipe(nn.Sequential(Stash(), nn.ReLU(), make("a", True)()), balance=[2, 1])
     """)
     assert [(line, col, code) for line, col, code, _ in found] == [(11, 18, "SKP305")]
+
+
+# -- variables rebound from another scope: `nonlocal` and `global` ---------------------------------
+
+FACTORY = """
+    def make(name):
+        @skippable(stash=[name])
+        class Stash(nn.Module):
+            def forward(self, x):
+                yield stash(name, x)
+                return x
+
+        def rename():
+            nonlocal name
+            name = "renamed"
+
+{calls}
+        return Stash
+
+
+    Made = make("a")
+"""
+
+
+def _late(var: str, made: str, now: str) -> str:
+    return (f"SKP117 forward reads '{var}' when it runs, when it holds '{now}', not the '{made}' it held when "
+            f"the class was made: bind the name when the class is made (a class attribute, read as "
+            f"self.<attribute>)")
+
+
+def test_a_factory_variable_rebound_through_nonlocal_is_skp117() -> None:
+    found = report(FACTORY.format(calls="        rename()"))
+    assert found == [(6, 18, "SKP117", _late("name", "a", "renamed"))]
+
+
+def test_a_loop_variable_advanced_through_nonlocal_is_skp117_for_the_early_class() -> None:
+    found = report("""
+        def make():
+            made = []
+            name = None
+
+            def advance(new):
+                nonlocal name
+                name = new
+
+            for new in ["a", "b"]:
+                advance(new)
+
+                @skippable(pop=[name])
+                class Pop(nn.Module):
+                    def forward(self, x):
+                        skip = yield pop(name)
+                        return x + skip
+
+                made.append(Pop)
+            return made
+
+
+        first, second = make()
+    """)
+    assert found == [(16, 29, "SKP117", _late("name", "a", "b"))]
+
+
+def test_a_module_variable_rebound_through_global_is_skp117() -> None:
+    found = report("""
+        NAME = "a"
+
+
+        @skippable(stash=[NAME])
+        class Stash(nn.Module):
+            def forward(self, x):
+                yield stash(NAME, x)
+                return x
+
+
+        def rename():
+            global NAME
+            NAME = "renamed"
+
+
+        rename()
+    """)
+    assert found == [(8, 14, "SKP117", _late("NAME", "a", "renamed"))]
+
+
+def test_a_global_that_its_rebinder_reads_first_is_the_module_variable() -> None:
+    """The rebinder reads the variable before it rebinds it: the module's value."""
+    found = report("""
+        NAME = "a"
+
+
+        @skippable(stash=[NAME])
+        class Stash(nn.Module):
+            def forward(self, x):
+                yield stash(NAME, x)
+                return x
+
+
+        def suffix():
+            global NAME
+            NAME = NAME + "b"
+
+
+        suffix()
+    """)
+    assert found == [(8, 14, "SKP117", _late("NAME", "a", "ab"))]
+
+
+#: The declaration and the stash of FACTORY, computed at run time.
+ABSTAINS = [(3, 21, "SKP901"), (6, 24, "SKP901")]
+
+
+def _codes(found: list[tuple[int, int, str, str]]) -> list[tuple[int, int, str]]:
+    return [(line, col, code) for line, col, code, _ in found]
+
+
+def test_a_rebinder_called_under_an_unknown_condition_abstains() -> None:
+    found = report(FACTORY.format(calls="        if len(dir()):\n            rename()"))
+    assert _codes(found) == [(6, 24, "SKP901")]
+
+
+def test_a_rebinder_called_in_a_loop_the_interpreter_cannot_run_abstains() -> None:
+    found = report(FACTORY.format(calls="        while len(dir()):\n            rename()"))
+    assert _codes(found) == [(6, 24, "SKP901")]
+
+
+def test_a_rebinder_called_after_a_possible_return_abstains() -> None:
+    found = report(FACTORY.format(calls="        if len(dir()):\n            return Stash\n        rename()"))
+    assert _codes(found) == [(6, 24, "SKP901")]
+
+
+def test_a_rebinder_that_escapes_abstains_for_the_whole_frame() -> None:
+    for calls in ("        keep = [rename]", "        Stash.rename = rename", "        later = lambda: rename()",
+                  "        [rename() for _ in range(1)]", "        def later():\n            rename()"):
+        found = report(FACTORY.format(calls=calls))
+        assert _codes(found) == ABSTAINS, calls
+
+
+def test_a_decorated_or_nested_rebinder_abstains() -> None:
+    decorated = FACTORY.replace("        def rename():", "        @staticmethod\n        def rename():")
+    assert _codes(report(decorated.format(calls="        rename()"))) == [(3, 21, "SKP901"), (6, 24, "SKP901")]
+    nested = FACTORY.replace("        def rename():\n            nonlocal name\n            name = \"renamed\"\n",
+                             "        if True:\n            def rename():\n                nonlocal name\n"
+                             "                name = \"renamed\"\n")
+    assert nested != FACTORY
+    assert _codes(report(nested.format(calls="        rename()"))) == ABSTAINS
+
+
+def test_a_global_rebinder_that_a_builder_calls_or_nobody_calls_abstains() -> None:
+    module = """
+        NAME = "a"
+
+
+        @skippable(stash=[NAME])
+        class Stash(nn.Module):
+            def forward(self, x):
+                yield stash(NAME, x)
+                return x
+
+
+        def rename():
+            global NAME
+            NAME = "renamed"
+    """
+    assert _codes(report(module)) == [(8, 20, "SKP901")]  # run on its own: when, nobody knows
+    assert _codes(report(module + "\n\n        def build():\n            rename()\n")) == [(5, 17, "SKP901"), (8, 20, "SKP901")]
+
+
+def test_a_class_body_that_rebinds_a_global_abstains() -> None:
+    found = report("""
+        NAME = "a"
+
+
+        @skippable(stash=[NAME])
+        class Stash(nn.Module):
+            def forward(self, x):
+                yield stash(NAME, x)
+                return x
+
+
+        class Config:
+            global NAME
+            NAME = "renamed"
+    """)
+    assert _codes(found) == [(5, 17, "SKP901"), (8, 20, "SKP901")]

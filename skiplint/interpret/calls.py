@@ -35,6 +35,7 @@ class Calls(Core):
         if not known and not isinstance(func, ApiV):
             for value, _ in args:
                 taint(value)
+            self.not_run(func)
             return UNKNOWN
         return self.call(func, args, kwargs, node, known)
 
@@ -222,15 +223,23 @@ class Calls(Core):
             return value
         node = func.node
         if not self.budget.allows_call(self.depth):
+            self.not_run(func)
             return UNKNOWN
         self.ran.add(id(node))
         scope = self.index.scopes.get(id(node), func.env.scope)
         env = Env(func.env, scope, node)
+        env.branching = len(self.branches)
         positional = list(args)
         if func.self_value is not None:
             positional.insert(0, func.self_value)
         if not self.bind_params(node.params, positional, kwargs, env, entry=entry):
+            self.not_run(func)
             return UNKNOWN
+        if self.rebinding is not None:
+            unknowable = self.rebinding.unknowable.get(id(scope))
+            for name in unknowable or ():
+                if name in env.vars:
+                    env.vars[name] = UNKNOWN  # a parameter that code run at another time may rebind
         self.depth += 1
         try:
             self.block(syntax.statements(node.body), env)
@@ -240,6 +249,7 @@ class Calls(Core):
             place(result)
         except (Break, Continue, LoopUnknown):
             result = UNKNOWN
+            self.not_run(func)  # stopped part way: what it would assign after is not known
         finally:
             self.depth -= 1
         if env.vars.get("$maybe_returned"):

@@ -10,6 +10,7 @@ import libcst as cst
 
 from skiplint.facts import Finding, Locator, ModuleFacts, Site
 from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, OutOfBudget, Return
+from skiplint.interpret.rebinding import Rebinding
 from skiplint.interpret.values import (
     ClassV, DirectCall, FuncV, LambdaV, LayerV, PipeRecord, SeqV, SkipInfo, skip_info,
 )
@@ -90,6 +91,10 @@ class Core:
         #: The entry point running (one per `guarded` call), and those that did not finish.
         self.run_serial = 0
         self.aborted_runs: builtins.set[int] = builtins.set()
+        #: What the module's `global` and `nonlocal` declarations rebind; None without any.
+        self.rebinding = Rebinding(index) if index.declarations else None
+        #: The overlays of the branches under unknown conditions running now (Statements.if_).
+        self.branches: list[Env] = []
 
     def guarded(self, action: Callable[..., Any], kind: str = "other") -> None:
         """Run one entry point; an exhausted budget or stray control flow ends just that one.
@@ -128,6 +133,7 @@ class Core:
         def assign(self, target: cst.BaseExpression, value: Any, env: Env,
                    node: Optional[cst.CSTNode]) -> None: ...
         def taint_block(self, node: cst.CSTNode, env: Env) -> None: ...
+        def not_run(self, func: Any) -> None: ...
         # expressions.py
         def eval(self, node: cst.BaseExpression, env: Env) -> Any: ...
         def imported(self, node: cst.BaseExpression, env: Env) -> Any: ...

@@ -36,7 +36,7 @@ class LoopUnknown(Exception):
 class Env:
     """Variables of one running frame; a fork overlay writes locally and reads through."""
 
-    __slots__ = ("vars", "parent", "scope", "func", "overlay")
+    __slots__ = ("vars", "parent", "scope", "func", "overlay", "branching")
 
     def __init__(self, parent: Optional[Env], scope: Scope, func: Optional[cst.FunctionDef] = None,
                  overlay: bool = False) -> None:
@@ -45,6 +45,9 @@ class Env:
         self.scope = scope
         self.func = func
         self.overlay = overlay
+        #: How many branches under unknown conditions were running when this frame began
+        #: (len(Core.branches)): a later write from a nested function under more is not certain.
+        self.branching = 0
 
     def find(self, name: str) -> tuple[bool, Any]:
         env: Optional[Env] = self

@@ -130,6 +130,8 @@ class Expressions(Core):
         return value if self.budget.allows_int(value) else UNKNOWN
 
     def name(self, node: cst.Name, env: Env) -> Any:
+        if self.rebinding is not None and self.rebinding.kind(env.frame().scope, node.value) == "global":
+            env = self.module_env  # not an enclosing function's variable of that name
         found, value = env.find(node.value)
         if found:
             return value

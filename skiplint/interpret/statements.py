@@ -60,8 +60,7 @@ class Statements(Core):
         elif type(small) is cst.Continue:
             raise Continue
         elif type(small) is cst.Global or type(small) is cst.Nonlocal:
-            for item in small.names:
-                self.set(item.name.value, UNKNOWN, env)
+            pass  # a declaration: `set` binds those names where they belong (self.rebinding)
         elif type(small) is cst.Del:
             self.taint_targets([small.target], env)
         elif type(small) is cst.Raise:
@@ -130,6 +129,7 @@ class Statements(Core):
         overlays = []
         for branch, whole in branches:
             overlay = Env(env, env.scope, env.func, overlay=True)
+            self.branches.append(overlay)
             try:
                 if isinstance(branch, cst.If):
                     self.if_(branch, overlay)
@@ -139,6 +139,8 @@ class Statements(Core):
                 raise LoopUnknown from None
             except Return:
                 overlay.vars["$returned"] = True
+            finally:
+                self.branches.pop()
             overlays.append(overlay)
             self.taint_block(whole, env)
         names = set().union(*(o.vars for o in overlays))
@@ -174,7 +176,66 @@ class Statements(Core):
             self.suite(stmt.orelse.body, env)
 
     def set(self, name: str, value: Any, env: Env) -> None:
+        rebinding = self.rebinding
+        if rebinding is not None:
+            frame = env.frame()
+            if frame.parent is None or frame.parent.scope is not frame.scope:  # not a comprehension's
+                if rebinding.kind(frame.scope, name) is not None:
+                    self.rebind(name, value, frame)
+                    return
+                unknowable = rebinding.unknowable.get(id(frame.scope))
+                if unknowable is not None and name in unknowable:
+                    value = UNKNOWN
         env.vars[name] = value
+
+    def rebind(self, name: str, value: Any, frame: Env) -> None:
+        """`name = value` in a frame whose function declares the name `global` or `nonlocal`: the
+        variable of the module's or the enclosing function's frame. Certain only from a rebinder
+        that the module calls only directly (Rebinding), run where that frame's own code runs:
+        under no more unknown branches than the frame began under, after no possible return, and
+        for a global, in the module's own run (not a builder run on its own); else unknown."""
+        rebinding = self.rebinding
+        assert rebinding is not None
+        owner = self._owner_frame(frame.parent, rebinding.owner(frame.scope, name))
+        if owner is None:
+            return  # `nonlocal` with no enclosing binding: Python refuses it
+        certain = (
+            any(known == name for known, _ in rebinding.followed.get(id(frame.func), ()))
+            and len(self.branches) == owner.branching
+            and not owner.vars.get("$maybe_returned") and not frame.vars.get("$maybe_returned")
+            and (owner is not self.module_env or self.run_serial == 1))
+        self._write(owner, name, value if certain else UNKNOWN)
+
+    def _owner_frame(self, env: Optional[Env], scope: Any) -> Optional[Env]:
+        """The frame (not an overlay) of `scope` among `env` and its parents."""
+        if scope is self.index.scope:
+            return self.module_env
+        while env is not None and (env.overlay or env.scope is not scope):
+            env = env.parent
+        return env
+
+    def _write(self, owner: Env, name: str, value: Any) -> None:
+        """Bind a variable of `owner` from another frame; a branch of `owner` running now that
+        bound it too sees it unknown."""
+        assert self.rebinding is not None
+        unknowable = self.rebinding.unknowable.get(id(owner.scope))
+        if unknowable is not None and name in unknowable:
+            value = UNKNOWN
+        owner.vars[name] = value
+        for overlay in self.branches:  # opened after `owner` began: the write was not certain
+            if overlay.frame() is owner and name in overlay.vars:
+                overlay.vars[name] = UNKNOWN
+
+    def not_run(self, func: Any) -> None:
+        """A call of `func` that may happen but is not run here (an unknown branch's or loop's code,
+        a call whose arguments are unknown, past the budget): what a followed rebinder assigns
+        becomes unknown."""
+        if self.rebinding is None or not isinstance(func, FuncV):
+            return
+        for name, scope in self.rebinding.followed.get(id(func.node), ()):
+            owner = self._owner_frame(func.env, scope)
+            if owner is not None:
+                self._write(owner, name, UNKNOWN)
 
     def assign(self, target: cst.BaseExpression, value: Any, env: Env, node: Optional[cst.CSTNode]) -> None:
         if isinstance(target, cst.Name):
@@ -262,6 +323,8 @@ class Statements(Core):
                 func = inner.func
                 if isinstance(func, cst.Attribute) and func.attr.value in MUTATORS:
                     taint(self.peek(func.value, env))
+                elif self.rebinding is not None and isinstance(func, cst.Name):
+                    self.not_run(self.peek(func, env))
                 for arg in inner.args:
                     if isinstance(arg.value, (cst.Name, cst.Attribute)):
                         taint(self.peek(arg.value, env))
