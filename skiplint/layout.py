@@ -504,6 +504,7 @@ def main(argv: Sequence[str]) -> int:
         try:
             module, facts = _load(path)
             found = models(facts, name)
+            drawn = [_draw(args.format, path, model, balance) for model in found]
         except (sources.SourceError, parsing.ParseFailure) as error:
             print(f"{path}: cannot read: {error}", file=sys.stderr)
             status = EXIT_UNCHECKED
@@ -524,15 +525,6 @@ def main(argv: Sequence[str]) -> int:
                 print(not_found(path, name, facts) if name else f"{path}: no composition with skippable layers",
                       file=sys.stderr)
                 status = max(status, EXIT_NOT_FOUND)
-            continue
-        try:
-            drawn = [_draw(args.format, path, model, balance) for model in found]
-        except Exception as error:  # an analyzer bug: one line, as the lint's SKP902, never a traceback
-            if os.environ.get("SKIPLINT_DEBUG"):
-                raise
-            print(f"{path}: {rules.RULES['SKP902'].format(what='this file', error=error_text(error))}",
-                  file=sys.stderr)
-            status = EXIT_UNCHECKED
             continue
         for chunk, model_status in drawn:
             chunks.append(chunk)
