@@ -779,6 +779,8 @@ _PARSED = 0
 
 #: Code flags of a function that takes *args or **kwargs (inspect.CO_VARARGS, CO_VARKEYWORDS).
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
+#: The names the plain __init__s use besides their parameters.
+_GENERATED_NAMES = frozenset({"self", "getframe", "parser", "parsed"})
 
 
 def _plain_inits(cst_node: type) -> tuple[tuple[type, Callable[..., None], Callable[..., None]], ...]:
@@ -816,8 +818,8 @@ def _plain_inits(cst_node: type) -> tuple[tuple[type, Callable[..., None], Calla
         slots = [slot for slot in (_slot(cls, name) for name in parameters) if slot is not None]
         if (code.co_flags & (_CO_VARARGS | _CO_VARKEYWORDS) or set(parameters) != set(fields)
                 or not all(field.init for field in fields.values()) or len(slots) != len(parameters)
-                or "self" in parameters):
-            continue
+                or not _GENERATED_NAMES.isdisjoint(parameters)):
+            continue  # a field the generated code could not name
         defaults: dict[str, object] = dict(zip(parameters[positional - len(original.__defaults__ or ()):positional],
                                                original.__defaults__ or ()))
         defaults.update(original.__kwdefaults__ or {})
@@ -867,7 +869,8 @@ def _slot(cls: type, name: str) -> Optional[types.MemberDescriptorType]:
 def _native_parser(cst_module: types.ModuleType) -> Optional[Callable[..., cst.Module]]:
     """libcst's native parse_module, with CSTNode.__post_init__ made _validate_unless_parsed (and,
     past _PLAIN_INITS_AFTER characters, the plain __init__s installed); None for a libcst without
-    a native parser or without validation in CSTNode.__post_init__ (it is then left as it is).
+    a native parser or without validation in CSTNode.__post_init__, or on a Python without
+    sys._getframe (libcst is then left as it is, and validates every node).
 
     No lock: every step can be cut short by an exception (Ctrl-C lands even between a `with`
     statement's acquire and its body, and a held lock would stop every later parse) and can be
@@ -882,7 +885,7 @@ def _native_parser(cst_module: types.ModuleType) -> Optional[Callable[..., cst.M
         except ImportError:
             pass
         parse = getattr(sys.modules.get("libcst.native"), "parse_module", None)
-        if parse is None or hook is None or not hasattr(node, "_validate"):
+        if parse is None or hook is None or not hasattr(node, "_validate") or not hasattr(sys, "_getframe"):
             _NATIVE_PARSE = False
         else:
             if hook is not _validate_unless_parsed:
