@@ -378,10 +378,10 @@ def check_all(tasks: Sequence[Task], jobs: Optional[int] = None, settle: bool = 
 
 # -- choosing the number of processes ---------------------------------------------------------------
 # A pool costs its start: each worker imports the analyzer (libcst and the engine: about 0.3 s of CPU)
-# and learns again the project modules that its files import. On a 2-core machine (quiet, 10
-# interleaved pairs against -j 1) a pool took 1.35x the time on fixtures/compositions (18 files),
-# 0.97x on the whole fixtures tree (125 files, 0.1 MB that the prefilter passes) and 0.53x on the
-# 1,000 generated files (3.2 MB). So with no -j the files are read and prefiltered here, and the
+# and learns again the project modules that its files import. On a quiet 2-core machine a pool
+# took 1.35x the time of -j 1 on fixtures/compositions (18 files) and 0.97x on the whole fixtures
+# tree (125 files, 0.1 MB that the prefilter passes), 10 interleaved pairs each, and 0.53x on the
+# 1,000 generated files (3.2 MB, best of 3). So with no -j the files are read and prefiltered here, and the
 # pool starts only once the files waiting for the analysis hold POOL_ANALYSIS_BYTES (about 2 s of
 # the analysis on that machine), or when the files hold POOL_READ_BYTES in all (reading and
 # prefiltering alone are then worth sharing: the torch sources, 49 MB, 0.77x with a pool).

@@ -234,7 +234,8 @@ def test_a_name_that_picks_nothing_lists_the_names_there_are(capsys, tmp_path: P
     (tmp_path / "plain.py").write_text("import os\n")
     status, _, err = run_all(capsys, f"{tmp_path / 'plain.py'}:model")
     assert status == 1
-    assert err == f"{tmp_path / 'plain.py'}: no composition named 'model'; it has no composition that skiplint can list\n"
+    assert err == (f"{tmp_path / 'plain.py'}: no composition named 'model'; "
+                   "it has no composition that skiplint can list\n")
 
 
 def test_a_name_reused_without_a_namespace_is_drawn_as_it_runs_and_said_in_the_lints_words(
