@@ -19,30 +19,13 @@ pytest.importorskip("pygls", reason="the server tests need the lsp extra: pip in
 
 from lsprotocol import types  # noqa: E402
 
+from tests.test_lsp_features import BLOCKS  # noqa: E402
 from tests.lsp_harness import (  # noqa: E402
     Session, apply, as_cli, cli_json, cli_rows, edits_of, full_capabilities, run, uri)
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 
-BLOCKS = '''\
-from torch import nn
-from torchgpipe.skip import pop, skippable, stash
-
-
-@skippable(stash=["skip"])
-class Down(nn.Module):
-    def forward(self, x):
-        yield stash("skip", x)
-        return x
-
-
-@skippable(pop=["skip"])
-class Up(nn.Module):
-    def forward(self, x):
-        skip = yield pop("skip")
-        return x + skip
-'''
 MODEL = '''\
 from torch import nn
 
