@@ -316,7 +316,7 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
         if args.diff:  # as `skiplint fix --diff`, which also says why a file cannot be fixed
             candidates = [task for task, result in zip(tasks, results)
                           if task in candidates or result.error is not None]
-            status, _ = fix.fix_tasks(candidates, args.target, fix.FIXABLE, False, say, _write_out)
+            status, _ = fix.fix_tasks(candidates, args.target, fix.FIXABLE, False, say, fix.write_diff)
             return max(status, EXIT_UNCHECKED if finder.fatal else EXIT_CLEAN)
         if args.fix:
             _, outcomes = fix.fix_tasks(candidates, args.target, fix.FIXABLE, True, say)
@@ -342,10 +342,6 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
     if report.unchecked or finder.fatal:
         status = EXIT_UNCHECKED
     return max(status, _emit(output, args.output))
-
-
-def _write_out(text: str) -> None:
-    sys.stdout.write(text)
 
 
 def _emit(output: str, destination: Optional[str]) -> int:

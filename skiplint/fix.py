@@ -692,7 +692,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(problem, file=sys.stderr)
     if not tasks and not finder.fatal:
         say(f"skiplint fix: no Python files to fix in {' '.join(args.paths)}")
-    return fix_tasks(tasks, args.target, codes, not args.diff, say, sys.stdout.write)[0]
+    return fix_tasks(tasks, args.target, codes, not args.diff, say, write_diff)[0]
+
+
+def write_diff(text: str) -> None:
+    """A file's diff on standard output, flushed before its account goes to standard error: a
+    reader gone early then stops the run at this file, in the one line the CLI gives a closed pipe."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 def fix_tasks(tasks: Sequence[tuple[str, config.Config]], target: str, codes: Sequence[str], write: bool,
