@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterator
 
 import libcst as cst
 
+from skiplint.findings import OwnerRef
 from skiplint.facts import Command, Declaration, Finding, Kind, ModuleFacts, Site, SkippableClass
 
 _VERB = {"stash": "stashed", "pop": "popped"}
@@ -26,21 +28,31 @@ def module_findings(facts: ModuleFacts) -> Iterator[Finding]:
     for command in facts.loose_commands:
         yield _not_yielded(command)
     certain = {id(f.site.node) for f in facts.findings if f.code == "SKP305" and f.site is not None}
-    late: dict[tuple[int, str, str], tuple[Finding, list[str]]] = {}
+    late: dict[tuple[int, str, str], tuple[Finding, list[str], list[OwnerRef]]] = {}
     for cls in facts.skippables:
+        owner = class_owner(cls)
         for finding in class_findings(cls):
+            finding = dataclasses.replace(finding, owners=(owner,))
             if finding.code == "SKP116" and finding.site is not None and id(finding.site.node) in certain:
                 continue
             if finding.code == "SKP117" and finding.site is not None:
                 args = dict(finding.args)
                 key = (id(finding.site.node), args["var"], args["now"])
-                late.setdefault(key, (finding, []))[1].append(args["made"])
+                entry = late.setdefault(key, (finding, [], []))
+                entry[1].append(args["made"])
+                entry[2].append(owner)
                 continue
             yield finding
-    for first, made in late.values():  # one statement, one mistake: the classes it made early, together
+    for first, made, owners in late.values():  # one statement, one mistake: the classes it made early, together
         args = dict(first.args)
-        yield _finding("SKP117", first.site, var=args["var"], now=args["now"],
-                       made=", ".join(repr(name) for name in sorted(set(made))))
+        yield dataclasses.replace(_finding("SKP117", first.site, var=args["var"], now=args["now"],
+                                           made=", ".join(repr(name) for name in sorted(set(made)))),
+                                  owners=tuple(owners))
+
+
+def class_owner(cls: SkippableClass) -> OwnerRef:
+    """The owner of a class's findings: the class, at its class statement."""
+    return OwnerRef("class", cls.name, cls.site)
 
 
 def _not_yielded(command: Command) -> Finding:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from skiplint import rules
+from skiplint.findings import Owner
 
 
 def shown(value: str) -> str:
@@ -31,6 +32,17 @@ class Diagnostic:
     #: (then the end is the start). Not compared: a diagnostic is identified by where it starts.
     end_line: int = field(default=0, compare=False)
     end_col: int = field(default=0, compare=False)
+    #: The rule's arguments, as the message was rendered from them (name -> text). Not compared.
+    args: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    #: What the finding belongs to: its class, or the compositions it was found in. Not compared.
+    owners: tuple[Owner, ...] = field(default=(), compare=False)
+
+    def arg(self, name: str) -> Optional[str]:
+        """One of the rule's arguments, or None when the rule has no such argument."""
+        for key, value in self.args:
+            if key == name:
+                return value
+        return None
 
     @property
     def end(self) -> tuple[int, int]:

@@ -12,6 +12,7 @@ import libcst as cst
 from skiplint import checks, interpret, limits, noqa, parsing, pipes, prefilter, projectscan, rules, skippables, sources
 from skiplint.diagnostics import Diagnostic, FileResult as FileResult, Selection as Selection, error_text, shown
 from skiplint.parsing import ParseFailure as ParseFailure
+from skiplint.findings import Owner, OwnerRef
 from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts, SkippableClass, with_room
 from skiplint.project import INDEX, ProjectIndex
 
@@ -144,11 +145,12 @@ def _diagnostics(findings: Iterable[Finding], path: str, text: str, selection: S
         return ()
     lines = sources.lines(text)
     noqa_at: dict[int, Optional[tuple[str, ...]]] = {}  # read once per line, however many findings
-    out = set()
+    out: dict[Diagnostic, tuple[Diagnostic, set[Owner]]] = {}
     by_locator: dict[int, tuple[Locator, list[cst.CSTNode]]] = {}
     for finding in chosen:
-        if finding.site is not None:
-            by_locator.setdefault(id(finding.site.locator), (finding.site.locator, []))[1].append(finding.site.node)
+        for site in (finding.site, *(owner.site for owner in finding.owners)):
+            if site is not None:
+                by_locator.setdefault(id(site.locator), (site.locator, []))[1].append(site.node)
     try:
         for locator, nodes in by_locator.values():
             locator.locate(nodes)  # one pass of code generation per module for all its findings
@@ -166,8 +168,17 @@ def _diagnostics(findings: Iterable[Finding], path: str, text: str, selection: S
             if noqa.covers(noqa_at[line], finding.code):
                 continue
         message = shown(rules.RULES[finding.code].format(**dict(finding.args)))  # names escaped
-        out.add(Diagnostic(path, line, col, finding.code, message, end_line, end_col))
-    return tuple(sorted(out))
+        made = Diagnostic(path, line, col, finding.code, message, end_line, end_col, finding.args)
+        owners = out.setdefault(made, (made, set()))[1]  # one finding, whoever else it belongs to
+        try:
+            owners.update(_owner(ref) for ref in finding.owners)
+        except RecursionError:
+            raise ParseFailure(too_deep("locate its findings")) from None
+    return tuple(sorted(dataclasses.replace(made, owners=tuple(sorted(owners))) for made, owners in out.values()))
+
+
+def _owner(ref: OwnerRef) -> Owner:
+    return Owner(ref.kind, ref.name, ref.site.position[0] if ref.site is not None else 0, ref.factories)
 
 
 def check_text(text: str, path: str, selection: Selection = Selection(), *, apply_noqa: bool = True,

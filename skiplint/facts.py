@@ -20,6 +20,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from skiplint import limits, parsing, sources, syntax
+from skiplint.findings import Finding as Finding
 from skiplint.limits import MAX_ALIGN_CHARS
 
 try:  # the code generator's state: private in libcst, stable across 1.x
@@ -634,15 +635,6 @@ class SkippableClass:
 
     def declared(self, kind: Kind) -> Declaration:
         return self.stash if kind == "stash" else self.pop
-
-
-@dataclass(frozen=True)
-class Finding:
-    """A fact that is itself a finding, outside any one skippable class's declarations."""
-
-    code: str
-    args: tuple[tuple[str, str], ...]
-    site: Optional[Site] = None
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,11 @@ reported last. Checking stops at the first layer that cannot be known.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterable, Iterator, Optional
 
 from skiplint import gradflow
+from skiplint.findings import OwnerRef
 from skiplint.facts import Composition, Finding, Layer, ModelFacts, Pipe, Site, SkipKey, SkipRoute
 from skiplint.limits import BUDGET
 
@@ -159,15 +161,19 @@ def model_findings(model: ModelFacts) -> Iterator[Finding]:
     two skips of one layer are two findings. A block that is built twice (a helper called with two
     arguments) is one mistake at one place, reported once, even where each build isolates it in
     a namespace of its own. SKP302: once per skip and partitions at its pipe."""
-    seen: set[tuple[str, int, object]] = set()
+    seen: dict[tuple[str, int, object], Finding] = {}
     for finding in (*model.findings, *_all_findings(model)):
         node_id = id(finding.site.node) if finding.site is not None else 0
         skip = finding.args if finding.code in _PER_SKIP else dict(finding.args).get("name")
         key = (finding.code, node_id, skip)
-        if key in seen:
-            continue
-        seen.add(key)
-        yield finding
+        first = seen.get(key)
+        if first is None:
+            seen[key] = finding
+        else:  # the same mistake in another build: it belongs to that composition too
+            known = {_owner_key(o) for o in first.owners}
+            owners = first.owners + tuple(o for o in finding.owners if _owner_key(o) not in known)
+            seen[key] = dataclasses.replace(first, owners=owners)
+    yield from seen.values()
 
 
 #: Calls that run verify_skippables on their module (`inspect_skip_layout` does not).
@@ -182,9 +188,24 @@ def _all_findings(model: ModelFacts) -> Iterator[Finding]:
     verified = {id(pipe.composition) for pipe in model.pipes
                 if pipe.kind in MAY_BE_VERIFIED and pipe.composition is not None}
     for composition in model.compositions:
-        yield from composition_findings(composition, verified=id(composition) in verified)
+        owner = composition_owner(composition)
+        for finding in composition_findings(composition, verified=id(composition) in verified):
+            yield dataclasses.replace(finding, owners=(owner,))
     for pipe in model.pipes:
-        yield from pipe_findings(pipe)
+        owners = (composition_owner(pipe.composition),) if pipe.composition is not None else ()
+        for finding in pipe_findings(pipe):
+            yield dataclasses.replace(finding, owners=owners)
+
+
+def _owner_key(owner: OwnerRef) -> tuple[object, ...]:
+    """Owners are told apart by their node too (a Site equals every other Site)."""
+    return (owner.kind, owner.name, owner.factories, id(owner.site.node) if owner.site is not None else 0)
+
+
+def composition_owner(composition: Composition) -> OwnerRef:
+    """The owner of a composition's findings (and its pipes'): the composition, at its expression,
+    with the module-level functions that return it."""
+    return OwnerRef("composition", composition.name, composition.site, composition.factories)
 
 
 def composition_findings(composition: Composition, verified: Optional[bool] = None) -> Iterator[Finding]:

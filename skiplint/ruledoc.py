@@ -11,7 +11,6 @@ import textwrap
 from typing import Optional, Sequence
 
 from skiplint import rules
-from skiplint.limits import BUDGET
 
 #: Where docs/rules.md is published; a rule's section is its code in lower case.
 HELP_URL = "https://github.com/skiplint/skiplint/blob/main/docs/rules.md"
@@ -525,127 +524,6 @@ EXAMPLES: dict[str, tuple[str, str]] = {
     ''')),
 }
 
-#: Where each diagnostic is reported: the line to put `# noqa: CODE` on.
-REPORTED_AT: dict[str, str] = {
-    "SKP101": "the `stash(...)` call",
-    "SKP102": "the `pop(...)` call",
-    "SKP103": "the name in the decorator's `stash=` (its string or constant)",
-    "SKP104": "the name in the decorator's `pop=` (its string or constant)",
-    "SKP105": "the second of the two declarations",
-    "SKP106": "the `stash=`/`pop=` argument",
-    "SKP107": "the call",
-    "SKP108": "the `yield`",
-    "SKP109": "the `yield`",
-    "SKP110": "the second call",
-    "SKP111": "the `def forward` line; the message names the line of the conditional",
-    "SKP112": "the call",
-    "SKP113": "the decorator",
-    "SKP114": "the `def forward` line",
-    "SKP115": "the `only=` argument",
-    "SKP116": "the `pop(...)` call",
-    "SKP117": "the `stash(...)`/`pop(...)` call that reads the variable",
-    "SKP201": "the popping layer's expression (for a popping layer called on its own, the callee of "
-              "the call, wherever it is)",
-    "SKP202": "the stashing layer's expression",
-    "SKP203": "the second stashing layer",
-    "SKP204": "the second popping layer",
-    "SKP205": "the nested child",
-    "SKP301": "the pipe call",
-    "SKP302": "the pipe call",
-    "SKP303": "the balancing call",
-    "SKP304": "the pipe call",
-    "SKP305": "the `pop(...)` call; the message names both partitions (SKP116, if selected, is not "
-              "repeated there)",
-    "SKP306": "the pipe call",
-    "SKP401": "the import",
-    "SKP900": "where the file stops being checkable: a syntax error's line and column, as the "
-              "running Python's parser puts them, or the token past a parser limit; line 1 for a "
-              "file that cannot be read or decoded (the command line only; flake8 reports "
-              "unparsable files as E999)",
-    "SKP901": "the computed expression (for `.isolate(...)`, the namespace or `only=` argument)",
-    "SKP902": "line 1 (the analysis of the rest of the file is still reported)",
-}
-
-#: When a rule reports, where that is narrower than its summary says.
-WHEN: dict[str, str] = {
-    "SKP900": "the file cannot be read at all (missing, unreadable, not a regular file, larger than "
-              "the size limit), or it may use the API (it imports an API module, or composes "
-              "skippable classes imported from its own project) and cannot be decoded or parsed. "
-              "A file whose bytes name no API module is neither decoded nor parsed, so nothing is "
-              "reported about it, whatever it holds (a syntax error, NUL bytes, bytes that are not "
-              "text): Python and flake8 (E902, E999) report those",
-    "SKP202": "the composition may be verified: it is given to a pipe or `verify_skippables`, or it "
-              "leaves its module (bound at module level, or returned by a module-level function, "
-              "so an importer may pipe it). A model built and only run plainly inside a function "
-              "is not reported: the skip tracker tolerates a stash nobody pops",
-    "SKP117": "the module runs the class statement (the loop, or the factory's call) with names it can "
-              "read, and the variable forward reads holds another name once the code that built the "
-              "model has run; where the names agree (the last class of a loop), nothing is reported. "
-              "A function that rebinds the variable through `nonlocal` or `global` counts where the "
-              "module calls it directly in the body of the frame that owns the variable (the module's "
-              "for `global`), outside any branch it cannot decide; a rebinder that is returned, stored, "
-              "passed on, called from nested code or under an unknown condition makes the variable "
-              "unknown, and the class abstains (SKP901)",
-    "SKP901": "the name cannot be known for a class the module makes: a name read from a factory's "
-              "parameter, a loop's variable or a class attribute is checked class by class when the "
-              f"module calls the factory (or runs the loop) with names it can read (up to "
-              f"{BUDGET.specializations} classes per class statement), and is reported here when it is computed at run time or the "
-              "factory is never called in the module. Also the namespace or the `only=` names given to "
-              "`.isolate(...)` when they cannot be known (a builder's parameter): the layer's skips are "
-              "then not checked",
-    "SKP115": "the class's declarations are known: a class written at module level, or each class that "
-              "a factory's call or a loop's iteration makes (with the names that call or iteration "
-              "gives). The composition holding the layer is not checked past it",
-    "SKP303": "a popped skip that the popping layer's output depends on shares, with its stashing "
-              "layer's output, an autograd node that saved tensors for backward, decided by dataflow "
-              "through forward (operations, views, attributes of `self`, methods reached by `yield "
-              "from`): balance_by_time detaches each layer's input and runs each layer's backward alone, "
-              "so the popping layer's backward reaches what the stashing layer's backward freed. "
-              "Measured on torchgpipe and fairscale: a stash of the untouched input, of `h.detach()`, "
-              "of a tensor computed under `torch.no_grad()`, from a constant, apart from the output or "
-              "only by `+`, `-` and views, and a pop that is discarded, detached or used under no_grad "
-              "profile fine; a node made only from the layer's input (`h = x * 2`) counts when a torch.nn "
-              "layer with parameters comes before. balance_by_size profiles CUDA memory with forward "
-              "passes only and is not reported",
-    "SKP305": "the pop's tensor is discarded (`yield pop(name)` as a statement), or assigned to a name "
-              "that forward reads only as `name.detach()` or under `torch.no_grad()` (measured the same on "
-              "both libraries: no gradient reaches the portal), and the pipe's literal balance puts the "
-              "pop in another partition than its stash",
-    "SKP304": "a LazyModule list given to a pipe holds a skippable layer (fairscale's multi-process pipes "
-              "refuse one in each rank's partition), or fairscale's AsyncPipe is given a Sequential whose "
-              "skip goes from one partition to another: AsyncPipe runs neither verify_skippables nor "
-              "inspect_skip_layout, so no portal carries the skip between the processes. Measured on CPU "
-              "with two processes (gloo and RPC): skips inside one partition run. fairscale's earlier "
-              "MultiProcessPipe verified a Sequential and carried its skips between processes, so only "
-              "its LazyModule lists are reported",
-    "SKP205": "the nested skip leaves its child container (its stash or pop is outside it): a child "
-              "is never split across partitions, so a skip wholly inside one child works. A skip "
-              "between child Sequentials (stashed only inside one child, popped only inside a later "
-              "one) travels in the skip tracker of its micro-batch: measured on torchgpipe and "
-              "fairscale, it runs, equal to the plain model, when both children are in one partition "
-              "or no micro-batch is recomputed, and backward raises `'x' has not been stashed` when "
-              "they are in different partitions and checkpointing recomputes the popping one "
-              "(`checkpoint='always'`, or the default `'except_last'` with `chunks` > 1); only that "
-              "is reported, at the pipe's literal balance, chunks and checkpoint. Skips that only nested "
-              "layers use go through that tracker in the order the layers run, so a pop with no stash "
-              "before it (in an earlier child, or first in its own child, or a second pop of one stash) "
-              "fails in forward, while a second stash before the pop runs; a skip with one side a "
-              "direct child fails verify_skippables. Those are reported whatever the pipe",
-    "SKP306": "both routes are in the same pipe with the same source partition and the same destination "
-              "partition (a skip stashed and popped in one partition counts); the pipe is otherwise "
-              "valid (no SKP2xx), and every layer is known",
-    "SKP201": "also for a list of partitions given to `inspect_skip_layout`, checked together in "
-              "order; a Sequential that is only such a partition is not checked alone. A popping layer "
-              "called on its own (`layer(x)`, also under `pytest.raises` or in `try`) runs with the "
-              "thread's skip tracker and raises `'x' has not been stashed` when nothing stashed its "
-              "names there first; it is reported when the instance is handed to nothing else and no "
-              "direct call that may stash those names runs before it: earlier in the same function "
-              "(or the module's code), or in any other function of the module, since tests run one "
-              "after another on one thread, unless an autouse fixture makes a new `SkipTracker()` "
-              "current for each test. Inside `use_skip_tracker(...)` or a context manager of the "
-              "project it is not judged",
-}
-
 _GROUPS = (
     ("SKP1", "SKP1xx: one @skippable class", "What `Skippable.forward` raises when the layer runs."),
     ("SKP2", "SKP2xx: one composition",
@@ -696,9 +574,9 @@ def _section(code: str) -> list[str]:
     if rule.opt_in:
         out += [f"Opt-in: reported only when selected, e.g. `--extend-select {code}`.", ""]
     out += [f"Message: `{rule.code} {rule.template}`", ""]
-    out += [f"Reported at: {REPORTED_AT[code]}.", ""]
-    if code in WHEN:
-        out += [f"When: {WHEN[code]}.", ""]
+    out += [f"Reported at: {rule.reported_at}.", ""]
+    if rule.when:
+        out += [f"When: {rule.when}.", ""]
     out += [f"Run-time failure it prevents: {_failure(rule)}.", ""]
     out += ["Bad:", "", "```python", bad.rstrip("\n"), "```", "", "Fixed:", "", "```python",
             fixed.rstrip("\n"), "```", ""]
@@ -731,9 +609,9 @@ def rule_text(code: str) -> str:
     if rule.opt_in:
         out.append(f"Opt-in: reported only when selected, e.g. --extend-select {code}.")
     out.append(f"Message: {rule.code} {rule.template}")
-    out.append(f"Reported at: {REPORTED_AT[code]}.")
-    if code in WHEN:
-        out.append(f"When: {WHEN[code]}.")
+    out.append(f"Reported at: {rule.reported_at}.")
+    if rule.when:
+        out.append(f"When: {rule.when}.")
     out += [f"Run-time failure it prevents: {_failure(rule)}.", "",
             "Bad:", "", textwrap.indent(bad.rstrip("\n"), "    ", lambda _line: True), "",
             "Fixed:", "", textwrap.indent(fixed.rstrip("\n"), "    ", lambda _line: True), "",
@@ -747,7 +625,7 @@ def rule_json(code: str) -> dict[str, object]:
     bad, fixed = EXAMPLES[code]
     return {
         "code": code, "name": rule.name, "summary": rule.summary, "opt_in": rule.opt_in,
-        "message": rule.template, "reported_at": REPORTED_AT[code], "when": WHEN.get(code),
+        "message": rule.template, "reported_at": rule.reported_at, "when": rule.when,
         "failure": rule.failure, "bad": bad, "fixed": fixed, "url": f"{HELP_URL}#{code.lower()}",
     }
 

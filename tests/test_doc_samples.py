@@ -22,7 +22,7 @@ from typing import Iterator, NamedTuple
 
 import pytest
 
-from skiplint import ruledoc
+from skiplint import ruledoc, rules
 
 REPO = Path(__file__).resolve().parent.parent
 DOCUMENTS = [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md"))
@@ -123,8 +123,8 @@ def test_sample_prints_what_the_docs_show(sample: Sample, tmp_path: Path) -> Non
 def test_skp900_is_documented_where_it_is_reported(tmp_path: Path) -> None:
     """docs/rules.md: at the syntax error's line and column, line 1 for a file that cannot be read or
     decoded; a file that names no API module is not read past its bytes."""
-    assert ruledoc.REPORTED_AT["SKP900"].startswith("where the file stops being checkable: a syntax "
-                                                    "error's line and column")
+    assert rules.RULES["SKP900"].reported_at.startswith("where the file stops being checkable: a syntax "
+                                                        "error's line and column")
     files = {
         "api_syntax.py": b"import torchgpipe\ndef (:\n",
         "api_nul.py": b"from torchgpipe.skip import stash\n\0\n",
