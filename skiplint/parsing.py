@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import ast
 import bisect
+import contextlib
+import contextvars
 import re
 import sys
 import types
 import warnings
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Protocol
 
 from skiplint import limits
 
@@ -915,14 +917,60 @@ def _parse_unchecked(text: str) -> cst.Module:
     return _parse_natively(parse, text)
 
 
-def parse_module(text: str) -> cst.Module:
-    """The libcst module of `text`, or ParseFailure with a one-line reason and where it applies."""
+class Memo(Protocol):
+    """What parse_module asks of a memo of earlier parses (skiplint.reparse.Memo)."""
+
+    def parse(self, text: str) -> Optional[cst.Module]: ...
+
+    def keep(self, text: str, module: cst.Module) -> None: ...
+
+
+#: The language server's memo of the document being analysed, if any.
+_MEMO: contextvars.ContextVar[Optional[Memo]] = contextvars.ContextVar("skiplint_parse_memo", default=None)
+
+
+@contextlib.contextmanager
+def reusing(memo: Memo) -> Iterator[None]:
+    """Within this block, the parse of `memo.target` reuses the statements of the memo's previous
+    module that an edit did not touch (skiplint.reparse), and the memo keeps what it parses."""
+    token = _MEMO.set(memo)
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
+def parse_fragment(text: str) -> cst.Module:
+    """The libcst module of a run of whole top-level statements cut from a text that the guard
+    accepted (skiplint.reparse); ParseFailure when libcst cannot parse it alone."""
     import libcst as cst
 
+    try:
+        return _parse_unchecked(text)
+    except (cst.ParserSyntaxError, RecursionError, ValueError, TypeError) as error:
+        raise ParseFailure(f"cannot parse this part alone: {type(error).__name__}") from None
+
+
+def parse_module(text: str) -> cst.Module:
+    """The libcst module of `text`, or ParseFailure with a one-line reason and where it applies."""
     refused = hazard(text)
     if refused is not None:
         reason, offset = refused
         raise ParseFailure(reason, *position(text, offset))
+    memo = _MEMO.get()
+    if memo is None:
+        return _parse_checked(text)
+    module = memo.parse(text)
+    if module is None:
+        module = _parse_checked(text)
+    memo.keep(text, module)
+    return module
+
+
+def _parse_checked(text: str) -> cst.Module:
+    """parse_module past the guard."""
+    import libcst as cst
+
     try:
         return _parse_unchecked(text)
     except cst.ParserSyntaxError as error:

@@ -32,7 +32,7 @@ from typing import Any, Callable, Optional, Sequence, TypeVar
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from skiplint import __version__, config, projectscan, rules, sources
+from skiplint import __version__, config, parsing, projectscan, reparse, rules, sources
 from skiplint.diagnostics import Diagnostic, FileResult
 from skiplint.lsp import features
 from skiplint.lsp.documents import UTF8, UTF16, UTF32, Document, path_of
@@ -247,6 +247,9 @@ class SkiplintServer:
         self._running: set[str] = set()
         #: How long each document's last analysis took (seconds).
         self._cost: dict[str, float] = {}
+        #: Each open document's last parse, so that an edit re-parses only the statements it
+        #: touched (skiplint.reparse).
+        self._parses: dict[str, reparse.Memo] = {}
         #: The client's messages, when the event loop reads them itself (see _serve_pipe).
         self._reader: Optional[asyncio.StreamReader] = None
         #: Documents to analyse again when their running analysis ends.
@@ -434,6 +437,7 @@ class SkiplintServer:
             timer.cancel()
         self._last_change.pop(uri, None)
         self._cost.pop(uri, None)
+        self._parses.pop(uri, None)
         self._drop_fixes(uri)
         if document is None:
             return
@@ -575,7 +579,10 @@ class SkiplintServer:
         if settings is None:
             result = FileResult(path, ())
         else:
-            result = features.check(document.text, path, settings)
+            memo = self._parses.setdefault(document.uri, reparse.Memo())
+            memo.target = document.text
+            with parsing.reusing(memo):
+                result = features.check(document.text, path, settings)
         diagnostics = tuple(self.protocol_diagnostic(document, d) for d in result.diagnostics)
         self._cost[document.uri] = time.perf_counter() - started
         return Published(document, result, diagnostics), problems
