@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -22,7 +23,11 @@ from typing import Callable, Dict, Optional
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = sorted(p for p in (REPO / "fixtures").rglob("*.py"))
 API = "from torchgpipe.skip import skippable, stash, pop\nimport torch.nn as nn\n"
-WALL_S = 20
+#: Each run's limits: CPU time (what a loop costs, whatever else the machine runs), wall-clock
+#: time (a run that waits: a hang, a stopped worker; generous, so that a loaded machine is not
+#: mistaken for one) and address space.
+CPU_S = 20
+WALL_S = 120
 MEMORY_BYTES = 1 << 30
 
 Tree = Dict[str, bytes]
@@ -246,6 +251,7 @@ def _limit() -> None:
     import resource
 
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+    resource.setrlimit(resource.RLIMIT_CPU, (CPU_S, CPU_S + 5))  # SIGXCPU at CPU_S, then SIGKILL
 
 
 def run_one(tree: Tree, python: str = sys.executable) -> list[str]:
@@ -266,7 +272,9 @@ def run_one(tree: Tree, python: str = sys.executable) -> list[str]:
                 continue
             seconds = time.monotonic() - started
             stderr = done.stderr.decode("utf-8", "replace")
-            if done.returncode < 0:
+            if done.returncode == -signal.SIGXCPU:
+                problems.append(f"{tool[1]}: over {CPU_S} s of CPU time")
+            elif done.returncode < 0:
                 problems.append(f"{tool[1]}: killed by signal {-done.returncode} after {seconds:.1f} s")
             elif done.returncode not in (0, 1, 2) or (tool[1] == "flake8" and done.returncode == 2):
                 problems.append(f"{tool[1]}: exit {done.returncode}: {stderr[-300:]}")
