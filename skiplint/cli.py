@@ -382,7 +382,7 @@ def rule_list() -> str:
 
 
 def run_rule(argv: Sequence[str]) -> int:
-    from skiplint import ruledoc
+    from skiplint.rules import doc
 
     parser = rule_parser()
     args = parser.parse_args(list(argv))
@@ -398,9 +398,9 @@ def run_rule(argv: Sequence[str]) -> int:
     if args.format == "json":
         import json
 
-        output = json.dumps([ruledoc.rule_json(code) for code in codes], indent=2) + "\n"
+        output = json.dumps([doc.rule_json(code) for code in codes], indent=2) + "\n"
     else:
-        output = "\n".join(ruledoc.rule_text(code) for code in codes)
+        output = "\n".join(doc.rule_text(code) for code in codes)
     return _emit(output, None)
 
 

@@ -22,7 +22,7 @@ from typing import Iterator, NamedTuple
 
 import pytest
 
-from skiplint import ruledoc, rules
+from skiplint import rules
 
 REPO = Path(__file__).resolve().parent.parent
 DOCUMENTS = [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md"))

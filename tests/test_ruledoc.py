@@ -1,94 +1,106 @@
-"""docs/rules.md is generated from the rule table and skiplint/ruledoc.py's examples, which must hold."""
+"""docs/rules.md, `skiplint rule` and the hover are rendered from the rule units (skiplint/rules/)
+and their example files by skiplint/rules/doc.py; the examples themselves are checked by
+tests/test_rule_examples.py."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
-from skiplint import engine, rules, ruledoc
-from skiplint.engine import Selection
+from skiplint import cli, rules
+from skiplint.rules import doc
 
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "rules.md"
 
 
 def test_docs_equal_the_generator_output() -> None:
-    assert DOC.read_text(encoding="utf-8") == ruledoc.render(), \
-        "regenerate: python -m skiplint.ruledoc > docs/rules.md"
+    assert DOC.read_text(encoding="utf-8") == doc.render(), \
+        "regenerate: python -m skiplint.rules.doc > docs/rules.md"
 
 
 def test_module_entry_point_prints_the_document() -> None:
-    done = subprocess.run([sys.executable, "-m", "skiplint.ruledoc"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "skiplint.rules.doc"], capture_output=True, text=True,
                           timeout=120, cwd=REPO)
     assert done.returncode == 0
-    assert done.stdout == ruledoc.render()
+    assert done.stdout == doc.render()
 
 
-def test_every_code_has_examples_and_a_place() -> None:
-    assert set(ruledoc.EXAMPLES) == set(rules.RULES)
+def test_importing_the_rules_imports_neither_the_renderer_nor_libcst() -> None:
+    done = subprocess.run([sys.executable, "-c", "import sys, skiplint.rules; "
+                           "print(sorted(m for m in ('skiplint.rules.doc', 'libcst') if m in sys.modules))"],
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_every_code_has_a_place() -> None:
     assert all(rule.reported_at for rule in rules.RULES.values())
+
+
+def test_every_family_has_a_title_and_a_blurb() -> None:
+    text = doc.render()
+    for family in rules.FAMILIES:
+        assert isinstance(family.TITLE, str) and isinstance(family.BLURB, str)
+        assert f"## {family.TITLE}\n\n{family.BLURB}\n" in text
+
+
+def test_sections_follow_their_families_in_code_order() -> None:
+    text = doc.render()
+    headings = [text.index(f"## {family.TITLE}\n") for family in rules.FAMILIES]
+    assert headings == sorted(headings)
+    sections = [text.index(f'<a id="{code.lower()}"></a>') for code in rules.RULES]
+    assert sections == sorted(sections)
+    for family, start in zip(rules.FAMILIES, headings):
+        for rule in vars(family).values():
+            if isinstance(rule, rules.Rule):
+                assert text.index(f'<a id="{rule.code.lower()}"></a>') > start
 
 
 @pytest.mark.parametrize("code", list(rules.RULES))
 def test_every_code_has_a_section_with_anchor_and_failure(code: str) -> None:
-    text = ruledoc.render()
+    text = doc.render()
     rule = rules.RULES[code]
     assert f'<a id="{code.lower()}"></a>' in text
     assert f"### {code} `{rule.name}`" in text
     assert rule.failure.replace("{name}", "x") in text
-    bad, fixed = ruledoc.EXAMPLES[code]
-    assert bad.rstrip("\n") in text and fixed.rstrip("\n") in text
+    bad, fixed = doc.example(code, "bad"), doc.example(code, "fixed")
+    assert f"Bad:\n\n```python\n{bad}```\n\nFixed:\n\n```python\n{fixed}```\n" in text
+
+
+def test_the_docs_show_no_marker() -> None:
+    assert "expect:" not in doc.render()
 
 
 def test_docs_mention_b901() -> None:
-    text = ruledoc.render()
+    text = doc.render()
     assert "B901" in text and "# noqa: B901" in text
 
 
-#: Codes of the composition/pipe analysis: their fixed examples may still report SKP302 (opt-in).
-COMPOSITION_CODES = [code for code in rules.RULES if code.startswith(("SKP2", "SKP3"))]
+def test_docs_name_the_fixable_codes() -> None:
+    from skiplint.fix import FIXABLE
 
-
-def _codes(source: str, selection: Selection) -> list[str]:
-    return [d.code for d in engine.check_text(source, "example.py", selection, apply_noqa=False).diagnostics]
-
-
-#: Codes no source can show on purpose (an analyzer bug): their examples are the report itself.
-NO_SOURCE_EXAMPLE = ("SKP902",)
-
-
-@pytest.mark.parametrize("code", [c for c in rules.RULES if c not in NO_SOURCE_EXAMPLE])
-def test_bad_example_is_reported_under_its_code(code: str) -> None:
-    bad, _ = ruledoc.EXAMPLES[code]
-    assert set(_codes(bad, Selection(select=(code,)))) == {code}
+    assert f"rewrite {', '.join(FIXABLE[:-1])} and {FIXABLE[-1]} (JSON" in doc.render()
 
 
 @pytest.mark.parametrize("code", list(rules.RULES))
-def test_fixed_example_is_not_reported(code: str) -> None:
-    _, fixed = ruledoc.EXAMPLES[code]
-    assert _codes(fixed, Selection(select=(code,))) == []
+def test_rule_text_and_json_show_the_example_files(code: str) -> None:
+    text = doc.rule_text(code)
+    facts = doc.rule_json(code)
+    assert facts["bad"] == doc.example(code, "bad") and facts["fixed"] == doc.example(code, "fixed")
+    assert facts["url"] == f"https://github.com/skiplint/skiplint/blob/main/docs/rules.md#{code.lower()}"
+    for kind in ("bad", "fixed"):
+        assert f"{kind.capitalize()}:\n\n" + textwrap.indent(doc.example(code, kind), "    ", lambda _: True) in text
+    assert "expect:" not in text
 
 
-@pytest.mark.parametrize("code", [c for c in rules.RULES if c not in COMPOSITION_CODES])
-def test_class_level_fixed_examples_are_clean_under_every_code(code: str) -> None:
-    _, fixed = ruledoc.EXAMPLES[code]
-    assert _codes(fixed, engine.EVERYTHING) == []
-
-
-@pytest.mark.parametrize("code", [c for c in rules.RULES
-                                  if c not in COMPOSITION_CODES and c != "SKP900" and c not in NO_SOURCE_EXAMPLE])
-def test_class_level_bad_examples_show_one_mistake(code: str) -> None:
-    """One mistake, one diagnostic: a bad example reports its own code and nothing else."""
-    bad, _ = ruledoc.EXAMPLES[code]
-    assert _codes(bad, engine.EVERYTHING) == [code]
-
-
-@pytest.mark.parametrize("code", COMPOSITION_CODES)
-def test_composition_fixed_examples_are_clean_by_default(code: str) -> None:
-    """Fixed composition examples may still cross partitions (SKP302 is an opt-in cost report)."""
-    _, fixed = ruledoc.EXAMPLES[code]
-    assert set(_codes(fixed, engine.EVERYTHING)) <= {"SKP302"}
-    assert _codes(fixed, Selection()) == []
+def test_the_rule_command_prints_the_renderers_text(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["rule", "SKP106"]) == 0
+    assert capsys.readouterr().out == doc.rule_text("SKP106")
+    assert cli.main(["rule", "--format", "json", "SKP401"]) == 0
+    assert json.loads(capsys.readouterr().out) == [doc.rule_json("SKP401")]

@@ -573,7 +573,8 @@ def test_suppressing_with_noqa_silences_exactly_that_code(tmp_path: Path) -> Non
 # -- hover ---------------------------------------------------------------------------------------------
 
 def test_hover_on_a_finding_shows_its_rule(tmp_path: Path) -> None:
-    from skiplint import ruledoc, rules
+    from skiplint import rules
+    from skiplint.rules import doc
 
     path = project(tmp_path, {"layer.py": UNDECLARED}) / "layer.py"
 
@@ -586,7 +587,7 @@ def test_hover_on_a_finding_shows_its_rule(tmp_path: Path) -> None:
             hover = await session.request(types.TEXT_DOCUMENT_HOVER, types.HoverParams(
                 text_document=types.TextDocumentIdentifier(uri=address), position=inside))
             assert isinstance(hover.contents, types.MarkupContent)
-            fixed = ruledoc.EXAMPLES["SKP101"][1].rstrip("\n")
+            fixed = doc.example("SKP101", "fixed").rstrip("\n")
             if markdown:
                 assert hover.contents.kind == types.MarkupKind.Markdown
                 value = hover.contents.value
@@ -597,7 +598,7 @@ def test_hover_on_a_finding_shows_its_rule(tmp_path: Path) -> None:
                 assert value.endswith("(https://github.com/skiplint/skiplint/blob/main/docs/rules.md#skp101)")
             else:
                 assert hover.contents.kind == types.MarkupKind.PlainText
-                assert hover.contents.value == ruledoc.rule_text("SKP101")
+                assert hover.contents.value == doc.rule_text("SKP101")
             outside = await session.request(types.TEXT_DOCUMENT_HOVER, types.HoverParams(
                 text_document=types.TextDocumentIdentifier(uri=address), position=types.Position(line=2, character=0)))
             assert outside is None

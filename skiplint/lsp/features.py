@@ -201,35 +201,22 @@ def _ends_in_string(text: str, line: int) -> bool:
 
 def hover_markdown(code: str) -> str:
     """The rule in Markdown: what it finds, the run-time failure it prevents, the fixed example."""
-    from skiplint import ruledoc
+    from skiplint.rules import doc
 
-    facts = ruledoc.rule_json(code)
     rule = rules.RULES[code]
     lines = [f"**{code}** `{rule.name}`" + (" (opt-in)" if rule.opt_in else ""), "",
-             f"Finds: {_sentence(rule.summary)}", "",
-             f"Fails at run time: {_failure(rule)}.", "",
-             "Fixed:", "", "```python", str(facts["fixed"]).rstrip("\n"), "```", "",
-             f"[{code} in docs/rules.md]({facts['url']})"]
+             f"Finds: {doc.sentence(rule.summary)}", "",
+             f"Fails at run time: {doc.failure(rule)}.", "",
+             "Fixed:", "", "```python", doc.example(code, "fixed").rstrip("\n"), "```", "",
+             f"[{code} in docs/rules.md]({doc.url(code)})"]
     return "\n".join(lines)
 
 
 def hover_text(code: str) -> str:
     """The same as plain text: `skiplint rule CODE`."""
-    from skiplint import ruledoc
+    from skiplint.rules import doc
 
-    return ruledoc.rule_text(code)
-
-
-def _sentence(text: str) -> str:
-    from skiplint import ruledoc
-
-    return ruledoc._sentence(text)
-
-
-def _failure(rule: rules.Rule) -> str:
-    from skiplint import ruledoc
-
-    return ruledoc._failure(rule)
+    return doc.rule_text(code)
 
 
 # -- layout ----------------------------------------------------------------------------------------

@@ -5,6 +5,10 @@ from __future__ import annotations
 from skiplint.limits import BUDGET
 from skiplint.rules.base import Rule
 
+#: The family's heading in docs/rules.md, and what its rules predict (rendered by skiplint.rules.doc).
+TITLE = 'SKP9xx: the analyzer itself'
+BLURB = 'What skiplint could not check.'
+
 
 UNCHECKED_FILE = Rule(
     code='SKP900', name='unchecked-file',

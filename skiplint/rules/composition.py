@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from skiplint.rules.base import Rule
 
+#: The family's heading in docs/rules.md, and what its rules predict (rendered by skiplint.rules.doc).
+TITLE = 'SKP2xx: one composition'
+BLURB = "What `verify_skippables` (called by every pipe's constructor) and the skip tracker raise."
+
 
 POP_BEFORE_STASH = Rule(
     code='SKP201', name='pop-before-stash',

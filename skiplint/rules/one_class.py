@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from skiplint.rules.base import Rule
 
+#: The family's heading in docs/rules.md, and what its rules predict (rendered by skiplint.rules.doc).
+TITLE = 'SKP1xx: one @skippable class'
+BLURB = 'What `Skippable.forward` raises when the layer runs.'
+
 
 UNDECLARED_STASH = Rule(
     code='SKP101', name='undeclared-stash',

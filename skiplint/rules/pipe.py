@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from skiplint.rules.base import Rule
 
+#: The family's heading in docs/rules.md, and what its rules predict (rendered by skiplint.rules.doc).
+TITLE = 'SKP3xx: a pipe and its partitions'
+BLURB = "GPipe, fairscale's Pipe, torch's Pipe and the balancers."
+
 
 BALANCE_MISMATCH = Rule(
     code='SKP301', name='balance-mismatch',

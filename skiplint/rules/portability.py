@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from skiplint.rules.base import Rule
 
+#: The family's heading in docs/rules.md, and what its rules predict (rendered by skiplint.rules.doc).
+TITLE = 'SKP4xx: portability'
+BLURB = 'Code that stops importing on a newer PyTorch.'
+
 
 REMOVED_TORCH_PIPELINE = Rule(
     code='SKP401', name='removed-torch-pipeline',

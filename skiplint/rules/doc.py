@@ -1,0 +1,190 @@
+"""The rule reference, rendered from the rule units: docs/rules.md, `skiplint rule` and the hover.
+
+`python -m skiplint.rules.doc > docs/rules.md`; tests/test_ruledoc.py keeps the file equal to this
+output. Each section is read from one `Rule` (summary, template, reported at, when, failure,
+opt-in), its family module (TITLE, BLURB) and its example files: `examples/skpNNN/bad.py` and
+`fixed.py` beside this module, shipped in the wheel. A bad example marks each line where a
+diagnostic belongs with `# expect: SKPnnn`, which tests/test_rule_examples.py checks and the
+rendered examples leave out.
+
+`import skiplint.rules` never imports this module: it is for people, not for the lint.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import textwrap
+from pathlib import Path
+from typing import Optional, Sequence
+
+from skiplint import rules
+from skiplint.formats import HELP_URL
+
+#: The example files: examples/<code in lower case>/bad.py and fixed.py.
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+
+#: A marker comment at the end of a line of an example: `  # expect: SKP101, SKP112`.
+MARKER = re.compile(r"[ \t]*#[ \t]*expect:[ \t]*(?P<codes>SKP\d{3}(?:[ \t]*,[ \t]*SKP\d{3})*)[ \t]*$", re.M)
+
+
+def example_path(code: str, kind: str) -> Path:
+    """The file of a rule's example; `kind` is "bad" or "fixed"."""
+    return EXAMPLES / code.lower() / f"{kind}.py"
+
+
+def example_source(code: str, kind: str) -> str:
+    """A rule's example exactly as the file holds it, markers included."""
+    return example_path(code, kind).read_text(encoding="utf-8")
+
+
+def markers(text: str) -> frozenset[tuple[int, str]]:
+    """The (line, code) pairs an example's `# expect:` comments ask for."""
+    found: set[tuple[int, str]] = set()
+    for match in MARKER.finditer(text):
+        line = text.count("\n", 0, match.start()) + 1
+        found.update((line, code.strip()) for code in match.group("codes").split(","))
+    return frozenset(found)
+
+
+def strip_markers(text: str) -> str:
+    """The example as people read it: without its `# expect:` comments."""
+    return MARKER.sub("", text)
+
+
+def example(code: str, kind: str) -> str:
+    """A rule's example as the docs show it."""
+    return strip_markers(example_source(code, kind))
+
+
+def sentence(text: str) -> str:
+    """A summary as a sentence: a capital letter, unless the summary begins with code whose case
+    matters (`stash(name, ...)`, `pop(name)`, `.isolate(...)`), and a full stop."""
+    first = text.split(" ", 1)[0]
+    if not (set(first) & set("()[]=./_@") or first in _CODE_WORDS):
+        text = text[0].upper() + text[1:]
+    return text if text.endswith(".") else text + "."
+
+
+#: First words of summaries that are code (a name of the API or of Python), never capitalised.
+_CODE_WORDS = frozenset({"yield", "stash", "pop", "forward"})
+
+
+def failure(rule: rules.Rule) -> str:
+    """The run-time failure the rule predicts, with `x` for the skip's name."""
+    return rule.failure.replace("{name}", "x") or "none: skiplint reports what it could not check"
+
+
+def url(code: str) -> str:
+    return f"{HELP_URL}#{code.lower()}"
+
+
+def _listed(codes: Sequence[str]) -> str:
+    """"A", "A and B", "A, B and C"."""
+    return ", ".join(codes[:-1]) + " and " + codes[-1] if len(codes) > 1 else "".join(codes)
+
+
+def rule_text(code: str) -> str:
+    """`skiplint rule CODE`: the rule's section of docs/rules.md as plain text."""
+    rule = rules.RULES[code]
+    out = [f"{code} {rule.name}" + (" (opt-in)" if rule.opt_in else ""), "",
+           f"Finds: {sentence(rule.summary)}"]
+    if rule.opt_in:
+        out.append(f"Opt-in: reported only when selected, e.g. --extend-select {code}.")
+    out.append(f"Message: {rule.code} {rule.template}")
+    out.append(f"Reported at: {rule.reported_at}.")
+    if rule.when:
+        out.append(f"When: {rule.when}.")
+    out += [f"Run-time failure it prevents: {failure(rule)}.", ""]
+    for title, kind in (("Bad:", "bad"), ("Fixed:", "fixed")):
+        out += [title, "", textwrap.indent(example(code, kind).rstrip("\n"), "    ", lambda _line: True), ""]
+    out += [f"Documentation: {url(code)}", ""]
+    return "\n".join(line.rstrip() for line in out)
+
+
+def rule_json(code: str) -> dict[str, object]:
+    """`skiplint rule --format json`: the same facts as rule_text, as one object."""
+    rule = rules.RULES[code]
+    return {
+        "code": code, "name": rule.name, "summary": rule.summary, "opt_in": rule.opt_in,
+        "message": rule.template, "reported_at": rule.reported_at, "when": rule.when,
+        "failure": rule.failure, "bad": example(code, "bad"), "fixed": example(code, "fixed"),
+        "url": url(code),
+    }
+
+
+def _section(code: str) -> list[str]:
+    rule = rules.RULES[code]
+    out = [f'<a id="{code.lower()}"></a>', "", f"### {code} `{rule.name}`", "", sentence(rule.summary), ""]
+    if rule.opt_in:
+        out += [f"Opt-in: reported only when selected, e.g. `--extend-select {code}`.", ""]
+    out += [f"Message: `{rule.code} {rule.template}`", ""]
+    out += [f"Reported at: {rule.reported_at}.", ""]
+    if rule.when:
+        out += [f"When: {rule.when}.", ""]
+    out += [f"Run-time failure it prevents: {failure(rule)}.", ""]
+    for title, kind in (("Bad:", "bad"), ("Fixed:", "fixed")):
+        out += [title, "", "```python", example(code, kind).rstrip("\n"), "```", ""]
+    return out
+
+
+_INTRO = """\
+# skiplint rules
+
+<!-- Generated by `python -m skiplint.rules.doc > docs/rules.md` from the rule units in
+skiplint/rules/ and their examples in skiplint/rules/examples/. Do not edit by hand:
+tests/test_ruledoc.py compares them. -->
+
+Every code below is stable: put it in `# noqa: SKPnnn` comments (on the line where the
+diagnostic is reported), in `--select`/`--ignore`/`--extend-select` lists and in CI
+configuration. Each section shows a bad example, the fixed example, and the run-time failure the
+rule prevents.
+
+skiplint abstains when a fact cannot be known statically (names or declarations computed at run
+time, layer classes it cannot see): it does not guess. One mistake gives one diagnostic; when a
+declared name and a used name differ, both sides are reported, since either may be the one to fix.
+
+Opt-in codes ({opt_in}) are off unless selected by their full code, as flake8-bugbear's
+B9 codes: `skiplint --extend-select SKP116` or, in flake8, `--extend-select SKP116`.
+
+`skiplint fix` and `skiplint check --fix` rewrite {fixable} (JSON and SARIF mark
+those findings fixable). A fix only makes a file strictly better: it is kept when the fixed file
+lints with no finding, of any code, that the original did not have, flake8's default checks
+(pyflakes, pycodestyle) report nothing new, and every byte outside the edit is kept; otherwise
+the file is left as it was and the reason is printed. SKP902 is the analyzer's own bug, never a finding
+about your model: the file counts as not checked (exit 2), the rest of it is still reported.
+
+A note on flake8-bugbear and ruff: a forward that only stashes is a generator that returns a
+value, which their rule B901 (`return` in a generator) flags. For a skippable layer that `return`
+is the layer's output and is correct; projects silence it on that line with `# noqa: B901`.
+
+| code | name | finds |
+|---|---|---|
+"""
+
+
+def render() -> str:
+    """The whole of docs/rules.md."""
+    from skiplint.fix import FIXABLE
+
+    lines = [_INTRO.format(opt_in=", ".join(sorted(rules.OPT_IN)), fixable=_listed(FIXABLE)).rstrip("\n")]
+    for code, rule in rules.RULES.items():
+        flag = " (opt-in)" if rule.opt_in else ""
+        lines.append(f"| [{code}](#{code.lower()}) | `{rule.name}`{flag} | {rule.summary} |")
+    lines.append("")
+    for family in rules.FAMILIES:
+        codes = [rule.code for rule in vars(family).values() if isinstance(rule, rules.Rule)]
+        if codes:
+            lines += [f"## {family.TITLE}", "", str(family.BLURB), ""]
+            for code in codes:
+                lines += _section(code)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    sys.stdout.write(render())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,10 @@
+from torch import nn
+from fairscale.nn.pipe.skip import pop, skippable, stash
+
+
+@skippable(pop=["skip"])
+class Layer(nn.Module):
+    def forward(self, x):
+        skip = yield pop("skip")
+        extra = yield pop("extra")  # expect: SKP102
+        return x + skip + extra

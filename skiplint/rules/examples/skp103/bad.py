@@ -1,0 +1,9 @@
+from torch import nn
+from torchgpipe.skip import pop, skippable, stash
+
+
+@skippable(stash=["1to2", "1to3"])  # expect: SKP103
+class Layer1(nn.Module):
+    def forward(self, x):
+        yield stash("1to2", x)
+        return x

@@ -1,0 +1,11 @@
+from torch import nn
+from fairscale.nn.pipe.skip import pop, skippable, stash
+
+
+@skippable(pop=["skip"])
+class Layer(nn.Module):
+    def forward(self, x):
+        skip = yield pop("skip")
+        x = x + skip
+        skip = yield pop("skip")  # expect: SKP110
+        return x * skip

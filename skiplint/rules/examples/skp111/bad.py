@@ -1,0 +1,10 @@
+from torch import nn
+from torchgpipe.skip import pop, skippable, stash
+
+
+@skippable(stash=["skip"])
+class Layer(nn.Module):
+    def forward(self, x):  # expect: SKP111
+        if self.training:
+            yield stash("skip", x)
+        return x

@@ -1,0 +1,12 @@
+from torch import nn
+from torchgpipe.skip import Namespace, pop, skippable, stash
+
+
+@skippable(stash=["skip"])
+class Layer(nn.Module):
+    def forward(self, x):
+        yield stash("skip", x)
+        return x
+
+
+layer = Layer().isolate(Namespace(), only=["skip"])

@@ -1,0 +1,21 @@
+from torch import nn
+from torchgpipe import GPipe
+from torchgpipe.skip import Namespace, pop, skippable, stash
+
+
+@skippable(stash=["skip"])
+class Stash(nn.Module):
+    def forward(self, x):
+        yield stash("skip", x)
+        return x
+
+
+@skippable(pop=["skip"])
+class Pop(nn.Module):
+    def forward(self, x):
+        skip = yield pop("skip")
+        return x + skip
+
+
+block = nn.Sequential(nn.ReLU(), Pop())  # expect: SKP205
+model = GPipe(nn.Sequential(Stash(), block), balance=[1, 1], chunks=4)

@@ -1,0 +1,2 @@
+from torch import nn
+from torchgpipe.skip import pop, skippable, stash

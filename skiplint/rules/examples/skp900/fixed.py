@@ -1,0 +1,5 @@
+from torchgpipe.skip import skippable
+
+@skippable(stash=["skip"])
+class Layer:
+    pass
