@@ -1,7 +1,9 @@
 """`skiplint fix`: textual rewrites of the mechanical mistakes, SKP106, SKP107 and SKP401.
 
 A fix is a small edit of the original text: characters inserted before and after the reported
-node (SKP106, SKP107) or a module path replaced (SKP401), located with Python's own parser, so
+node (SKP106, SKP107) or a module path replaced (SKP401). Each fixable rule carries its fixer
+(`Rule.fixer`, in its family module under skiplint/rules/), which plans the edit from the finding
+itself: the node that spans its range, as Python's own parser reads it, and its arguments. So
 every character outside the edit (form feeds, continuation lines, comments, line endings, the
 encoding) stays as it was. A fix is kept only when the edited file still parses and lints with no
 finding, of any code, that it did not have before, and flake8's default checks (pyflakes,
