@@ -1,7 +1,9 @@
 """`skiplint fix`: textual rewrites of the mechanical mistakes, SKP106, SKP107 and SKP401.
 
 A fix is a small edit of the original text: characters inserted before and after the reported
-node (SKP106, SKP107) or a module path replaced (SKP401), located with Python's own parser, so
+node (SKP106, SKP107) or a module path replaced (SKP401). Each fixable rule carries its fixer
+(`Rule.fixer`, in its family module under skiplint/rules/), which plans the edit from the finding
+itself: the node that spans its range, as Python's own parser reads it, and its arguments. So
 every character outside the edit (form feeds, continuation lines, comments, line endings, the
 encoding) stays as it was. A fix is kept only when the edited file still parses and lints with no
 finding, of any code, that it did not have before, and flake8's default checks (pyflakes,
@@ -22,20 +24,19 @@ import re
 import sys
 import tokenize
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Protocol, Sequence, TypeVar, Union
 
 from skiplint import config, engine, imports, parallel, parsing, rules, sources
 from skiplint.diagnostics import Diagnostic, error_text
+from skiplint.rules import analyzer, one_class, portability
 
-FIXABLE = ("SKP106", "SKP107", "SKP401")
+#: The codes `skiplint fix` rewrites: those of the rules that have a fixer, in the rules' order.
+FIXABLE = tuple(code for code, rule in rules.RULES.items() if rule.fixer is not None)
 #: Where the skip API lives for each `--target`: (the skip package, the module that contains it).
 TARGETS: dict[str, tuple[str, str]] = {
     "torchgpipe": ("torchgpipe.skip", "torchgpipe"),
     "fairscale": ("fairscale.nn.pipe.skip", "fairscale.nn.pipe"),
 }
-#: The removed torch modules that held the skip API, and the modules whose `skip` they imported.
-_REMOVED_SKIP_ROOTS = tuple(root for root in imports.SKIP_ROOTS if root.startswith(imports.REMOVED_MODULES))
-_REMOVED_PARENTS = ("torch.distributed.pipeline.sync", "torch.distributed._pipeline.sync")
 
 #: File mode: 0 done (or nothing to fix), 1 --diff has changes, 2 a file could not be fixed.
 EXIT_OK, EXIT_CHANGES, EXIT_UNCHECKED = 0, 1, 2
@@ -44,11 +45,14 @@ EXIT_CLEAN, EXIT_FINDINGS = 0, 1
 
 #: Python's line breaks (its tokenizer's, not str.splitlines', which also breaks at \f, \x1c, U+2028).
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_COMMAND = re.compile(r"^SKP107 (stash|pop)\(")
 
 
-class _NotFixable(Exception):
+class NotFixable(Exception):
     """This occurrence has no mechanical rewrite (the message says why)."""
+
+
+#: The name skiplint.lsp.features catches.
+_NotFixable = NotFixable
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,31 @@ class Edit:
     start: int
     end: int
     text: str
+
+
+class _Flagged(NamedTuple):
+    """A finding of flake8's default checks (pyflakes, pycodestyle): not skiplint's, so no rule's."""
+
+    code: str
+    line: int
+    col: int
+    message: str
+
+
+class _Reported(Protocol):
+    """What the "nothing new" comparisons read of a finding, skiplint's or flake8's."""
+
+    @property
+    def code(self) -> str: ...
+
+    @property
+    def line(self) -> int: ...
+
+    @property
+    def message(self) -> str: ...
+
+
+_R = TypeVar("_R", bound=_Reported)
 
 
 @dataclass(frozen=True)
@@ -107,15 +136,19 @@ def split_lines(text: str) -> list[str]:
 
 # -- the source as Python reads it -----------------------------------------------------------------
 
-class _Source:
-    """A module's text and its `ast`, with exact character offsets for nodes and tokens."""
+_NOWHERE = "Python's parser puts no such node at the reported position"
+
+
+class Source:
+    """A module's text and its `ast`, with exact character offsets for nodes and tokens: what a
+    rule's fixer (`Rule.fixer`) reads to plan its edits."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         try:
             self.tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-            raise _NotFixable(f"Python cannot parse the file ({type(error).__name__})") from None
+            raise NotFixable(f"Python cannot parse the file ({type(error).__name__})") from None
         self.starts = sources.line_starts(text)
         self.parents: dict[ast.AST, ast.AST] = {}
         for parent in ast.walk(self.tree):
@@ -132,19 +165,29 @@ class _Source:
     def span(self, node: ast.AST) -> tuple[int, int]:
         end_line, end_col = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
         if end_line is None or end_col is None:
-            raise _NotFixable("Python gives no end position for the node")
+            raise NotFixable("Python gives no end position for the node")
         return self.offset(node.lineno, node.col_offset), self.offset(end_line, end_col)  # type: ignore[attr-defined]
 
-    def position(self, node: ast.AST) -> tuple[int, int]:
-        """(1-based line, 0-based column in characters) of the node's first token."""
-        start = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
-        return node.lineno, start - self.starts[node.lineno - 1]  # type: ignore[attr-defined]
-
-    def at(self, line: int, col: int, kinds: tuple[type, ...]) -> list[ast.AST]:
-        """Nodes of these kinds that start at (line, col), outermost first."""
-        found = [node for node in ast.walk(self.tree)
-                 if isinstance(node, kinds) and getattr(node, "lineno", None) == line
-                 and self.position(node) == (line, col)]
+    def nodes(self, diagnostic: Diagnostic, kinds: Union[type, tuple[type, ...]]) -> list[ast.AST]:
+        """The nodes of these kinds that span the finding's range (its start, and its end where
+        the finding knows it), outermost first; NotFixable when there is none."""
+        line = diagnostic.line
+        if not 1 <= line <= len(self.starts):
+            raise NotFixable(_NOWHERE)
+        start = self.starts[line - 1] + diagnostic.col
+        end: Optional[int] = None
+        if diagnostic.end_line:
+            if not 1 <= diagnostic.end_line <= len(self.starts):
+                raise NotFixable(_NOWHERE)
+            end = self.starts[diagnostic.end_line - 1] + diagnostic.end_col
+        found = []
+        for node in ast.walk(self.tree):
+            if isinstance(node, kinds) and getattr(node, "lineno", None) == line:
+                span = self.span(node)
+                if span[0] == start and (end is None or span[1] == end):
+                    found.append(node)
+        if not found:
+            raise NotFixable(_NOWHERE)
         return sorted(found, key=self.depth)
 
     def depth(self, node: ast.AST) -> int:
@@ -166,160 +209,20 @@ class _Source:
                     (row, col), (end_row, end_col) = token.start, token.end
                     out.append((token.string, start + starts[row - 1] + col, start + starts[end_row - 1] + end_col))
         except (tokenize.TokenError, SyntaxError, IndentationError):
-            raise _NotFixable("the statement could not be tokenized on its own") from None
+            raise NotFixable("the statement could not be tokenized on its own") from None
         return out
-
-    def function_of(self, node: ast.AST) -> Optional[ast.FunctionDef]:
-        while node in self.parents:
-            node = self.parents[node]
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                return node if isinstance(node, ast.FunctionDef) else None
-        return None
-
-    def yield_allowed(self, node: ast.AST) -> bool:
-        """Whether adding a yield at `node` keeps the program's meaning apart from the fix: inside a
-        function that is already a generator, or the forward of a decorated class (@skippable)."""
-        func = self.function_of(node)
-        if func is None:
-            return False
-        if any(isinstance(inner, (ast.Yield, ast.YieldFrom)) for inner in _own_nodes(func)):
-            return True
-        cls = self.parents.get(func)
-        return func.name == "forward" and isinstance(cls, ast.ClassDef) and bool(cls.decorator_list)
-
-
-def _own_nodes(func: ast.FunctionDef) -> Iterator[ast.AST]:
-    """The nodes of a function's body, not those of functions, lambdas or classes nested in it."""
-    stack: list[ast.AST] = list(func.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
 
 
 # -- planning the edit of one finding --------------------------------------------------------------
 
-def _moved(module: str, target: str) -> Optional[str]:
-    """The target's spelling of a removed skip module, or None when it is not one."""
-    skip_root, _ = TARGETS[target]
-    for root in _REMOVED_SKIP_ROOTS:
-        if module == root or module.startswith(root + "."):
-            return skip_root + module[len(root):]
-    return None
-
-
-def _removed(module: str) -> bool:
-    return any(module == root or module.startswith(root + ".") for root in imports.REMOVED_MODULES)
-
-
-def _dotted_run(tokens: list[tuple[str, int, int]], index: int) -> tuple[str, int, int, int]:
-    """The dotted name starting at tokens[index]: (name, start, end, index after it)."""
-    parts, start, end = [tokens[index][0]], tokens[index][1], tokens[index][2]
-    index += 1
-    while index + 1 < len(tokens) and tokens[index][0] == "." and tokens[index + 1][0].isidentifier():
-        parts.append(tokens[index + 1][0])
-        end = tokens[index + 1][2]
-        index += 2
-    return ".".join(parts), start, end, index
-
-
-def _aliases(tokens: list[tuple[str, int, int]]) -> list[tuple[tuple[str, int, int], bool]]:
-    """The names after `from ... import`: each name token, and whether `as` follows it."""
-    names = [token for token in tokens if token[0] not in ("(", ")", ",")]
-    out, index = [], 0
-    while index < len(names):
-        has_asname = index + 1 < len(names) and names[index + 1][0] == "as"
-        out.append((names[index], has_asname))
-        index += 3 if has_asname else 1
-    return out
-
-
-def _import_edits(source: _Source, stmt: ast.AST, target: str) -> list[Edit]:
-    tokens = source.tokens(stmt)
-    if isinstance(stmt, ast.ImportFrom):
-        if stmt.level or stmt.module is None:
-            raise _NotFixable("relative import")
-        module, start, end, after = _dotted_run(tokens, 1)
-        if module != stmt.module or tokens[after][0] != "import":
-            raise _NotFixable("the module path could not be located")
-        moved = _moved(module, target)
-        if moved is not None:
-            return [Edit(start, end, moved)]
-        names = [alias.name for alias in stmt.names]
-        if module in _REMOVED_PARENTS and "*" not in names and set(names) <= {"skip", "_skip"}:
-            edits = [Edit(start, end, TARGETS[target][1])]
-            aliases = _aliases(tokens[after + 1:])
-            if [name[0] for name, _ in aliases] != names:
-                raise _NotFixable("the imported names could not be located")
-            for (name, has_asname) in aliases:
-                if name[0] == "_skip":
-                    edits.append(Edit(name[1], name[2], "skip" if has_asname else "skip as _skip"))
-            return edits
-        raise _NotFixable(f"'{module}' has no drop-in replacement in {target}")
-    if isinstance(stmt, ast.Import):
-        edits, index = [], 1
-        for alias in stmt.names:
-            module, start, end, index = _dotted_run(tokens, index)
-            if module != alias.name:
-                raise _NotFixable("the module path could not be located")
-            if index < len(tokens) and tokens[index][0] == "as":
-                index += 2
-            index += 1  # the comma
-            if _removed(module):
-                moved = _moved(module, target)
-                if moved is None or alias.asname is None:
-                    # Without `as`, the code spells the full torch path wherever it uses the module.
-                    raise _NotFixable(f"'import {module}' is used through its full name")
-                edits.append(Edit(start, end, moved))
-        return edits
-    raise _NotFixable("not an import statement")
-
-
-_NOWHERE = "Python's parser puts no such node at the reported position"
-
-
 def plan(text: str, diagnostic: Diagnostic, target: str = "torchgpipe") -> list[Edit]:
-    """The edits that fix one finding in `text`; _NotFixable when there is no mechanical rewrite."""
-    source = _Source(text)
-    line, col = diagnostic.line, diagnostic.col
-    if diagnostic.code == "SKP106":
-        nodes = source.at(line, col, (ast.expr,))
-        if not nodes:
-            raise _NotFixable(_NOWHERE)
-        for node in nodes:
-            parent = source.parents.get(node)
-            if isinstance(parent, ast.keyword) or (isinstance(parent, ast.Call) and node in parent.args):
-                start, end = source.span(node)
-                return [Edit(start, start, "["), Edit(end, end, "]")]
-        raise _NotFixable("the declaration is not a call argument")
-    if diagnostic.code == "SKP107":
-        calls = source.at(line, col, (ast.Call,))
-        if not calls:
-            raise _NotFixable(_NOWHERE)
-        for node in calls:
-            assert isinstance(node, ast.Call)
-            parent = source.parents.get(node)
-            if isinstance(parent, ast.Expr):
-                if not source.yield_allowed(node):
-                    raise _NotFixable("a yield here would change what the enclosing function is")
-                # A pop whose tensor the code discards stays discarded: `yield pop(name)`. A name
-                # for it would be a name nobody reads (pyflakes' F841), and would hide from SKP305
-                # that the tensor is discarded.
-                stmt_start = source.span(parent)[0]
-                return [Edit(stmt_start, stmt_start, "yield ")]
-            if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node:
-                if not source.yield_allowed(node):
-                    raise _NotFixable("a yield here would change what the enclosing function is")
-                start = source.span(node)[0]
-                return [Edit(start, start, "yield ")]
-        raise _NotFixable("the command is part of a larger expression")
-    if diagnostic.code == "SKP401":
-        statements = source.at(line, col, (ast.Import, ast.ImportFrom))
-        if not statements:
-            raise _NotFixable(_NOWHERE)
-        return _import_edits(source, statements[0], target)
-    raise _NotFixable(f"{diagnostic.code} has no automatic fix")
+    """The edits that fix one finding in `text`, by its rule's fixer; NotFixable when there is no
+    mechanical rewrite."""
+    source = Source(text)
+    rule = rules.RULES.get(diagnostic.code)
+    if rule is None or rule.fixer is None:
+        raise NotFixable(f"{diagnostic.code} has no automatic fix")
+    return list(rule.fixer(source, diagnostic, target))
 
 
 # -- one file --------------------------------------------------------------------------------------
@@ -328,12 +231,12 @@ def _line_of(text: str, offset: int) -> int:
     return len(_LINE_BREAK.findall(text, 0, offset)) + 1
 
 
-def _key(diagnostic: Diagnostic, line: int, exact: bool) -> tuple[str, int, str]:
-    return diagnostic.code, line, diagnostic.message if exact else ""
+def _key(finding: _Reported, line: int, exact: bool) -> tuple[str, int, str]:
+    return finding.code, line, finding.message if exact else ""
 
 
-def _introduced(before: Sequence[Diagnostic], after: Sequence[Diagnostic], text: str,
-                edits: Sequence[Edit], exact: bool = True) -> list[Diagnostic]:
+def _introduced(before: Sequence[_R], after: Sequence[_R], text: str,
+                edits: Sequence[Edit], exact: bool = True) -> list[_R]:
     """Findings of `after` (the edited text) that `before` did not have: same code, same message
     (any message when not `exact`), same line once the lines the edits add or remove are taken
     into account."""
@@ -365,17 +268,17 @@ def _introduced(before: Sequence[Diagnostic], after: Sequence[Diagnostic], text:
 
 
 def _gone(diagnostic: Diagnostic, before: Sequence[Diagnostic], after: Sequence[Diagnostic]) -> bool:
-    """Whether the edit removed the finding: one fewer finding of its code and message."""
+    """Whether the edit removed the finding: one fewer finding of its code and arguments."""
     def same(d: Diagnostic) -> bool:
-        return d.code == diagnostic.code and d.message == diagnostic.message
+        return d.code == diagnostic.code and d.args == diagnostic.args
     return sum(map(same, after)) < sum(map(same, before))
 
 
-def _described(diagnostic: Diagnostic) -> str:
-    message = diagnostic.message
-    if message.startswith(diagnostic.code + " "):
-        message = message[len(diagnostic.code) + 1:]
-    return f"{diagnostic.code} at line {diagnostic.line}: {message}"
+def _described(finding: _Reported) -> str:
+    message = finding.message
+    if message.startswith(finding.code + " "):
+        message = message[len(finding.code) + 1:]
+    return f"{finding.code} at line {finding.line}: {message}"
 
 
 @dataclass(frozen=True)
@@ -403,24 +306,24 @@ def fix_source(text: str, path: str, settings: config.Config = config.Config(), 
     """Apply every fix that makes the file strictly better, one at a time, re-linting after each."""
     state = _lint(text, path, settings)
     if state.error is not None:
-        where = next(((d.line, d.col) for d in state.reported if d.code == "SKP900"), (1, 0))
+        where = next(((d.line, d.col) for d in state.reported if d.code == analyzer.UNCHECKED_FILE.code), (1, 0))
         reason = state.error if where == (1, 0) else f"{state.error} at {where[0]}:{where[1] + 1}"
         return FileFix(path, text, text, (), (), reason, remaining=state.reported)
     compiles = any(d.code in codes for d in state.reported) and _compiles(text, path)
     applied: list[Diagnostic] = []
     edits: list[tuple[Edit, ...]] = []
     left: list[tuple[Diagnostic, str]] = []
-    tried: set[tuple[str, int, int, str]] = set()
+    tried: set[tuple[str, int, int, tuple[tuple[str, str], ...]]] = set()
     for _ in range(4 * len(state.reported) + 8):
         pending = [d for d in state.reported
-                   if d.code in codes and (d.code, d.line, d.col, d.message) not in tried]
+                   if d.code in codes and (d.code, d.line, d.col, d.args) not in tried]
         if not pending:
             break
         diagnostic = pending[0]
-        tried.add((diagnostic.code, diagnostic.line, diagnostic.col, diagnostic.message))
+        tried.add((diagnostic.code, diagnostic.line, diagnostic.col, diagnostic.args))
         try:
             change = plan(state.text, diagnostic, target)
-        except _NotFixable as why:
+        except NotFixable as why:
             left.append((diagnostic, str(why)))
             continue
         outcome = _judged(diagnostic, state, change, path, settings, compiles)
@@ -465,9 +368,8 @@ def _judged(diagnostic: Diagnostic, before: _Linted, change: Sequence[Edit], pat
 def _same_fact(fixed: Diagnostic, new: Diagnostic) -> bool:
     """Whether `new` only says again what `fixed` said: a pop whose tensor the code discards is,
     once yielded, what SKP116 (opt-in) describes, on the same line."""
-    kind = _COMMAND.match(fixed.message)
-    return (kind is not None and kind.group(1) == "pop" and new.code == "SKP116"
-            and new.line == fixed.line)
+    return (fixed.code == one_class.COMMAND_NOT_YIELDED.code and fixed.arg("kind") == "pop"
+            and new.code == one_class.DISCARDED_POP.code and new.line == fixed.line)
 
 
 @functools.lru_cache(maxsize=1)
@@ -493,7 +395,7 @@ def _pycodestyle() -> tuple[Any, type]:
 
 
 @functools.lru_cache(maxsize=4)
-def flake8_findings(text: str, path: str) -> tuple[Diagnostic, ...]:
+def flake8_findings(text: str, path: str) -> tuple[_Flagged, ...]:
     """What flake8's default checks report on `text`, with flake8's default settings: pyflakes
     (F codes, from flake8's own table of them) and pycodestyle (E and W codes; flake8's default
     ignore list and line length). `text` must parse."""
@@ -505,13 +407,13 @@ def flake8_findings(text: str, path: str) -> tuple[Diagnostic, ...]:
     for found in pyflakes.checker.Checker(ast.parse(text), filename=path, withDoctest=False).messages:
         code = FLAKE8_PYFLAKES_CODES.get(type(found).__name__, "F999")
         message = f"{code} {found.message % found.message_args}"
-        out.append(Diagnostic(path, found.lineno, getattr(found, "col", 0), code, message))
+        out.append(_Flagged(code, found.lineno, getattr(found, "col", 0), message))
     options, report_class = _pycodestyle()
     report = report_class(options)
     lines = io.StringIO(text, newline=None).readlines()  # as flake8 reads a file: universal newlines
     pycodestyle.Checker(path, lines=lines, options=options, report=report).check_all()
     for line, col, message in report.found:
-        out.append(Diagnostic(path, line, col, message.split(" ", 1)[0], message))
+        out.append(_Flagged(message.split(" ", 1)[0], line, col, message))
     return tuple(out)
 
 
@@ -562,7 +464,7 @@ def fix_bytes(data: bytes, path: str, settings: config.Config, target: str,
 
 def internal_error(error: BaseException) -> str:
     """Why a file was left as it is when the analyzer failed on it (SKP902's text)."""
-    return rules.RULES["SKP902"].template.format(what="this file", error=error_text(error))
+    return analyzer.INTERNAL_ERROR.text(what="this file", error=error_text(error))
 
 
 def _fixed_bytes(data: bytes, path: str, settings: config.Config, target: str,
@@ -594,14 +496,15 @@ def fix_file(path: str, settings: config.Config, target: str, codes: Sequence[st
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="skiplint fix",
-        description="Rewrite the mechanical mistakes in place: SKP106 (a bare string declaration "
-                    "becomes a one-element list), SKP107 (the missing yield), "
-                    "SKP401 (imports of the removed torch.distributed.pipeline.sync "
-                    "skip API move to --target). A fix only makes a file strictly better: it is "
-                    "kept when the file then lints with no finding, of any code, that it did not "
-                    "have, flake8's default checks (pyflakes, pycodestyle) report nothing new, and "
-                    "every character outside the edit is kept; otherwise the file is left as it is "
-                    "and the reason is printed.",
+        description=f"Rewrite the mechanical mistakes in place: {one_class.BARE_STRING_DECLARATION.code} "
+                    "(a bare string declaration becomes a one-element list), "
+                    f"{one_class.COMMAND_NOT_YIELDED.code} (the missing yield), "
+                    f"{portability.REMOVED_TORCH_PIPELINE.code} (imports of the removed "
+                    "torch.distributed.pipeline.sync skip API move to --target). A fix only makes a "
+                    "file strictly better: it is kept when the file then lints with no finding, of "
+                    "any code, that it did not have, flake8's default checks (pyflakes, pycodestyle) "
+                    "report nothing new, and every character outside the edit is kept; otherwise the "
+                    "file is left as it is and the reason is printed.",
         epilog="Exit status: 0 done (or nothing to fix), 1 with --diff when there are changes, "
                "2 a file could not be read or parsed. With '-' (standard input): 0 nothing is "
                "left to report in the fixed source, 1 findings are left, 2 it could not be checked.",
@@ -612,7 +515,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--diff", action="store_true",
                    help="print the changes as a unified diff instead of writing them")
     p.add_argument("--target", choices=tuple(TARGETS), default="torchgpipe",
-                   help="where SKP401 moves skip API imports (default: torchgpipe)")
+                   help=f"where {portability.REMOVED_TORCH_PIPELINE.code} moves skip API imports "
+                        "(default: torchgpipe)")
     p.add_argument("--select", default=None, metavar="CODES",
                    help="comma-separated codes to fix (default: " + ",".join(FIXABLE) + ")")
     p.add_argument("--config", metavar="FILE", help="read the configuration from FILE only")

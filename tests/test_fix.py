@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import difflib
+import os
 import re
 import shutil
 import subprocess
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from skiplint import cli, config, fix, parallel, parsing
+from skiplint import cli, config, fix, parallel, parsing, rules
 from skiplint.diagnostics import Diagnostic
 
 REPO = Path(__file__).resolve().parent.parent
@@ -534,3 +536,59 @@ def test_flake8_reports_nothing_new_after_the_fixes(tmp_path: Path) -> None:
         return collections.Counter(re.sub(r"^(\S+?:\d+):\d+: (\w+) .*", r"\1: \2", line)
                                    for line in done.stdout.splitlines())
     assert flake8(after) - flake8(before) == collections.Counter()
+
+
+def test_the_fixable_codes_are_those_of_the_rules_with_a_fixer() -> None:
+    assert fix.FIXABLE == ("SKP106", "SKP107", "SKP401")
+    assert fix.FIXABLE == tuple(code for code, rule in rules.RULES.items() if rule.fixer is not None)
+
+
+def test_plan_calls_the_rules_fixer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The dispatch is the rule's own fixer, not a list of codes in fix.py.
+    seen: list[tuple[str, Diagnostic, str]] = []
+
+    def fixer(source: fix.Source, finding: Diagnostic, target: str) -> list[fix.Edit]:
+        seen.append((source.text, finding, target))
+        return [fix.Edit(0, 0, "#\n")]
+
+    finding = Diagnostic("m.py", 1, 0, "SKP101", "SKP101 'x' is stashed but not declared in stash=[...]")
+    with pytest.raises(fix.NotFixable, match="^SKP101 has no automatic fix$"):
+        fix.plan("x = 1\n", finding)
+    monkeypatch.setitem(rules.RULES, "SKP101", dataclasses.replace(rules.RULES["SKP101"], fixer=fixer))
+    assert fix.plan("x = 1\n", finding, "fairscale") == [fix.Edit(0, 0, "#\n")]
+    assert seen == [("x = 1\n", finding, "fairscale")]
+
+
+_DISCARDED = '''from torchgpipe.skip import skippable, pop
+
+
+@skippable(pop=["x"])
+class Head:
+    def forward(self, x):
+        pop("x")
+        return x
+'''
+
+
+def test_the_fix_reads_the_findings_range_and_arguments_not_its_message() -> None:
+    found = [d for d in fix._lint(_DISCARDED, "m.py", config.Config()).reported if d.code == "SKP107"]
+    assert [(d.line, d.col, d.end_line, d.end_col, d.arg("kind")) for d in found] == [(7, 8, 7, 16, "pop")]
+    # The message is the formats' business: without it, the same edits, and the same judgement of
+    # SKP116 on the yielded pop (the same fact: the tensor is discarded).
+    silent = dataclasses.replace(found[0], message="")
+    at = _DISCARDED.index('pop("x")\n')
+    assert fix.plan(_DISCARDED, silent) == fix.plan(_DISCARDED, found[0]) == [fix.Edit(at, at, "yield ")]
+    discarded = Diagnostic("m.py", 7, 14, "SKP116", "", args=(("name", "x"),))
+    assert fix._same_fact(silent, discarded)
+    assert not fix._same_fact(dataclasses.replace(silent, args=(("kind", "stash"),)), discarded)
+    # A range that no call spans (the right start, another end) is no place to edit.
+    with pytest.raises(fix.NotFixable, match="no such node at the reported position"):
+        fix.plan(_DISCARDED, dataclasses.replace(found[0], end_col=15))
+
+
+def test_importing_the_rules_loads_neither_libcst_nor_the_fixes_machinery() -> None:
+    code = ("import sys, skiplint.rules\n"
+            "print(sorted(m for m in ('libcst', 'skiplint.fix', 'skiplint.facts') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")

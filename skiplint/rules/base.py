@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from skiplint.findings import Finding, OwnerRef
+
+if TYPE_CHECKING:
+    from skiplint.diagnostics import Diagnostic
+    from skiplint.fix import Edit, Source
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,10 @@ class Rule:
     #: Codes this rule replaces where both would be reported at one node (one mistake, one
     #: diagnostic): the more certain failure wins.
     supersedes: tuple[str, ...] = ()
+    #: `skiplint fix`'s rewrite of a finding: (the file as Python parses it, the finding, the
+    #: --target) -> the edits; raises `skiplint.fix.NotFixable` with the reason when there is none.
+    fixer: Optional[Callable[[Source, Diagnostic, str], Sequence[Edit]]] = field(
+        default=None, repr=False, compare=False)
     #: The template's fields, in order: the rule's arguments.
     fields: tuple[str, ...] = field(init=False, repr=False, compare=False)
 

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Iterator, Optional
+
 from skiplint.rules.base import Rule
+
+if TYPE_CHECKING:
+    import ast
+
+    from skiplint.diagnostics import Diagnostic
+    from skiplint.fix import Edit, Source
 
 #: The family's heading in docs/rules.md, and what its rules predict (rendered by skiplint.rules.doc).
 TITLE = 'SKP1xx: one @skippable class'
@@ -60,6 +68,7 @@ BARE_STRING_DECLARATION = Rule(
     summary='stash=/pop= is given a bare string, which declares its characters',
     failure='the intended name fails as undeclared, with single letters in the message',
     reported_at='the `stash=`/`pop=` argument',
+    fixer=lambda source, finding, target: _bracket_bare_string(source, finding, target),
 )
 
 
@@ -69,6 +78,7 @@ COMMAND_NOT_YIELDED = Rule(
     summary='a stash(...)/pop(...) command is built but not yielded',
     failure="silent: the skip never moves; then 'must be stashed/popped but have not'",
     reported_at='the call',
+    fixer=lambda source, finding, target: _yield_command(source, finding, target),
 )
 
 
@@ -174,3 +184,80 @@ LATE_BOUND_SKIP_NAME = Rule(
          'that is returned, stored, passed on, called from nested code or under an unknown condition makes '
          'the variable unknown, and the class abstains (SKP901)',
 )
+
+
+# -- fixes (`Rule.fixer`; `skiplint fix` keeps an edit only when the file gets strictly better) -------
+
+def _bracket_bare_string(source: Source, finding: Diagnostic, target: str) -> list[Edit]:
+    """SKP106: the bare string the finding spans becomes a one-element list, `[...]` around it."""
+    import ast
+
+    from skiplint.fix import Edit, NotFixable
+
+    for node in source.nodes(finding, ast.expr):
+        parent = source.parents.get(node)
+        if isinstance(parent, ast.keyword) or (isinstance(parent, ast.Call) and node in parent.args):
+            start, end = source.span(node)
+            return [Edit(start, start, "["), Edit(end, end, "]")]
+    raise NotFixable("the declaration is not a call argument")
+
+
+def _yield_command(source: Source, finding: Diagnostic, target: str) -> list[Edit]:
+    """SKP107: `yield ` before the command the finding spans, where it is a statement of its own
+    or the value of an assignment."""
+    import ast
+
+    from skiplint.fix import Edit, NotFixable
+
+    for node in source.nodes(finding, ast.Call):
+        parent = source.parents.get(node)
+        if isinstance(parent, ast.Expr):
+            if not _yield_allowed(source, node):
+                raise NotFixable("a yield here would change what the enclosing function is")
+            # A pop whose tensor the code discards stays discarded: `yield pop(name)`. A name
+            # for it would be a name nobody reads (pyflakes' F841), and would hide from SKP305
+            # that the tensor is discarded.
+            stmt_start = source.span(parent)[0]
+            return [Edit(stmt_start, stmt_start, "yield ")]
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node:
+            if not _yield_allowed(source, node):
+                raise NotFixable("a yield here would change what the enclosing function is")
+            start = source.span(node)[0]
+            return [Edit(start, start, "yield ")]
+    raise NotFixable("the command is part of a larger expression")
+
+
+def _function_of(source: Source, node: ast.AST) -> Optional[ast.FunctionDef]:
+    import ast
+
+    while node in source.parents:
+        node = source.parents[node]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return node if isinstance(node, ast.FunctionDef) else None
+    return None
+
+
+def _yield_allowed(source: Source, node: ast.AST) -> bool:
+    """Whether adding a yield at `node` keeps the program's meaning apart from the fix: inside a
+    function that is already a generator, or the forward of a decorated class (@skippable)."""
+    import ast
+
+    func = _function_of(source, node)
+    if func is None:
+        return False
+    if any(isinstance(inner, (ast.Yield, ast.YieldFrom)) for inner in _own_nodes(func)):
+        return True
+    cls = source.parents.get(func)
+    return func.name == "forward" and isinstance(cls, ast.ClassDef) and bool(cls.decorator_list)
+
+
+def _own_nodes(func: ast.FunctionDef) -> Iterator[ast.AST]:
+    """The nodes of a function's body, not those of functions, lambdas or classes nested in it."""
+    import ast
+
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
