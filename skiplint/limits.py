@@ -7,21 +7,6 @@ they suffice, else with its token scan).
 
 from __future__ import annotations
 
-from typing import Optional
-
-#: Texts shorter than this cannot reach any parser limit but MAX_NESTING; kept for callers that
-#: test it (every text is held to the limits, however short).
-SAFE_LENGTH = 1000
-
-
-def parser_hazard(text: str) -> Optional[str]:
-    """Why this text must not be given to libcst (one line), or None: the token scan of parsing.py."""
-    from skiplint import parsing
-
-    refused = parsing.hazard(text)
-    return None if refused is None else refused[0]
-
-
 # -- what the parser is given (skiplint/parsing.py's token scan) ------------------------------------
 # libcst's native parser recurses once per nesting level with no limit of its own (SIGSEGV past a
 # few thousand levels) and its time grows faster than linearly with the depth of a tree: measured
