@@ -240,18 +240,3 @@ class ProjectIndex:
 #: The process-wide index: the CLI's run and each flake8 worker process share one, and its walk
 #: is the prefilter's.
 INDEX = ProjectIndex(projectscan.SCAN)
-
-
-def class_resolver(index: ProjectIndex, path: str) -> "Resolver":
-    return Resolver(index, path)
-
-
-class Resolver:
-    """Qualified names seen from one file -> ClassSummary, for the composition builder."""
-
-    def __init__(self, index: ProjectIndex, path: str) -> None:
-        self.index = index
-        self.path = path
-
-    def __call__(self, qualified: str) -> Optional[ClassSummary]:
-        return self.index.resolve_class(self.path, qualified)
