@@ -66,7 +66,7 @@ DEEP_RECURSION = 12_000
 DEEP_STACK_BYTES = 256 * 1024 * 1024
 
 
-# -- locating reported nodes (skiplint.facts.Locator) --------------------------------------------
+# -- locating reported nodes (skiplint.positions.Locator) ----------------------------------------
 
 #: Characters of libcst's generated code and of the source, together, aligned character by
 #: character where the two differ by more than the form feeds and backslash-only lines libcst

@@ -19,7 +19,8 @@ from typing import Optional, Union
 import libcst as cst
 
 from skiplint import apiimports, parsing, projectscan, skippables, sources
-from skiplint.facts import ModuleFacts, SkippableClass, with_room
+from skiplint.facts import ModuleFacts, SkippableClass
+from skiplint.positions import with_room
 from skiplint.imports import OTHER, Scope, dotted_name
 from skiplint.limits import MAX_REEXPORT
 from skiplint.apiimports import mentions_api

@@ -795,7 +795,7 @@ def test_locating_past_form_feeds_aligns_lines_not_characters(monkeypatch: pytes
     # libcst leaves out) are aligned character by character, within limits.MAX_ALIGN_CHARS.
     import difflib
 
-    from skiplint import facts
+    from skiplint import positions
 
     compared: list[int] = []
 
@@ -804,7 +804,7 @@ def test_locating_past_form_feeds_aligns_lines_not_characters(monkeypatch: pytes
             compared.append(len(a) + len(b))
             super().__init__(junk, a, b, autojunk)
 
-    monkeypatch.setattr(facts.difflib, "SequenceMatcher", Counting)
+    monkeypatch.setattr(positions.difflib, "SequenceMatcher", Counting)
     text = form_feeds_everywhere(1500, 500, newline)
     diagnostics = engine.check_text(text, "big.py").diagnostics
     assert [(d.line, d.col + 1, d.code) for d in diagnostics] == [
@@ -815,12 +815,12 @@ def test_locating_past_form_feeds_aligns_lines_not_characters(monkeypatch: pytes
 
 
 def test_texts_too_different_to_align_are_not_aligned(monkeypatch: pytest.MonkeyPatch) -> None:
-    from skiplint import facts
+    from skiplint import positions
 
-    monkeypatch.setattr(facts.difflib, "SequenceMatcher", None)  # never called past the limit
+    monkeypatch.setattr(positions.difflib, "SequenceMatcher", None)  # never called past the limit
     many = "".join(f"x{i} = {i}\n" for i in range(limits.MAX_ALIGN_CHARS))
-    assert facts._aligned(many, many.replace("=", " =")) is None
-    assert facts._aligned(many + "y = 1\n", "\x0c" + many + "y = 1\n\\\n") is not None
-    through = facts._aligned("a\x0c\nb = 1\n", "a\n\\\n\x0cb = 1\n")
+    assert positions._aligned(many, many.replace("=", " =")) is None
+    assert positions._aligned(many + "y = 1\n", "\x0c" + many + "y = 1\n\\\n") is not None
+    through = positions._aligned("a\x0c\nb = 1\n", "a\n\\\n\x0cb = 1\n")
     assert through is not None
     assert [through(offset) for offset in range(9)] == [0, None, 1, 5, 6, 7, 8, 9, 10]
