@@ -38,10 +38,6 @@ def wanted(text: str, path: str, project: Optional[ProjectIndex] = None) -> bool
     return prefilter.wanted(text, path, _scan(project))
 
 
-def _wanted_bytes(data: bytes, path: str, project: Optional[ProjectIndex]) -> bool:
-    return prefilter.wanted(data, path, _scan(project))
-
-
 def analyze(text: str, path: str, *, project: Optional[ProjectIndex] = None,
             prefiltered: bool = False, max_unroll: Optional[int] = None) -> Optional[ModuleFacts]:
     """Facts of one module's source, or None when it does not mention the API. Raises ParseFailure.

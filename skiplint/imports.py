@@ -14,11 +14,11 @@ import libcst as cst
 
 # The import table and the prefilter live in the libcst-free front; these names stay importable
 # from here for the analysis and for tools built on it.
-from skiplint.prefilter import (API as API, PREFILTER_NEEDLES as PREFILTER_NEEDLES,
-                                REMOVED_MODULES as REMOVED_MODULES, SKIP_ROOTS as SKIP_ROOTS,
-                                active_aliases as active_aliases, alias_entries as alias_entries,
-                                mentions_api as mentions_api, prefilter_needles as prefilter_needles,
-                                using_aliases as using_aliases)
+from skiplint.apiimports import (API as API, PREFILTER_NEEDLES as PREFILTER_NEEDLES,
+                                 REMOVED_MODULES as REMOVED_MODULES, SKIP_ROOTS as SKIP_ROOTS,
+                                 active_aliases as active_aliases, alias_entries as alias_entries,
+                                 mentions_api as mentions_api, prefilter_needles as prefilter_needles,
+                                 using_aliases as using_aliases)
 
 
 class _Other:

@@ -7,21 +7,6 @@ they suffice, else with its token scan).
 
 from __future__ import annotations
 
-from typing import Optional
-
-#: Texts shorter than this cannot reach any parser limit but MAX_NESTING; kept for callers that
-#: test it (every text is held to the limits, however short).
-SAFE_LENGTH = 1000
-
-
-def parser_hazard(text: str) -> Optional[str]:
-    """Why this text must not be given to libcst (one line), or None: the token scan of parsing.py."""
-    from skiplint import parsing
-
-    refused = parsing.hazard(text)
-    return None if refused is None else refused[0]
-
-
 # -- what the parser is given (skiplint/parsing.py's token scan) ------------------------------------
 # libcst's native parser recurses once per nesting level with no limit of its own (SIGSEGV past a
 # few thousand levels) and its time grows faster than linearly with the depth of a tree: measured
@@ -81,7 +66,7 @@ DEEP_RECURSION = 12_000
 DEEP_STACK_BYTES = 256 * 1024 * 1024
 
 
-# -- locating reported nodes (skiplint.facts.Locator) --------------------------------------------
+# -- locating reported nodes (skiplint.positions.Locator) ----------------------------------------
 
 #: Characters of libcst's generated code and of the source, together, aligned character by
 #: character where the two differ by more than the form feeds and backslash-only lines libcst

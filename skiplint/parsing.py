@@ -22,7 +22,7 @@ import types
 import warnings
 from typing import TYPE_CHECKING, Callable, Iterator, Optional, Protocol
 
-from skiplint import limits
+from skiplint import limits, textlines
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -604,6 +604,12 @@ def hazard(text: str) -> Optional[tuple[str, int]]:
     return None
 
 
+def parser_hazard(text: str) -> Optional[str]:
+    """Why this text must not be given to libcst (one line), or None."""
+    refused = hazard(text)
+    return None if refused is None else refused[0]
+
+
 #: The last text the scan accepted, its column-0 logical lines (see top_level_starts) and
 #: whether its tree may be deeper than limits.SHALLOW_DEPTH (see needs_room).
 _LAST_SCAN: list[tuple[str, list[tuple[int, str]], bool]] = [("", [], False)]
@@ -658,9 +664,7 @@ def needs_room(text: str) -> bool:
 
 def position(text: str, offset: int) -> tuple[int, int]:
     """(1-based line, 0-based column) of a character offset, lines as Python's tokenizer counts them."""
-    from skiplint import sources
-
-    starts = sources.line_starts(text)
+    starts = textlines.line_starts(text)
     index = bisect.bisect_right(starts, offset) - 1
     return index + 1, offset - starts[index]
 
@@ -689,16 +693,12 @@ def _python_failure(error: SyntaxError, text: str) -> ParseFailure:
     message = str(getattr(error, "msg", "") or error).splitlines()[0] if str(error) else "invalid syntax"
     line = error.lineno if isinstance(error.lineno, int) and error.lineno > 0 else 1
     col = error.offset - 1 if isinstance(error.offset, int) and error.offset > 0 else 0
-    lines = _lines(text)
+    lines = textlines.lines(text)
     if line > len(lines):
         line, col = max(len(lines), 1), 0
     return ParseFailure(f"syntax error: {message}", line, col)
 
 
-def _lines(text: str) -> list[str]:
-    from skiplint import sources
-
-    return sources.lines(text)
 
 
 # -- libcst's parse, without checking again what its grammar guarantees --------------------------

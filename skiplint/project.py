@@ -18,11 +18,12 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from skiplint import parsing, prefilter, projectscan, skippables, sources
-from skiplint.facts import ModuleFacts, SkippableClass, with_room
+from skiplint import apiimports, parsing, projectscan, skippables, sources
+from skiplint.facts import ModuleFacts, SkippableClass
+from skiplint.positions import with_room
 from skiplint.imports import OTHER, Scope, dotted_name
 from skiplint.limits import MAX_REEXPORT
-from skiplint.prefilter import mentions_api
+from skiplint.apiimports import mentions_api
 
 
 @dataclass(frozen=True)
@@ -137,10 +138,10 @@ class ProjectIndex:
     def __init__(self, scan: Optional[projectscan.ProjectScan] = None) -> None:
         #: The prefilter's walk and module locations (the process-wide one for the process-wide index).
         self.scan = scan if scan is not None else projectscan.ProjectScan()
-        self._summaries: dict[tuple[str, prefilter.AliasKey], tuple[tuple[int, int], ModuleSummary]] = {}
+        self._summaries: dict[tuple[str, apiimports.AliasKey], tuple[tuple[int, int], ModuleSummary]] = {}
         #: Summaries of modules the run has analysed, by path and api-aliases: the digest of the
         #: analysed text, whether it names an API module, and the summary (see learn).
-        self._learned: dict[tuple[str, prefilter.AliasKey], tuple[bytes, bool, ModuleSummary]] = {}
+        self._learned: dict[tuple[str, apiimports.AliasKey], tuple[bytes, bool, ModuleSummary]] = {}
         self._reads = 0
 
     @property
@@ -153,7 +154,7 @@ class ProjectIndex:
         key = self.scan.stat(path)  # an editor's open buffer (the scan's overlay) before the file
         if key is None:
             return None
-        cache_key = (path, prefilter.alias_key())
+        cache_key = (path, apiimports.alias_key())
         cached = self._summaries.get(cache_key)
         if cached is not None and cached[0] == key:
             return cached[1]
@@ -174,10 +175,10 @@ class ProjectIndex:
         file still holds this text, it is made from these rather than by parsing it again."""
         named = mentions_api(text)
         path = os.path.abspath(path)  # as module_file names the modules whose summaries are asked for
-        self._learned[(path, prefilter.alias_key())] = (
+        self._learned[(path, apiimports.alias_key())] = (
             _digest(text), named, _summary(path, index, facts if named else None))
 
-    def _known(self, cache_key: tuple[str, prefilter.AliasKey], data: bytes) -> Optional[ModuleSummary]:
+    def _known(self, cache_key: tuple[str, apiimports.AliasKey], data: bytes) -> Optional[ModuleSummary]:
         learned = self._learned.get(cache_key)
         if learned is None:
             return None
@@ -240,18 +241,3 @@ class ProjectIndex:
 #: The process-wide index: the CLI's run and each flake8 worker process share one, and its walk
 #: is the prefilter's.
 INDEX = ProjectIndex(projectscan.SCAN)
-
-
-def class_resolver(index: ProjectIndex, path: str) -> "Resolver":
-    return Resolver(index, path)
-
-
-class Resolver:
-    """Qualified names seen from one file -> ClassSummary, for the composition builder."""
-
-    def __init__(self, index: ProjectIndex, path: str) -> None:
-        self.index = index
-        self.path = path
-
-    def __call__(self, qualified: str) -> Optional[ClassSummary]:
-        return self.index.resolve_class(self.path, qualified)

@@ -393,272 +393,20 @@ _BINDING_NODES = frozenset({
 _BRANCHING = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
 
 
-class ForwardAnalysis:
-    """Commands of a forward (and the helpers it delegates to) and the paths through it."""
+class _KnownValues:
+    """Values known not to be stash/pop commands (what SKP108 reports a yield of): follows a
+    local name through the values assigned to it in its function."""
 
     def __init__(self, index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef,
-                 locator: Locator, skippable: bool, resolve: Optional[NameResolver] = None) -> None:
+                 command_vars: set[str]) -> None:
         self.index = index
-        self.resolve = resolve
         self.info = info
-        self.locator = locator
-        self.skippable = skippable
-        self.commands: dict[int, Command] = {}
-        self.non_commands: dict[int, NonCommandYield] = {}
-        self.repeats: dict[int, Command] = {}
-        self.unknown: set[Kind] = set()
-        self.paths_known = True
-        self.first_branch: dict[Key, cst.CSTNode] = {}
-        self.early_exits: list[cst.CSTNode] = []
-        self._stack: list[cst.CSTNode] = []
-        self._observers: list[set[frozenset[Key]]] = []
-        self._active: list[cst.FunctionDef] = [forward]
-        self.is_generator = False
-        self._command_vars: set[str] = set()
-        self._forward = forward
+        self.forward = forward
+        #: Names bound to a command that is yielded later (shared with _Commands, which fills it).
+        self.command_vars = command_vars
         self._bindings_cache: dict[int, dict[str, Optional[list[cst.CSTNode]]]] = {}
-        self.exits: Optional[frozenset[frozenset[Key]]] = None
-        try:
-            out = self._block(syntax.statements(forward.body), {frozenset()}, self._scope(forward))
-            self.exits = frozenset(out.normal | out.returns)
-        except _TooManyPaths:
-            self.paths_known = False
 
-    def _scope(self, func: cst.FunctionDef) -> Scope:
-        return self.index.scopes[id(func)]
-
-    # -- statements ------------------------------------------------------------------------
-    def _block(self, stmts: Sequence[cst.CSTNode], states: set[frozenset[Key]], scope: Scope) -> _Paths:
-        out = _Paths(normal=set(states))
-        for stmt in stmts:
-            if not out.normal:
-                break  # the rest is unreachable
-            for observer in self._observers:
-                observer.update(out.normal)
-            if type(stmt) is cst.SimpleStatementLine:
-                for small in stmt.body:
-                    if not out.normal:
-                        break
-                    _continue_with(out, self._small(small, out.normal, scope))
-            elif isinstance(stmt, cst.BaseSmallStatement):
-                _continue_with(out, self._small(stmt, out.normal, scope))
-            elif isinstance(stmt, cst.BaseCompoundStatement):
-                self._stack.append(stmt)
-                try:
-                    _continue_with(out, self._compound(stmt, out.normal, scope))
-                finally:
-                    self._stack.pop()
-            self._check_size(out.normal)
-        return out
-
-    def _small(self, small: cst.BaseSmallStatement, states: set[frozenset[Key]], scope: Scope) -> _Paths:
-        events = self._events(small, scope)
-        states = self._apply(events, states, scope)
-        if type(small) is cst.Return:
-            if self._stack:
-                self.early_exits.append(self._stack[0])
-            return _Paths(returns=states)
-        if type(small) is cst.Raise:
-            return _Paths()
-        if type(small) is cst.Break:
-            return _Paths(breaks=states)
-        if type(small) is cst.Continue:
-            return _Paths(continues=states)
-        return _Paths(normal=states)
-
-    def _compound(self, stmt: cst.BaseCompoundStatement, states: set[frozenset[Key]], scope: Scope) -> _Paths:
-        if isinstance(stmt, cst.If):
-            states = self._apply(self._events(stmt.test, scope), states, scope)
-            constant = _constant_truth(stmt.test)
-            if constant is True:  # `if True:` / `if 1:`: the other branch never runs
-                return self._suite(stmt.body, states, scope)
-            out = self._suite(stmt.body, states, scope) if constant is None else _Paths()
-            if isinstance(stmt.orelse, cst.If):
-                other = self._compound(stmt.orelse, states, scope)
-            elif isinstance(stmt.orelse, cst.Else):
-                other = self._suite(stmt.orelse.body, states, scope)
-            else:
-                other = _Paths(normal=set(states))
-            return _merge(out, other)
-        if isinstance(stmt, (cst.For, cst.While)):
-            return self._loop(stmt, states, scope)
-        if isinstance(stmt, cst.With):
-            for item in stmt.items:
-                states = self._apply(self._events(item.item, scope), states, scope)
-            return self._suite(stmt.body, states, scope)
-        if isinstance(stmt, (cst.Try, cst.TryStar)):
-            return self._try(stmt, states, scope)
-        if isinstance(stmt, cst.Match):
-            states = self._apply(self._events(stmt.subject, scope), states, scope)
-            result = _Paths()
-            exhaustive = False
-            for case in stmt.cases:
-                result = _merge(result, self._suite(case.body, states, scope))
-                pattern = case.pattern
-                if case.guard is None and isinstance(pattern, cst.MatchAs) and pattern.pattern is None:
-                    exhaustive = True
-            if not exhaustive:
-                result.normal |= states
-            return result
-        # nested def/class: defining it runs nothing of interest
-        return _Paths(normal=set(states))
-
-    def _suite(self, suite: cst.BaseSuite, states: set[frozenset[Key]], scope: Scope) -> _Paths:
-        return self._block(syntax.statements(suite), states, scope)
-
-    def _loop(self, stmt: cst.For | cst.While, states: set[frozenset[Key]], scope: Scope) -> _Paths:
-        min_iters, max_iters, infinite = 0, None, False
-        if isinstance(stmt, cst.For):
-            states = self._apply(self._events(stmt.iter, scope), states, scope)
-            count = _constant_range_length(stmt.iter)
-            if count is not None:
-                min_iters, max_iters = min(count, 2), count
-        else:
-            states = self._apply(self._events(stmt.test, scope), states, scope)
-            truth = _constant_truth(stmt.test)
-            if truth is True:
-                infinite = True
-            elif truth is False:
-                max_iters = 0
-        result = _Paths()
-        finished: set[frozenset[Key]] = set() if (infinite or min_iters > 0) else set(states)
-        if max_iters == 0:
-            finished = set(states)
-        frontier = set(states)
-        seen = set(states)
-        iteration = 0
-        while frontier and max_iters != 0:
-            iteration += 1
-            out = self._suite(stmt.body, frontier, scope)
-            result.returns |= out.returns
-            result.normal |= out.breaks
-            head = out.normal | out.continues
-            if not infinite and iteration >= min_iters:
-                finished |= head
-            if max_iters is not None and iteration >= max_iters:
-                break
-            frontier = head - seen if iteration >= min_iters else head
-            seen |= head
-            self._check_size(seen)
-        if stmt.orelse is not None:
-            other = self._suite(stmt.orelse.body, finished, scope)
-            result.normal |= other.normal
-            result.returns |= other.returns
-            result.breaks |= other.breaks
-            result.continues |= other.continues
-        else:
-            result.normal |= finished
-        return result
-
-    def _try(self, stmt: cst.Try | cst.TryStar, states: set[frozenset[Key]], scope: Scope) -> _Paths:
-        observed: set[frozenset[Key]] = set(states)
-        self._observers.append(observed)
-        try:
-            body = self._suite(stmt.body, states, scope)
-        finally:
-            self._observers.pop()
-        # Handlers start from the state before some statement of the body raised; once the
-        # body has completed (body.normal), nothing inside the try can raise any more.
-        result = _Paths(returns=set(body.returns), breaks=set(body.breaks), continues=set(body.continues))
-        if stmt.orelse is not None:
-            result = _merge(result, self._suite(stmt.orelse.body, body.normal, scope))
-        else:
-            result.normal |= body.normal
-        for handler in stmt.handlers:
-            result = _merge(result, self._suite(handler.body, observed, scope))
-        final = stmt.finalbody
-        if final is None:
-            return result
-        merged = _Paths()
-        for attr in ("normal", "returns", "breaks", "continues"):
-            group = getattr(result, attr)
-            if not group:
-                continue
-            out = self._suite(final.body, group, scope)
-            getattr(merged, attr).update(out.normal)
-            merged.returns |= out.returns
-            merged.breaks |= out.breaks
-            merged.continues |= out.continues
-        return merged
-
-    def _check_size(self, states: set[frozenset[Key]]) -> None:
-        if len(states) > MAX_STATES:
-            raise _TooManyPaths
-
-    # -- expressions -----------------------------------------------------------------------
-    def _events(self, node: cst.CSTNode, scope: Scope) -> list[_Event]:
-        """Commands, delegations and unknowns in an expression or small statement, in order."""
-        events: list[_Event] = []
-        self._collect(node, scope, events, parent_stmt=node)
-        return events
-
-    def _collect(self, node: cst.CSTNode, scope: Scope, events: list[_Event], parent_stmt: cst.CSTNode) -> None:
-        if type(node) in syntax.SCOPE_TYPES:
-            return
-        if type(node) is cst.Yield:
-            self.is_generator = True
-            self._yield(node, scope, events, parent_stmt)
-            return
-        if type(node) is cst.Call:
-            kind = _command_kind(scope.api(node.func))
-            if kind is not None:
-                self._loose_command(node, kind, scope, events, parent_stmt)
-                return
-        if type(node) is cst.IfExp:
-            self._collect(node.test, scope, events, parent_stmt)
-            for branch in (node.body, node.orelse):
-                inner: list[_Event] = []
-                self._collect(branch, scope, inner, parent_stmt)
-                if inner:
-                    events.append(_Event("maybe", inner=inner))
-            return
-        if type(node) is cst.BooleanOperation:
-            self._collect(node.left, scope, events, parent_stmt)
-            inner = []
-            self._collect(node.right, scope, inner, parent_stmt)
-            if inner:
-                events.append(_Event("maybe", inner=inner))
-            return
-        for child in syntax.children(node):
-            self._collect(child, scope, events, parent_stmt)
-
-    def _yield(self, node: cst.Yield, scope: Scope, events: list[_Event], parent_stmt: cst.CSTNode) -> None:
-        value = node.value
-        if isinstance(value, cst.From):
-            target = value.item
-            method = self._delegate_target(target)
-            if method is None:
-                self._collect(target, scope, events, parent_stmt)
-                events.append(_Event("unknown"))
-            else:
-                if isinstance(target, cst.Call):
-                    for arg in target.args:
-                        self._collect(arg.value, scope, events, parent_stmt)
-                events.append(_Event("delegate", call=node, method=method))
-            return
-        if isinstance(value, cst.Call):
-            kind = _command_kind(scope.api(value.func))
-            if kind is not None:
-                discarded = isinstance(parent_stmt, cst.Expr) and parent_stmt.value is node
-                command = self._command(value, kind, scope, yielded=True, discarded=discarded)
-                if command is not None:
-                    events.append(_Event("cmd", command=command, call=value))
-                return
-        if isinstance(value, cst.Name) and value.value in self._command_vars:
-            return  # `cmd = stash(...)` earlier; counted there
-        if value is not None:
-            self._collect(value, scope, events, parent_stmt)
-        what = _non_command(value, self.index.module)
-        if what is None and value is not None and self._known_value(value, scope, self._active[-1], frozenset()):
-            what = _describe(value, self.index.module)
-        if what is None:
-            # A call to something else, a variable, an attribute: it may build a command.
-            self.unknown.update(("stash", "pop"))
-        elif self.skippable:
-            self.non_commands.setdefault(id(node), NonCommandYield(what, Site(node, self.locator)))
-
-    # -- values known not to be commands (SKP108) ------------------------------------------
-    def _known_value(self, node: cst.CSTNode, scope: Scope, func: cst.FunctionDef,
+    def known(self, node: cst.CSTNode, scope: Scope, func: cst.FunctionDef,
                      visiting: frozenset[str], depth: int = 0) -> bool:
         """Whether `node` is known not to be a stash/pop command: a literal or arithmetic, the
         forward's input (never rebound to anything else), a local bound only to such values, an
@@ -674,17 +422,17 @@ class ForwardAnalysis:
             if name in visiting:
                 return True  # `x = x.relu()`: the other bindings of x decide
             bindings = self._bindings(func).get(name, [])
-            if bindings is None or name in self._command_vars:
+            if bindings is None or name in self.command_vars:
                 return False
             params = _positional_names(func)
             if name in params or name in _other_params(func):
-                if func is not self._forward or params[1:2] != [name]:
+                if func is not self.forward or params[1:2] != [name]:
                     return False  # only the forward's input is known: Skippable passes a tensor
             elif not bindings:
                 return False  # a global, a closure variable, a builtin
-            return all(self._known_value(value, scope, func, visiting | {name}, depth + 1) for value in bindings)
+            return all(self.known(value, scope, func, visiting | {name}, depth + 1) for value in bindings)
         if isinstance(node, (cst.Attribute, cst.Subscript)):
-            return self._known_value(node.value, scope, func, visiting, depth + 1)
+            return self.known(node.value, scope, func, visiting, depth + 1)
         if isinstance(node, cst.Call):
             callee = node.func
             if scope.api(callee) is not None:
@@ -692,8 +440,8 @@ class ForwardAnalysis:
             if isinstance(callee, cst.Attribute):
                 if isinstance(callee.value, cst.Name) and callee.value.value == "self":
                     return self._torch_layer(callee.attr.value) and all(
-                        self._known_value(arg.value, scope, func, visiting, depth + 1) for arg in node.args)
-                if self._known_value(callee.value, scope, func, visiting, depth + 1):
+                        self.known(arg.value, scope, func, visiting, depth + 1) for arg in node.args)
+                if self.known(callee.value, scope, func, visiting, depth + 1):
                     return True  # a method of a tensor
             qualified = scope.qualified(callee)
             return qualified is not None and qualified.startswith("torch.")
@@ -779,9 +527,102 @@ class ForwardAnalysis:
         value, init = values[0]
         if not isinstance(value, cst.Call):
             return False
-        qualified = self._scope(init).qualified(value.func)
+        qualified = self.index.scopes[id(init)].qualified(value.func)
         return (qualified is not None and qualified.startswith("torch.nn.")
                 and qualified.rsplit(".", 1)[-1] not in _TORCH_CONTAINERS)
+
+
+class _Commands:
+    """The commands in the expressions of a forward and of the helpers it delegates to: each
+    stash/pop call (yielded or not), each yield of something else, each `yield from` of a
+    method; what cannot be known is recorded as `unknown`."""
+
+    def __init__(self, index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef,
+                 locator: Locator, skippable: bool, resolve: Optional[NameResolver]) -> None:
+        self.index = index
+        self.resolve = resolve
+        self.info = info
+        self.locator = locator
+        self.skippable = skippable
+        self.commands: dict[int, Command] = {}
+        self.non_commands: dict[int, NonCommandYield] = {}
+        self.unknown: set[Kind] = set()
+        self.is_generator = False
+        #: The forward and the methods it delegates to now running, outermost first.
+        self.active: list[cst.FunctionDef] = [forward]
+        self._command_vars: set[str] = set()
+        self._values = _KnownValues(index, info, forward, self._command_vars)
+
+    def events(self, node: cst.CSTNode, scope: Scope) -> list[_Event]:
+        """Commands, delegations and unknowns in an expression or small statement, in order."""
+        events: list[_Event] = []
+        self._collect(node, scope, events, parent_stmt=node)
+        return events
+
+    def _collect(self, node: cst.CSTNode, scope: Scope, events: list[_Event], parent_stmt: cst.CSTNode) -> None:
+        if type(node) in syntax.SCOPE_TYPES:
+            return
+        if type(node) is cst.Yield:
+            self.is_generator = True
+            self._yield(node, scope, events, parent_stmt)
+            return
+        if type(node) is cst.Call:
+            kind = _command_kind(scope.api(node.func))
+            if kind is not None:
+                self._loose_command(node, kind, scope, events, parent_stmt)
+                return
+        if type(node) is cst.IfExp:
+            self._collect(node.test, scope, events, parent_stmt)
+            for branch in (node.body, node.orelse):
+                inner: list[_Event] = []
+                self._collect(branch, scope, inner, parent_stmt)
+                if inner:
+                    events.append(_Event("maybe", inner=inner))
+            return
+        if type(node) is cst.BooleanOperation:
+            self._collect(node.left, scope, events, parent_stmt)
+            inner = []
+            self._collect(node.right, scope, inner, parent_stmt)
+            if inner:
+                events.append(_Event("maybe", inner=inner))
+            return
+        for child in syntax.children(node):
+            self._collect(child, scope, events, parent_stmt)
+
+    def _yield(self, node: cst.Yield, scope: Scope, events: list[_Event], parent_stmt: cst.CSTNode) -> None:
+        value = node.value
+        if isinstance(value, cst.From):
+            target = value.item
+            method = self._delegate_target(target)
+            if method is None:
+                self._collect(target, scope, events, parent_stmt)
+                events.append(_Event("unknown"))
+            else:
+                if isinstance(target, cst.Call):
+                    for arg in target.args:
+                        self._collect(arg.value, scope, events, parent_stmt)
+                events.append(_Event("delegate", call=node, method=method))
+            return
+        if isinstance(value, cst.Call):
+            kind = _command_kind(scope.api(value.func))
+            if kind is not None:
+                discarded = isinstance(parent_stmt, cst.Expr) and parent_stmt.value is node
+                command = self._command(value, kind, scope, yielded=True, discarded=discarded)
+                if command is not None:
+                    events.append(_Event("cmd", command=command, call=value))
+                return
+        if isinstance(value, cst.Name) and value.value in self._command_vars:
+            return  # `cmd = stash(...)` earlier; counted there
+        if value is not None:
+            self._collect(value, scope, events, parent_stmt)
+        what = _non_command(value, self.index.module)
+        if what is None and value is not None and self._values.known(value, scope, self.active[-1], frozenset()):
+            what = _describe(value, self.index.module)
+        if what is None:
+            # A call to something else, a variable, an attribute: it may build a command.
+            self.unknown.update(("stash", "pop"))
+        elif self.skippable:
+            self.non_commands.setdefault(id(node), NonCommandYield(what, Site(node, self.locator)))
 
     def _loose_command(self, call: cst.Call, kind: Kind, scope: Scope, events: list[_Event],
                        parent_stmt: cst.CSTNode) -> None:
@@ -807,7 +648,7 @@ class ForwardAnalysis:
         self.unknown.add(kind)
 
     def _yields_name(self, name: str) -> bool:
-        for func in self._active:
+        for func in self.active:
             for node in syntax.walk(func.body):
                 if (isinstance(node, cst.Yield) and isinstance(node.value, cst.Name)
                         and node.value.value == name):
@@ -841,12 +682,190 @@ class ForwardAnalysis:
                 and isinstance(target.func.value, cst.Name) and target.func.value.value == "self"):
             return None
         method = self.info.methods.get(target.func.attr.value)
-        if method is None or method in self._active or len(self._active) > MAX_DELEGATION:
+        if method is None or method in self.active or len(self.active) > MAX_DELEGATION:
             return None
         return method
 
+
+class _PathWalk:
+    """The paths through a forward: the set of commands run so far on each path, statement by
+    statement (branches, loops, try, early exits), and what the paths say: the commands some path
+    repeats, the branch each command is first run under, the early returns."""
+
+    def __init__(self, index: ModuleIndex, reader: _Commands) -> None:
+        self.index = index
+        self.reader = reader
+        self.repeats: dict[int, Command] = {}
+        self.first_branch: dict[Key, cst.CSTNode] = {}
+        self.early_exits: list[cst.CSTNode] = []
+        self._stack: list[cst.CSTNode] = []
+        self._observers: list[set[frozenset[Key]]] = []
+
+    def run(self, func: cst.FunctionDef) -> frozenset[frozenset[Key]]:
+        """The commands run on each path out of `func` (raises _TooManyPaths past MAX_STATES)."""
+        out = self._block(syntax.statements(func.body), {frozenset()}, self.index.scopes[id(func)])
+        return frozenset(out.normal | out.returns)
+
+    # -- statements ------------------------------------------------------------------------
+    def _block(self, stmts: Sequence[cst.CSTNode], states: set[frozenset[Key]], scope: Scope) -> _Paths:
+        out = _Paths(normal=set(states))
+        for stmt in stmts:
+            if not out.normal:
+                break  # the rest is unreachable
+            for observer in self._observers:
+                observer.update(out.normal)
+            if type(stmt) is cst.SimpleStatementLine:
+                for small in stmt.body:
+                    if not out.normal:
+                        break
+                    _continue_with(out, self._small(small, out.normal, scope))
+            elif isinstance(stmt, cst.BaseSmallStatement):
+                _continue_with(out, self._small(stmt, out.normal, scope))
+            elif isinstance(stmt, cst.BaseCompoundStatement):
+                self._stack.append(stmt)
+                try:
+                    _continue_with(out, self._compound(stmt, out.normal, scope))
+                finally:
+                    self._stack.pop()
+            self._check_size(out.normal)
+        return out
+
+    def _small(self, small: cst.BaseSmallStatement, states: set[frozenset[Key]], scope: Scope) -> _Paths:
+        events = self.reader.events(small, scope)
+        states = self.apply(events, states, scope)
+        if type(small) is cst.Return:
+            if self._stack:
+                self.early_exits.append(self._stack[0])
+            return _Paths(returns=states)
+        if type(small) is cst.Raise:
+            return _Paths()
+        if type(small) is cst.Break:
+            return _Paths(breaks=states)
+        if type(small) is cst.Continue:
+            return _Paths(continues=states)
+        return _Paths(normal=states)
+
+    def _compound(self, stmt: cst.BaseCompoundStatement, states: set[frozenset[Key]], scope: Scope) -> _Paths:
+        if isinstance(stmt, cst.If):
+            states = self.apply(self.reader.events(stmt.test, scope), states, scope)
+            constant = _constant_truth(stmt.test)
+            if constant is True:  # `if True:` / `if 1:`: the other branch never runs
+                return self._suite(stmt.body, states, scope)
+            out = self._suite(stmt.body, states, scope) if constant is None else _Paths()
+            if isinstance(stmt.orelse, cst.If):
+                other = self._compound(stmt.orelse, states, scope)
+            elif isinstance(stmt.orelse, cst.Else):
+                other = self._suite(stmt.orelse.body, states, scope)
+            else:
+                other = _Paths(normal=set(states))
+            return _merge(out, other)
+        if isinstance(stmt, (cst.For, cst.While)):
+            return self._loop(stmt, states, scope)
+        if isinstance(stmt, cst.With):
+            for item in stmt.items:
+                states = self.apply(self.reader.events(item.item, scope), states, scope)
+            return self._suite(stmt.body, states, scope)
+        if isinstance(stmt, (cst.Try, cst.TryStar)):
+            return self._try(stmt, states, scope)
+        if isinstance(stmt, cst.Match):
+            states = self.apply(self.reader.events(stmt.subject, scope), states, scope)
+            result = _Paths()
+            exhaustive = False
+            for case in stmt.cases:
+                result = _merge(result, self._suite(case.body, states, scope))
+                pattern = case.pattern
+                if case.guard is None and isinstance(pattern, cst.MatchAs) and pattern.pattern is None:
+                    exhaustive = True
+            if not exhaustive:
+                result.normal |= states
+            return result
+        # nested def/class: defining it runs nothing of interest
+        return _Paths(normal=set(states))
+
+    def _suite(self, suite: cst.BaseSuite, states: set[frozenset[Key]], scope: Scope) -> _Paths:
+        return self._block(syntax.statements(suite), states, scope)
+
+    def _loop(self, stmt: cst.For | cst.While, states: set[frozenset[Key]], scope: Scope) -> _Paths:
+        min_iters, max_iters, infinite = 0, None, False
+        if isinstance(stmt, cst.For):
+            states = self.apply(self.reader.events(stmt.iter, scope), states, scope)
+            count = _constant_range_length(stmt.iter)
+            if count is not None:
+                min_iters, max_iters = min(count, 2), count
+        else:
+            states = self.apply(self.reader.events(stmt.test, scope), states, scope)
+            truth = _constant_truth(stmt.test)
+            if truth is True:
+                infinite = True
+            elif truth is False:
+                max_iters = 0
+        result = _Paths()
+        finished: set[frozenset[Key]] = set() if (infinite or min_iters > 0) else set(states)
+        if max_iters == 0:
+            finished = set(states)
+        frontier = set(states)
+        seen = set(states)
+        iteration = 0
+        while frontier and max_iters != 0:
+            iteration += 1
+            out = self._suite(stmt.body, frontier, scope)
+            result.returns |= out.returns
+            result.normal |= out.breaks
+            head = out.normal | out.continues
+            if not infinite and iteration >= min_iters:
+                finished |= head
+            if max_iters is not None and iteration >= max_iters:
+                break
+            frontier = head - seen if iteration >= min_iters else head
+            seen |= head
+            self._check_size(seen)
+        if stmt.orelse is not None:
+            other = self._suite(stmt.orelse.body, finished, scope)
+            result.normal |= other.normal
+            result.returns |= other.returns
+            result.breaks |= other.breaks
+            result.continues |= other.continues
+        else:
+            result.normal |= finished
+        return result
+
+    def _try(self, stmt: cst.Try | cst.TryStar, states: set[frozenset[Key]], scope: Scope) -> _Paths:
+        observed: set[frozenset[Key]] = set(states)
+        self._observers.append(observed)
+        try:
+            body = self._suite(stmt.body, states, scope)
+        finally:
+            self._observers.pop()
+        # Handlers start from the state before some statement of the body raised; once the
+        # body has completed (body.normal), nothing inside the try can raise any more.
+        result = _Paths(returns=set(body.returns), breaks=set(body.breaks), continues=set(body.continues))
+        if stmt.orelse is not None:
+            result = _merge(result, self._suite(stmt.orelse.body, body.normal, scope))
+        else:
+            result.normal |= body.normal
+        for handler in stmt.handlers:
+            result = _merge(result, self._suite(handler.body, observed, scope))
+        final = stmt.finalbody
+        if final is None:
+            return result
+        merged = _Paths()
+        for attr in ("normal", "returns", "breaks", "continues"):
+            group = getattr(result, attr)
+            if not group:
+                continue
+            out = self._suite(final.body, group, scope)
+            getattr(merged, attr).update(out.normal)
+            merged.returns |= out.returns
+            merged.breaks |= out.breaks
+            merged.continues |= out.continues
+        return merged
+
+    def _check_size(self, states: set[frozenset[Key]]) -> None:
+        if len(states) > MAX_STATES:
+            raise _TooManyPaths
+
     # -- applying events to path states ----------------------------------------------------
-    def _apply(self, events: list[_Event], states: set[frozenset[Key]], scope: Scope) -> set[frozenset[Key]]:
+    def apply(self, events: list[_Event], states: set[frozenset[Key]], scope: Scope) -> set[frozenset[Key]]:
         for event in events:
             if event.kind == "cmd":
                 command = event.command
@@ -860,18 +879,18 @@ class ForwardAnalysis:
                     self.repeats.setdefault(id(event.call), command)
                 states = {state | {key} for state in states}
             elif event.kind == "maybe":
-                states = states | self._apply(event.inner, states, scope)
+                states = states | self.apply(event.inner, states, scope)
             elif event.kind == "delegate":
                 method = event.method
                 assert method is not None
-                self._active.append(method)
+                self.reader.active.append(method)
                 try:
-                    out = self._block(syntax.statements(method.body), states, self._scope(method))
+                    out = self._block(syntax.statements(method.body), states, self.index.scopes[id(method)])
                 finally:
-                    self._active.pop()
+                    self.reader.active.pop()
                 states = out.normal | out.returns
             else:  # unknown delegation: anything may happen
-                self.unknown.update(("stash", "pop"))
+                self.reader.unknown.update(("stash", "pop"))
             self._check_size(states)
         return states
 
@@ -880,6 +899,30 @@ class ForwardAnalysis:
             if isinstance(node, _BRANCHING):
                 return node
         return self._stack[-1]
+
+
+class ForwardAnalysis:
+    """Commands of a forward (and the helpers it delegates to) and the paths through it: the
+    commands are read by _Commands (with _KnownValues for what is no command), the paths walked
+    by _PathWalk."""
+
+    def __init__(self, index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef,
+                 locator: Locator, skippable: bool, resolve: Optional[NameResolver] = None) -> None:
+        reader = _Commands(index, info, forward, locator, skippable, resolve)
+        walk = _PathWalk(index, reader)
+        self.paths_known = True
+        self.exits: Optional[frozenset[frozenset[Key]]] = None
+        try:
+            self.exits = walk.run(forward)
+        except _TooManyPaths:
+            self.paths_known = False
+        self.commands = reader.commands
+        self.non_commands = reader.non_commands
+        self.unknown = reader.unknown
+        self.is_generator = reader.is_generator
+        self.repeats = walk.repeats
+        self.first_branch = walk.first_branch
+        self.early_exits = walk.early_exits
 
 
 def _continue_with(out: _Paths, step: _Paths) -> None:

@@ -18,6 +18,9 @@ import stat
 import tokenize
 from typing import BinaryIO, Callable, Iterable, Iterator, Optional
 
+# The lines of a text, as every reader of source counts them (kept here for the many callers).
+from skiplint.textlines import line_starts as line_starts, lines as lines
+
 #: Directory names never descended into when a directory is walked (flake8's defaults, virtual
 #: environments, caches, and build output). `--exclude` replaces this list, `--extend-exclude` adds.
 DEFAULT_EXCLUDE = frozenset({
@@ -265,24 +268,3 @@ def _utf8_outside_comments(data: bytes, encoding: str) -> str:
             offset = len(escaped[:at].encode("utf-8", "surrogateescape")) + (3 if encoding == "utf-8-sig" else 0)
             raise SourceError(f"not valid utf-8: byte 0x{data[offset]:02x} at offset {offset}")
     return data.decode(encoding, "replace")
-
-
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def lines(text: str) -> list[str]:
-    """The lines of source text without their breaks, as Python's tokenizer, flake8 and editors
-    count them: only CR LF, CR and LF end a line (not the form feed, U+2028 or the other breaks
-    that `str.splitlines` also splits on)."""
-    if not text:
-        return []
-    parts = _LINE_BREAK.split(text)
-    if parts[-1] == "":
-        parts.pop()
-    return parts
-
-
-def line_starts(text: str) -> list[int]:
-    """Offset of the first character of each line (the same lines as `lines`; one more start
-    when the text ends with a line break)."""
-    return [0] + [match.end() for match in _LINE_BREAK.finditer(text)]

@@ -7,6 +7,8 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
+from skiplint import textlines
+
 # Fields that only ever hold whitespace, punctuation or comments.
 _TRIVIA = frozenset({
     "lpar", "rpar", "comma", "semicolon", "header", "footer", "leading_lines",
@@ -186,8 +188,6 @@ def parse_bridging_gaps(text: str) -> Optional[cst.Module]:
     """
     import ast
 
-    from skiplint import sources
-
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -200,7 +200,7 @@ def parse_bridging_gaps(text: str) -> Optional[cst.Module]:
     placeholder = "_skiplint_target"
     while placeholder in text:
         placeholder += "_"
-    starts = sources.line_starts(text)
+    starts = textlines.line_starts(text)
     edits: list[tuple[int, int]] = []
     for node in found:
         first = _char_offset(text, starts, node.lineno, node.col_offset)

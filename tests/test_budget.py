@@ -19,7 +19,7 @@ import libcst as cst
 import pytest
 
 from skiplint import engine, interpret, skippables
-from skiplint.facts import Locator
+from skiplint.positions import Locator
 from skiplint.limits import BUDGET, Budget
 
 HEADER = textwrap.dedent("""\

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skiplint import cli, engine, limits, sources
+from skiplint import cli, engine, limits, parsing, sources
 from skiplint.flake8_plugin import SkiplintChecker
 
 GOOD = textwrap.dedent("""\
@@ -337,13 +337,13 @@ def test_chains_of_a_thousand_terms_are_checked(tmp_path: Path) -> None:
 
 
 def test_parser_hazard_accepts_what_python_accepts() -> None:
-    assert limits.parser_hazard("x = " + "(" * 200 + "1" + ")" * 200 + "\n") is None
-    assert limits.parser_hazard("type X = int\n" * 200) is None  # newer than 3.11: left to libcst
-    assert limits.parser_hazard("x = " + "(" * 201 + ")" * 201 + "\n") == BRACKETS
-    assert limits.parser_hazard("x = " + "a + " * 1499 + "a\n") is None
-    assert limits.parser_hazard("x = " + "a + " * 1500 + "a\n") == CHAIN
-    assert limits.parser_hazard("x = [" + "a, " * 40_000 + "]\n") is None  # flat: no chain (80,000 tokens, under the budget)
-    assert limits.parser_hazard("x = '" + "(" * 5000 + "'\n# " + "[" * 5000 + "\n") is None
+    assert parsing.parser_hazard("x = " + "(" * 200 + "1" + ")" * 200 + "\n") is None
+    assert parsing.parser_hazard("type X = int\n" * 200) is None  # newer than 3.11: left to libcst
+    assert parsing.parser_hazard("x = " + "(" * 201 + ")" * 201 + "\n") == BRACKETS
+    assert parsing.parser_hazard("x = " + "a + " * 1499 + "a\n") is None
+    assert parsing.parser_hazard("x = " + "a + " * 1500 + "a\n") == CHAIN
+    assert parsing.parser_hazard("x = [" + "a, " * 40_000 + "]\n") is None  # flat: no chain (80,000 tokens, under the budget)
+    assert parsing.parser_hazard("x = '" + "(" * 5000 + "'\n# " + "[" * 5000 + "\n") is None
 
 
 LONE = ("a line holding only a backslash before a change of indentation (Python 3.10+ puts the next "
@@ -370,20 +370,20 @@ def test_lone_backslash_is_refused_where_libcst_nests_differently(backslash: str
     in_if = len(ast.parse(source).body[0].body[0].body) == 2  # type: ignore[attr-defined]
     assert in_if is (python_nests_it if sys.version_info >= (3, 10) else True)
     if python_nests_it:
-        assert limits.parser_hazard(source) is None
+        assert parsing.parser_hazard(source) is None
         function = cst.parse_module(source).body[0]
         assert len(function.body.body[0].body.body) == 2  # type: ignore[attr-defined]
     else:
-        assert limits.parser_hazard(source) == LONE
+        assert parsing.parser_hazard(source) == LONE
 
 
 def test_lone_backslash_before_a_comment_or_at_the_same_indentation_is_accepted() -> None:
-    assert limits.parser_hazard("def f(x):\n    if x:\n        x = 1\n    \\\n    # note\n    return x\n") is None
-    assert limits.parser_hazard("x = 1\n\\\ny = 2\n") is None
+    assert parsing.parser_hazard("def f(x):\n    if x:\n        x = 1\n    \\\n    # note\n    return x\n") is None
+    assert parsing.parser_hazard("x = 1\n\\\ny = 2\n") is None
     # Two in a row at the same indentation: the second compares with the first statement's.
-    assert limits.parser_hazard("def f(x):\n    a = 1\n    \\\n    y = 1\n    \\\n    z = 2\n") is None
-    assert limits.parser_hazard("s = \'\'\'\n    \\\ny\'\'\'\n") is None  # inside a string: not code
-    assert limits.parser_hazard("x = (1,\n    \\\n2)\n") is None  # inside brackets: no indentation
+    assert parsing.parser_hazard("def f(x):\n    a = 1\n    \\\n    y = 1\n    \\\n    z = 2\n") is None
+    assert parsing.parser_hazard("s = \'\'\'\n    \\\ny\'\'\'\n") is None  # inside a string: not code
+    assert parsing.parser_hazard("x = (1,\n    \\\n2)\n") is None  # inside brackets: no indentation
 
 
 def _blocks_by_python(text: str) -> list[tuple[str, tuple[str, ...]]]:
@@ -435,7 +435,7 @@ def test_lone_backslashes_where_every_python_and_libcst_agree_are_accepted(lines
     3.10+ (the first backslash not in column 0, else the statement's own columns, a form feed
     counting from 0) and libcst (the block of the line before) both do: nothing to refuse."""
     source = "def f(x):\n    if x:\n        a = 1\n" + "\n".join(lines) + "\n    z = 3\n"
-    assert limits.parser_hazard(source) is None
+    assert parsing.parser_hazard(source) is None
     assert _blocks_by_libcst(source) == _blocks_by_python(source) == [
         ("a", ("f", "x")), ("y", ("f", "x")), ("z", ("f",))]
 
@@ -481,7 +481,7 @@ def test_lone_backslashes_are_refused_exactly_where_python_and_libcst_disagree(
         libcst = _blocks_by_libcst(source)
     except Exception:  # noqa: BLE001 - not valid Python, or a form feed libcst cannot read
         return
-    refused = limits.parser_hazard(source)
+    refused = parsing.parser_hazard(source)
     assert (refused == LONE) is (python != libcst), (source, refused)
 
 
@@ -795,7 +795,7 @@ def test_locating_past_form_feeds_aligns_lines_not_characters(monkeypatch: pytes
     # libcst leaves out) are aligned character by character, within limits.MAX_ALIGN_CHARS.
     import difflib
 
-    from skiplint import facts
+    from skiplint import positions
 
     compared: list[int] = []
 
@@ -804,7 +804,7 @@ def test_locating_past_form_feeds_aligns_lines_not_characters(monkeypatch: pytes
             compared.append(len(a) + len(b))
             super().__init__(junk, a, b, autojunk)
 
-    monkeypatch.setattr(facts.difflib, "SequenceMatcher", Counting)
+    monkeypatch.setattr(positions.difflib, "SequenceMatcher", Counting)
     text = form_feeds_everywhere(1500, 500, newline)
     diagnostics = engine.check_text(text, "big.py").diagnostics
     assert [(d.line, d.col + 1, d.code) for d in diagnostics] == [
@@ -815,12 +815,12 @@ def test_locating_past_form_feeds_aligns_lines_not_characters(monkeypatch: pytes
 
 
 def test_texts_too_different_to_align_are_not_aligned(monkeypatch: pytest.MonkeyPatch) -> None:
-    from skiplint import facts
+    from skiplint import positions
 
-    monkeypatch.setattr(facts.difflib, "SequenceMatcher", None)  # never called past the limit
+    monkeypatch.setattr(positions.difflib, "SequenceMatcher", None)  # never called past the limit
     many = "".join(f"x{i} = {i}\n" for i in range(limits.MAX_ALIGN_CHARS))
-    assert facts._aligned(many, many.replace("=", " =")) is None
-    assert facts._aligned(many + "y = 1\n", "\x0c" + many + "y = 1\n\\\n") is not None
-    through = facts._aligned("a\x0c\nb = 1\n", "a\n\\\n\x0cb = 1\n")
+    assert positions._aligned(many, many.replace("=", " =")) is None
+    assert positions._aligned(many + "y = 1\n", "\x0c" + many + "y = 1\n\\\n") is not None
+    through = positions._aligned("a\x0c\nb = 1\n", "a\n\\\n\x0cb = 1\n")
     assert through is not None
     assert [through(offset) for offset in range(9)] == [0, None, 1, 5, 6, 7, 8, 9, 10]

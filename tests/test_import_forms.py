@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skiplint import engine, imports, projectscan
+from skiplint import apiimports, engine, imports
 from skiplint.project import ProjectIndex
 
 PARTS = '''from torch import nn
@@ -184,18 +184,18 @@ def test_tokenizer_reader_binds_what_the_analysis_binds(source: str) -> None:
     assert isinstance(statement, cst.SimpleStatementLine)
     small = statement.body[0]
     assert isinstance(small, (cst.Import, cst.ImportFrom))
-    read = [(i.local, i.qualified) for i in projectscan.read_imports(source + "\n") if i.name != "*"]
+    read = [(i.local, i.qualified) for i in apiimports.read_imports(source + "\n") if i.name != "*"]
     assert read == list(imports.import_bindings(small))
 
 
 def test_lines_of_strings_that_look_like_imports_cost_little() -> None:
-    assert projectscan.read_imports('x = """\n' + "from here on it's (open\n" * 2000 + '"""\n') == []
+    assert apiimports.read_imports('x = """\n' + "from here on it's (open\n" * 2000 + '"""\n') == []
 
 
 def test_reader_finds_statements_anywhere_and_skips_none() -> None:
     source = ("def f():\n    if x: import a.b as c\n    y = 1; from .d import (e,\n        f)\n"
               "class K:\n    from g import h\n")
-    assert [(i.local, i.qualified) for i in projectscan.read_imports(source)] == [
+    assert [(i.local, i.qualified) for i in apiimports.read_imports(source)] == [
         ("c", "a.b"), ("e", ".d.e"), ("f", ".d.f"), ("h", "g.h")]
 
 
@@ -232,7 +232,7 @@ def test_random_import_layouts_read_as_libcst_reads_them(statement: str, prefix:
     source = (f"if True:\n{prefix}" if prefix == "    " else prefix) + statement + suffix + "\nafter = 1\n"
     module = cst.parse_module(source)
     expected = [binding for node in _imports_of(module) for binding in imports.import_bindings(node)]
-    assert [(i.local, i.qualified) for i in projectscan.read_imports(source)] == expected
+    assert [(i.local, i.qualified) for i in apiimports.read_imports(source)] == expected
 
 
 def _imports_of(module: cst.Module) -> list[cst.Import | cst.ImportFrom]:

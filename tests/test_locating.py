@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from skiplint import facts, parsing
+from skiplint import parsing, positions
 
 MODULE = textwrap.dedent('''\
     """Doc."""
@@ -53,9 +53,9 @@ def test_scan_starts_agree_with_python(monkeypatch: pytest.MonkeyPatch) -> None:
     module = parsing.parse_module(MODULE)
     scanned = parsing.top_level_starts(MODULE)
     assert scanned is not None and len(scanned) == len(module.body) == 10
-    from_scan = facts._statement_starts(module, MODULE)
+    from_scan = positions._statement_starts(module, MODULE)
     monkeypatch.setattr(parsing, "top_level_starts", lambda text: None)
-    assert from_scan == facts._statement_starts(module, MODULE) == [1, 2, 3, 14, 22, 28, 30, 32, 34, 36]
+    assert from_scan == positions._statement_starts(module, MODULE) == [1, 2, 3, 14, 22, 28, 30, 32, 34, 36]
 
 
 def test_scan_starts_are_only_for_the_last_text_scanned() -> None:
@@ -68,6 +68,6 @@ def test_scan_starts_are_only_for_the_last_text_scanned() -> None:
 
 def test_positions_from_the_scan() -> None:
     module = parsing.parse_module(MODULE)
-    locator = facts.Locator(module, MODULE)
+    locator = positions.Locator(module, MODULE)
     cls, branch, last = module.body[2], module.body[3], module.body[-1]
     assert [locator.position(node) for node in (cls, branch, last)] == [(10, 0), (16, 0), (36, 0)]

@@ -11,7 +11,7 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from skiplint import parsing
-from skiplint.facts import Locator, _by_statement
+from skiplint.positions import Locator, _by_statement
 
 REPO = Path(__file__).resolve().parent.parent
 #: PositionProvider rebuilds every node as it visits, and libcst's validation refuses one node of

@@ -73,10 +73,10 @@ def test_mentions_that_cannot_resolve_to_the_api_do_not(source: str) -> None:
 def test_pipeline_alone_is_a_word_the_import_reader_is_spared(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every way to the removed module also names `distributed`; torch's own sources say
     "pipeline" in 67 files, which the pattern and the import reader no longer go through."""
-    from skiplint import projectscan
+    from skiplint import apiimports
 
     read: list[object] = []
-    monkeypatch.setattr(projectscan, "imports_api", lambda data: read.append(data) or False)
+    monkeypatch.setattr(apiimports, "imports_api", lambda data: read.append(data) or False)
     assert not imports.mentions_api(source) and not imports.mentions_api(source.encode())
     assert read == []
     with_word = source + "# distributed\n"

@@ -12,7 +12,8 @@ import pytest
 
 from skiplint import engine
 from skiplint.project import ProjectIndex
-from skiplint.projectscan import Imported, ProjectScan, read_imports
+from skiplint.apiimports import Imported, read_imports
+from skiplint.projectscan import ProjectScan
 
 REPO = Path(__file__).resolve().parent.parent
 PKG = REPO / "fixtures" / "compositions" / "unet_pkg"

@@ -20,12 +20,13 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
-from skiplint.facts import Locator, ModelFacts, ModuleFacts
+from skiplint.facts import ModelFacts, ModuleFacts
 from skiplint.interpret.core import ClassResolver
 from skiplint.interpret.extract import Conversion
 from skiplint.interpret.interpreter import Interpreter
 from skiplint.interpret.values import ClassV, SkipInfo
 from skiplint.limits import BUDGET, Budget
+from skiplint.positions import Locator
 from skiplint.skippables import ModuleIndex
 
 __all__ = ["NEEDLES", "class_from_summary", "extract", "relevant"]

@@ -4,6 +4,7 @@ classes, the skip API) shares, and the signatures by which the parts call one an
 from __future__ import annotations
 
 import builtins
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import libcst as cst
@@ -17,14 +18,28 @@ from skiplint.interpret.values import (
 from skiplint.limits import Budget
 from skiplint.skippables import ModuleIndex, computed
 
-if TYPE_CHECKING:
-    from skiplint.interpret.specialize import Definition
-
 #: (qualified name of a class of another project module) -> its ClassV, or None.
 ClassResolver = Callable[[str], Optional[ClassV]]
 #: Positional arguments of a call: (value, node) each; keywords: name -> (value, node).
 Args = list[tuple[Any, Any]]
 Kwargs = dict[str, Any]
+
+
+@dataclass(eq=False)
+class Definition:
+    """One execution of a class statement (remembered by skiplint.interpret.specialize)."""
+
+    node: cst.ClassDef
+    #: Where it ran: read again for the values forward sees when it runs.
+    env: Env
+    #: Each frame's variables when it ran, innermost first.
+    then: list[dict[str, Any]]
+    #: The class attributes its body bound (names read as `self.<name>`).
+    attrs: dict[str, Any]
+    #: The entry point of the run it belongs to (Core.run_serial).
+    run: int
+    #: What the class made declares, as the compositions that hold its layers see it.
+    info: SkipInfo
 
 
 class Core:

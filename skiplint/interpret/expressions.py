@@ -14,7 +14,7 @@ from skiplint.interpret.values import (
     UNKNOWN, NS, ApiV, BoundV, BuiltinV, DictV, ExternalV, FuncV, LambdaV, ListV, ObjV, SeqV,
     class_method, comparable, hashable_constant, is_int, place,
 )
-from skiplint.prefilter import framework_name
+from skiplint.apiimports import framework_name
 
 
 #: The node types eval tells apart, in the order it tests them (an index into this is cached

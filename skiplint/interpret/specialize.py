@@ -9,7 +9,6 @@ reads and that was rebound in between is late-bound, which SKP117 reports."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any, Optional
 
 import libcst as cst
@@ -17,27 +16,10 @@ import libcst as cst
 from skiplint import skippables, syntax
 from skiplint.facts import SkippableClass
 from skiplint.imports import Scope
-from skiplint.interpret.core import Core
+from skiplint.interpret.core import Core, Definition
 from skiplint.interpret.env import Env
 from skiplint.interpret.values import ListV, SkipInfo, skip_info
 from skiplint.skippables import Resolved
-
-
-@dataclass(eq=False)
-class Definition:
-    """One execution of a class statement."""
-
-    node: cst.ClassDef
-    #: Where it ran: read again for the values forward sees when it runs.
-    env: Env
-    #: Each frame's variables when it ran, innermost first.
-    then: list[dict[str, Any]]
-    #: The class attributes its body bound (names read as `self.<name>`).
-    attrs: dict[str, Any]
-    #: The entry point of the run it belongs to (Core.run_serial).
-    run: int
-    #: What the class made declares, as the compositions that hold its layers see it.
-    info: SkipInfo
 
 
 def _assigned_on_self(node: cst.ClassDef) -> set[str]:

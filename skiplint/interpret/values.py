@@ -196,11 +196,6 @@ class BoundV:
 
 
 @dataclass(eq=False)
-class SuperV:
-    obj: Any
-
-
-@dataclass(eq=False)
 class PipeV:
     record: "PipeRecord"
 
