@@ -19,6 +19,8 @@ PACKAGE = ROOT / "skiplint"
 def _modules() -> dict[str, pathlib.Path]:
     out = {}
     for path in PACKAGE.rglob("*.py"):
+        if (PACKAGE / "rules" / "examples") in path.parents:
+            continue  # the rules' example programs (data shipped with the package), no modules of it
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
