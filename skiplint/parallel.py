@@ -61,9 +61,9 @@ def _selection(config: Config) -> Selection:
 
 def internal_error(path: str, what: str, error: BaseException, selection: Selection) -> FileResult:
     """SKP902 for an analyzer bug: the file counts as not checked (exit 2), the error is shown."""
-    args = {"what": what, "error": error_text(error)}
-    diags = (INTERNAL_ERROR.diagnostic(path, **args),) if selection(INTERNAL_ERROR.code) else ()
-    return FileResult(path, diags, INTERNAL_ERROR.text(**args))
+    shown = error_text(error)
+    diags = (INTERNAL_ERROR.diagnostic(path, what=what, error=shown),) if selection(INTERNAL_ERROR.code) else ()
+    return FileResult(path, diags, INTERNAL_ERROR.text(what=what, error=shown))
 
 
 def check_one(task: Task) -> FileResult:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
 
-from skiplint.findings import Finding
+from skiplint.findings import Finding, OwnerRef
 from skiplint.rules.analyzer import COMPUTED_SKIP_NAME
 from skiplint.rules.base import Rule, checks, combines, run
 
@@ -333,7 +333,7 @@ def _made_together(found: list[Finding]) -> Iterator[Finding]:
     """One statement, one mistake: each (statement, variable, value) once, naming every class it
     made early (each class's finding holds the bare name it was made with), with each of them as
     an owner."""
-    late: dict[tuple[int, str, str], tuple[Finding, list[str], list[object]]] = {}
+    late: dict[tuple[int, str, str], tuple[Finding, list[str], list[OwnerRef]]] = {}
     for finding in found:
         key = (id(finding.site.node) if finding.site is not None else 0, finding.arg("var") or "",
                finding.arg("now") or "")
