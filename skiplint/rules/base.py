@@ -6,7 +6,7 @@ selection, SARIF's rule table, the runtime companion's join and `fix` all read t
 
 Below its rules, a family module holds its checks: functions from one fact to the findings it
 makes, registered by the kind of fact they consume (`checks`). The drivers
-(`skiplint.checks.module_findings`, `skiplint.pipes.model_findings`) run every check registered
+(`skiplint.checks.module_findings`, `skiplint.checks.model_findings`) run every check registered
 for each fact (`run`); they name no code. A Diagnostic is made only here (`diagnostic`).
 """
 
