@@ -134,3 +134,13 @@ def test_late_binding_supersedes_the_disagreements_it_causes_and_lists_every_cla
 
 def test_module_facts_without_classes_run_the_module_checks() -> None:
     assert list(checks.module_findings(ModuleFacts("m.py"))) == []
+
+
+def test_a_family_lists_only_its_own_rules() -> None:
+    """A check may make a finding of another family's rule (SKP901 for a computed name), but the rule
+    is listed once, in its family, in the order of the codes."""
+    assert list(rules.RULES) == sorted(rules.RULES)
+    for family in rules.FAMILIES:
+        prefix = {one_class: "SKP1", pipe: "SKP3"}.get(family)
+        if prefix is not None:
+            assert all(rule.code.startswith(prefix) for rule in vars(family).values() if isinstance(rule, rules.Rule))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator
 
 from skiplint.findings import Finding, OwnerRef
-from skiplint.rules.analyzer import COMPUTED_SKIP_NAME
+from skiplint.rules import analyzer
 from skiplint.rules.base import Rule, checks, combines, run
 
 if TYPE_CHECKING:
@@ -206,14 +206,14 @@ def _declarations(cls: SkippableClass) -> dict[Kind, Declaration]:
     return {"stash": cls.stash, "pop": cls.pop}
 
 
-@checks("class", BARE_STRING_DECLARATION, COMPUTED_SKIP_NAME)
+@checks("class", BARE_STRING_DECLARATION, analyzer.COMPUTED_SKIP_NAME)
 def declarations(cls: SkippableClass) -> Iterator[Finding]:
     for decl in _declarations(cls).values():
         if decl.bare_string is not None:
             chars = ", ".join(repr(c) for c in sorted(set(decl.bare_string))) or "nothing"
             yield BARE_STRING_DECLARATION.at(decl.site, arg=decl.kind, value=decl.bare_string, chars=chars)
         elif not decl.known:
-            yield COMPUTED_SKIP_NAME.at(decl.site, what=f"the {decl.kind}= declaration")
+            yield analyzer.COMPUTED_SKIP_NAME.at(decl.site, what=f"the {decl.kind}= declaration")
 
 
 def _declared_both(cls: SkippableClass) -> frozenset[str]:
@@ -248,8 +248,8 @@ def forward_signature(cls: SkippableClass) -> Iterator[Finding]:
         yield NON_COMMAND_YIELD.at(non_command.site, what=non_command.what)
 
 
-@checks("class", COMMAND_ARITY, COMMAND_NOT_YIELDED, COMPUTED_SKIP_NAME, UNDECLARED_STASH, UNDECLARED_POP,
-        DISCARDED_POP)
+@checks("class", COMMAND_ARITY, COMMAND_NOT_YIELDED, analyzer.COMPUTED_SKIP_NAME, UNDECLARED_STASH,
+        UNDECLARED_POP, DISCARDED_POP)
 def commands(cls: SkippableClass) -> Iterator[Finding]:
     """Each command of forward: its arguments, whether it is yielded, its name and its tensor."""
     if cls.forward is None:
@@ -262,7 +262,7 @@ def commands(cls: SkippableClass) -> Iterator[Finding]:
             yield _not_yielded(command)
         if command.name is None:
             if command.name_site is not None:
-                yield COMPUTED_SKIP_NAME.at(command.name_site, what=f"the name of this {command.kind}()")
+                yield analyzer.COMPUTED_SKIP_NAME.at(command.name_site, what=f"the name of this {command.kind}()")
             continue
         decl = decls[command.kind]
         if decl.known and command.name not in decl.name_set:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 from skiplint.findings import Finding
 from skiplint.rules.base import Rule, checks, run
-from skiplint.rules.composition import NESTED_SKIPPABLE
+from skiplint.rules import composition as composition_rules
 
 if TYPE_CHECKING:
     from skiplint.facts import Composition, Pipe, SkipRoute
@@ -199,7 +199,7 @@ def _partitioned(pipe: Pipe) -> Optional[Composition]:
     return composition
 
 
-@checks("pipe", NESTED_SKIPPABLE)
+@checks("pipe", composition_rules.NESTED_SKIPPABLE)
 def split_children(pipe: Pipe) -> Iterator[Finding]:
     """A skip between child Sequentials that this pipe's partitions and checkpointing break."""
     from skiplint import pipes
@@ -209,7 +209,7 @@ def split_children(pipe: Pipe) -> Iterator[Finding]:
         return
     for container, layer, src, dst in pipes.split_failures(composition, pipe):
         if layer.site is not None:
-            yield NESTED_SKIPPABLE.at(layer.site, layer=repr(layer.label), child=pipes.layer_text(container),
+            yield composition_rules.NESTED_SKIPPABLE.at(layer.site, layer=repr(layer.label), child=pipes.layer_text(container),
                                       why=f"its skip goes from partition {src} to partition {dst} in the tracker of "
                                           f"its micro-batch, and checkpointing recomputes partition {dst}: backward "
                                           f"raises 'has not been stashed'")
