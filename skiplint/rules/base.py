@@ -15,10 +15,12 @@ from __future__ import annotations
 import dataclasses
 import string
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Literal, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Optional, TypeVar
 
-from skiplint.diagnostics import Diagnostic
 from skiplint.findings import Finding, Owner, OwnerRef
+
+if TYPE_CHECKING:
+    from skiplint.diagnostics import Diagnostic
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,8 @@ def diagnostic(path: str, start: tuple[int, int], code: str, message: str, end: 
                args: tuple[tuple[str, str], ...] = (), owners: tuple[Owner, ...] = ()) -> Diagnostic:
     """The one place a Diagnostic is made: a finding located in `path` (`end` (0, 0): not known),
     with its rendered message, its arguments and its owners."""
+    from skiplint.diagnostics import Diagnostic  # not loaded by the front that finds nothing (flake8's)
+
     return Diagnostic(path, start[0], start[1], code, message, end[0], end[1], args, owners)
 
 
@@ -98,6 +102,8 @@ Fact = Literal["module", "class", "composition", "pipe"]
 
 CheckFunction = Callable[..., Iterable[Finding]]
 _F = TypeVar("_F", bound=CheckFunction)
+#: How the findings of one rule that several facts make become the ones reported.
+Combine = Callable[[list[Finding]], Iterable[Finding]]
 
 
 @dataclass(frozen=True)
@@ -114,7 +120,7 @@ class Check:
 CHECKS: dict[str, list[Check]] = {}
 #: Rule code -> how the findings of that rule that several facts make at one node become one
 #: (each fact's findings of it, in order -> the findings reported).
-COMBINE: dict[str, Callable[[list[Finding]], Iterable[Finding]]] = {}
+COMBINE: dict[str, Combine] = {}
 
 
 def checks(fact: Fact, *reports: Rule) -> Callable[[_F], _F]:
@@ -125,10 +131,9 @@ def checks(fact: Fact, *reports: Rule) -> Callable[[_F], _F]:
     return register
 
 
-def combines(rule: Rule) -> Callable[[Callable[[list[Finding]], Iterable[Finding]]],
-                                     Callable[[list[Finding]], Iterable[Finding]]]:
+def combines(rule: Rule) -> Callable[[Combine], Combine]:
     """Register how the findings of `rule` that several facts make become the ones reported."""
-    def register(function: Callable[[list[Finding]], Iterable[Finding]]) -> Callable[[list[Finding]], Iterable[Finding]]:
+    def register(function: Combine) -> Combine:
         COMBINE[rule.code] = function
         return function
     return register

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
 
+import skiplint.rules.analyzer as analyzer
 from skiplint.findings import Finding, OwnerRef
-from skiplint.rules import analyzer
 from skiplint.rules.base import Rule, checks, combines, run
 
 if TYPE_CHECKING:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
+import skiplint.rules.composition as composition_rules
 from skiplint.findings import Finding
 from skiplint.rules.base import Rule, checks, run
-from skiplint.rules import composition as composition_rules
 
 if TYPE_CHECKING:
     from skiplint.facts import Composition, Pipe, SkipRoute
