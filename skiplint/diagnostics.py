@@ -1,11 +1,13 @@
-"""A reported diagnostic and a file's result: what every reporter prints and every test compares."""
+"""A reported diagnostic and a file's result: what every reporter prints and every test compares.
+
+A Diagnostic is made only by the rules package (`skiplint.rules.base.diagnostic`), which imports
+this module; which codes are reported is `skiplint.rules.Selection`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Optional
 
-from skiplint import rules
 from skiplint.findings import Owner
 
 
@@ -58,18 +60,6 @@ class FileResult:
     diagnostics: tuple[Diagnostic, ...]
     #: Why the file could not be checked (also reported as SKP900 or SKP902), or None.
     error: Optional[str] = None
-
-
-@dataclass(frozen=True)
-class Selection:
-    """Which codes are reported: flake8's --select/--ignore/--extend-select, by prefix."""
-
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    extend_select: tuple[str, ...] = ()
-
-    def __call__(self, code: str) -> bool:
-        return rules.selected(code, self.select, self.ignore, self.extend_select)
 
 
 def error_text(error: BaseException) -> str:

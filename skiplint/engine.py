@@ -9,8 +9,10 @@ from typing import Any, Iterable, Optional
 
 import libcst as cst
 
-from skiplint import checks, interpret, limits, noqa, parsing, pipes, prefilter, projectscan, rules, skippables, sources
-from skiplint.diagnostics import Diagnostic, FileResult as FileResult, Selection as Selection, error_text, shown
+from skiplint import checks, interpret, limits, noqa, parsing, prefilter, projectscan, rules, skippables, sources
+from skiplint.diagnostics import Diagnostic, FileResult as FileResult, error_text, shown
+from skiplint.rules import Selection as Selection
+from skiplint.rules.analyzer import INTERNAL_ERROR
 from skiplint.parsing import ParseFailure as ParseFailure
 from skiplint.findings import Owner, OwnerRef
 from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts, SkippableClass, with_room
@@ -48,7 +50,7 @@ def analyze(text: str, path: str, *, project: Optional[ProjectIndex] = None,
     if both is None:
         return None
     facts, models = both
-    extra = tuple(pipes.model_findings(models))
+    extra = tuple(checks.model_findings(models))
     if extra:
         facts = dataclasses.replace(facts, findings=facts.findings + extra)
     return facts
@@ -113,14 +115,14 @@ def _specialized(facts: ModuleFacts, made: tuple[SkippableClass, ...]) -> Module
 
 def internal_error(what: str, error: BaseException) -> Finding:
     """SKP902 at 1:1 for a bug of the analyzer met while analysing `what`."""
-    return Finding("SKP902", (("what", what), ("error", error_text(error))), None)
+    return INTERNAL_ERROR.at(None, what=what, error=error_text(error))
 
 
 def _internal_error(facts: ModuleFacts) -> Optional[str]:
     """Why the file was not fully checked, when the analyzer failed on it (SKP902), else None."""
     for finding in facts.findings:
-        if finding.code == "SKP902":
-            return rules.RULES["SKP902"].template.format(**dict(finding.args))
+        if finding.code == INTERNAL_ERROR.code:
+            return INTERNAL_ERROR.text(**dict(finding.args))
     return None
 
 
@@ -141,7 +143,9 @@ def _diagnostics(findings: Iterable[Finding], path: str, text: str, selection: S
         return ()
     lines = sources.lines(text)
     noqa_at: dict[int, Optional[tuple[str, ...]]] = {}  # read once per line, however many findings
-    out: dict[Diagnostic, tuple[Diagnostic, set[Owner]]] = {}
+    #: (line, col, code, message) -> the first finding there, its end, and every owner: one
+    #: diagnostic, whoever else it belongs to.
+    out: dict[tuple[int, int, str, str], tuple[Finding, tuple[int, int], set[Owner]]] = {}
     by_locator: dict[int, tuple[Locator, list[cst.CSTNode]]] = {}
     for finding in chosen:
         for site in (finding.site, *(owner.site for owner in finding.owners)):
@@ -164,13 +168,13 @@ def _diagnostics(findings: Iterable[Finding], path: str, text: str, selection: S
             if noqa.covers(noqa_at[line], finding.code):
                 continue
         message = shown(rules.RULES[finding.code].format(**dict(finding.args)))  # names escaped
-        made = Diagnostic(path, line, col, finding.code, message, end_line, end_col, finding.args)
-        owners = out.setdefault(made, (made, set()))[1]  # one finding, whoever else it belongs to
+        owners = out.setdefault((line, col, finding.code, message), (finding, (end_line, end_col), set()))[2]
         try:
             owners.update(_owner(ref) for ref in finding.owners)
         except RecursionError:
             raise ParseFailure(too_deep("locate its findings")) from None
-    return tuple(sorted(dataclasses.replace(made, owners=tuple(sorted(owners))) for made, owners in out.values()))
+    return tuple(sorted(rules.diagnostic(path, (line, col), code, message, end, first.args, tuple(sorted(owners)))
+                        for (line, col, code, message), (first, end, owners) in out.items()))
 
 
 def _owner(ref: OwnerRef) -> Owner:
@@ -194,7 +198,7 @@ def check_text(text: str, path: str, selection: Selection = Selection(), *, appl
         diagnostics = with_room(text, lambda: _diagnostics(found, path, text, selection, apply_noqa))
     except ParseFailure as failure:
         return prefilter.unchecked(path, str(failure))
-    return FileResult(path, diagnostics, _internal_error(facts) if selection("SKP902") else None)
+    return FileResult(path, diagnostics, _internal_error(facts) if selection(INTERNAL_ERROR.code) else None)
 
 
 def check_file(path: str, selection: Selection = Selection(), *, project: Optional[ProjectIndex] = None,

@@ -17,6 +17,7 @@ import warnings
 from typing import Any, Iterator, Optional, Sequence
 
 from skiplint import __version__, config, filenoqa, prefilter, rules, sources
+from skiplint.rules.analyzer import INTERNAL_ERROR, UNCHECKED_FILE
 
 
 class SkiplintChecker:
@@ -109,7 +110,7 @@ class SkiplintChecker:
                 if filenoqa.skips_file(text, flake8=False):
                     return  # `# skiplint: noqa` (flake8 reads its own `# flake8: noqa`)
                 from skiplint import engine
-                from skiplint.diagnostics import Selection
+                from skiplint.rules import Selection
 
                 selection = Selection(select=self.selected_codes)
                 result = engine.check_text(text, self.filename, selection, apply_noqa=False, prefiltered=True,
@@ -119,11 +120,11 @@ class SkiplintChecker:
                     raise
                 from skiplint.diagnostics import error_text
 
-                message = rules.RULES["SKP902"].format(what="this file", error=error_text(error))
+                message = INTERNAL_ERROR.format(what="this file", error=error_text(error))
                 yield 1, 0, message, type(self)
                 return
         for diagnostic in result.diagnostics:
-            if diagnostic.code == "SKP900" and not _python_accepts(text):
+            if diagnostic.code == UNCHECKED_FILE.code and not _python_accepts(text):
                 continue  # flake8 reports what Python cannot compile itself (E999); the rest is ours to say
             yield diagnostic.line, diagnostic.col, diagnostic.message, type(self)
 

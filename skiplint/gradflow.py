@@ -20,12 +20,14 @@ unknown (a call of another module, a loop variable) holds nothing, so that a rep
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 import libcst as cst
 
 from skiplint import syntax
-from skiplint.imports import Scope
+
+if TYPE_CHECKING:  # read in annotations only: SKP303's check imports this module from the rules
+    from skiplint.imports import Scope
 
 #: Grad of a value: none, only when the layer's input requires grad, certainly.
 NO, INPUT, YES = 0, 1, 2

@@ -17,9 +17,11 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Hashable, Iterable, Optional, Sequence
 
-from skiplint import config, engine, parsing, pipes, prefilter, rules, sources
+from skiplint import checks, config, engine, parsing, pipes, prefilter, rules, sources
 from skiplint.diagnostics import error_text
 from skiplint.facts import Composition, Layer, ModelFacts, ModuleFacts, SkipKey, SkipRoute
+from skiplint.rules.analyzer import INTERNAL_ERROR
+from skiplint.rules.composition import STASH_NEVER_POPPED
 
 #: 1: no composition found, or a balance that leaves layers in no partition (the pipe would fail).
 EXIT_OK, EXIT_NOT_FOUND, EXIT_UNCHECKED = 0, 1, 2
@@ -99,15 +101,15 @@ def lint_notes(model: Model) -> list[str]:
     that no later layer pops where the lint does not report it (a plain run tolerates it; SKP202
     is reported where verify_skippables may run)."""
     composition = model.composition
-    found = list(pipes.composition_findings(composition, verified=model.verified))
+    found = list(checks.composition_findings(composition, verified=model.verified))
     out = [rules.RULES[f.code].format(**dict(f.args)) for f in found]
-    reported = {(dict(f.args).get("layer"), dict(f.args).get("name")) for f in found if f.code == "SKP202"}
+    reported = {(f.arg("layer"), f.arg("name")) for f in found if f.code == STASH_NEVER_POPPED.code}
     if unresolved(composition) is None:
         layers = {layer.index: layer for layer in composition.layers}
         for key, index in pipes.unpopped(composition):
             text = pipes.layer_text(layers[index])
             if (text, key[1]) not in reported:
-                out.append(rules.RULES["SKP202"].template.format(layer=text, skip=pipes.skip_text(key, composition)))
+                out.append(STASH_NEVER_POPPED.text(layer=text, skip=pipes.skip_text(key, composition)))
     return out
 
 
@@ -512,13 +514,13 @@ def main(argv: Sequence[str]) -> int:
         except Exception as error:  # an analyzer bug: one line, as the lint's SKP902, never a traceback
             if os.environ.get("SKIPLINT_DEBUG"):
                 raise
-            print(f"{path}: {rules.RULES['SKP902'].format(what='this file', error=error_text(error))}",
+            print(f"{path}: {INTERNAL_ERROR.format(what='this file', error=error_text(error))}",
                   file=sys.stderr)
             status = EXIT_UNCHECKED
             continue
-        bug = next((f for f in module.findings if f.code == "SKP902"), None)
+        bug = next((f for f in module.findings if f.code == INTERNAL_ERROR.code), None)
         if bug is not None:  # the compositions could not be analysed: what is drawn may be partial
-            print(f"{path}: {rules.RULES['SKP902'].format(**dict(bug.args))}", file=sys.stderr)
+            print(f"{path}: {INTERNAL_ERROR.format(**dict(bug.args))}", file=sys.stderr)
             status = EXIT_UNCHECKED
         if not found:
             if named:

@@ -22,9 +22,11 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
-from skiplint import limits, prefilter, rules
+from skiplint import limits, prefilter
 from skiplint.config import Config
-from skiplint.diagnostics import Diagnostic, FileResult, Selection, error_text
+from skiplint.diagnostics import FileResult, error_text
+from skiplint.rules import Selection
+from skiplint.rules.analyzer import INTERNAL_ERROR
 
 #: A unit of work: one file and the configuration it is checked with (sent to workers as is).
 Task = tuple[str, Config]
@@ -59,9 +61,9 @@ def _selection(config: Config) -> Selection:
 
 def internal_error(path: str, what: str, error: BaseException, selection: Selection) -> FileResult:
     """SKP902 for an analyzer bug: the file counts as not checked (exit 2), the error is shown."""
-    message = rules.RULES["SKP902"].format(what=what, error=error_text(error))
-    diags = (Diagnostic(path, 1, 0, "SKP902", message),) if selection("SKP902") else ()
-    return FileResult(path, diags, message[len("SKP902 "):])
+    shown = error_text(error)
+    diags = (INTERNAL_ERROR.diagnostic(path, what=what, error=shown),) if selection(INTERNAL_ERROR.code) else ()
+    return FileResult(path, diags, INTERNAL_ERROR.text(what=what, error=shown))
 
 
 def check_one(task: Task) -> FileResult:

@@ -22,7 +22,8 @@ from skiplint.apiimports import alias_entries as alias_entries, mentions_api as 
 from skiplint.apiimports import using_aliases as using_aliases
 
 if TYPE_CHECKING:
-    from skiplint.diagnostics import FileResult, Selection
+    from skiplint.diagnostics import FileResult
+    from skiplint.rules import Selection
     from skiplint.projectscan import ProjectScan
 
 def wanted(data: Union[bytes, str], path: str, scan: Optional[ProjectScan] = None) -> bool:
@@ -74,8 +75,7 @@ def judge(data: bytes, path: str, scan: Optional[ProjectScan] = None) -> Union[F
 def unchecked(path: str, reason: str, line: int = 1, col: int = 0) -> FileResult:
     """A file that could not be checked: SKP900 with the reason, whatever is selected (silence would
     read as clean); a syntax error where the running Python's compile puts it."""
-    from skiplint import rules
-    from skiplint.diagnostics import Diagnostic, FileResult
+    from skiplint.diagnostics import FileResult
+    from skiplint.rules.analyzer import UNCHECKED_FILE
 
-    message = rules.RULES["SKP900"].format(reason=reason)
-    return FileResult(path, (Diagnostic(path, line, col, "SKP900", message),), reason)
+    return FileResult(path, (UNCHECKED_FILE.diagnostic(path, line, col, reason=reason),), reason)

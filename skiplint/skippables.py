@@ -21,6 +21,8 @@ from skiplint.facts import (
 )
 from skiplint.imports import OTHER, Binding, Scope, dotted_name, import_bindings, removed_module
 from skiplint.limits import BUDGET
+from skiplint.rules.one_class import ISOLATE_UNKNOWN_NAME, SKIPPABLE_MISUSE, YIELD_OUTSIDE_SKIPPABLE
+from skiplint.rules.portability import REMOVED_TORCH_PIPELINE
 
 #: Beyond this many distinct paths, forward's path facts are given up (abstain).
 MAX_STATES = 256
@@ -1074,17 +1076,15 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
             if isinstance(expr, cst.Call) and info.outer.api(expr.func) == "skippable":
                 decorated[id(info.node)] = expr
             elif info.outer.api(expr) == "skippable":
-                findings.append(Finding("SKP113", (("problem", "@skippable must be called: "
-                                                    "write @skippable(stash=[...], pop=[...])"),),
-                                        Site(decorator, locator)))
+                findings.append(SKIPPABLE_MISUSE.at(Site(decorator, locator), problem="@skippable must be called: "
+                                                    "write @skippable(stash=[...], pop=[...])"))
     for func, scope in index.functions:
         for decorator in func.decorators:
             expr = decorator.decorator
             target = expr.func if isinstance(expr, cst.Call) else expr
             if scope.api(target) == "skippable":
-                findings.append(Finding("SKP113", (("problem", f"@skippable decorates nn.Module classes, "
-                                                    f"not the function '{func.name.value}'"),),
-                                        Site(decorator, locator)))
+                findings.append(SKIPPABLE_MISUSE.at(Site(decorator, locator), problem=f"@skippable decorates "
+                                                    f"nn.Module classes, not the function '{func.name.value}'"))
     by_scope_name = {(id(info.outer), info.node.name.value): info for info in index.classes}
     wrapped_names: set[str] = set()
     for call, scope in _wrapping_calls(index):
@@ -1118,8 +1118,8 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
                 first = _first_command_yield(index, info, forward)
                 if first is not None:
                     kind, node = first
-                    findings.append(Finding("SKP109", (("cls", info.node.name.value), ("kind", kind)),
-                                            Site(node, locator)))
+                    findings.append(YIELD_OUTSIDE_SKIPPABLE.at(Site(node, locator), cls=info.node.name.value,
+                                                               kind=kind))
             continue
         index.skippable_calls[id(info.node)] = (info, decorator_call)
         skippables.append(_skippable_class(index, info, decorator_call, forward, locator, reported_loose))
@@ -1140,8 +1140,8 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
             continue
         module_name = removed_module(stmt)
         if module_name is not None:
-            findings.append(Finding("SKP401", (("module", module_name), ("advice", removed_import_advice(stmt))),
-                                    Site(stmt, locator)))
+            findings.append(REMOVED_TORCH_PIPELINE.at(Site(stmt, locator), module=module_name,
+                                                      advice=removed_import_advice(stmt)))
 
     if source is None or "only" in source:
         findings.extend(_isolate_findings(index, skippables, locator))
@@ -1350,5 +1350,5 @@ def _isolate_findings(index: ModuleIndex, skippables: Iterable[SkippableClass],
             for element in arg.value.elements:
                 name = syntax.string_value(element.value)
                 if name is not None and name not in declared:
-                    findings.append(Finding("SKP115", (("name", name), ("cls", cls.name)), Site(arg, locator)))
+                    findings.append(ISOLATE_UNKNOWN_NAME.at(Site(arg, locator), name=name, cls=cls.name))
     return findings

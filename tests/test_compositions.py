@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from skiplint import engine, pipes
+from skiplint import checks, engine, pipes
 from tests import profiling_shapes
 
 HEADER = '''
@@ -70,7 +70,7 @@ def test_namespace_identity_through_list_and_reversed_loop():
     stash_ns = [layer.stash[0][0] for layer in comp.layers[:3]]
     pop_ns = [layer.pop[0][0] for layer in comp.layers[3:]]
     assert len(set(stash_ns)) == 3 and pop_ns == stash_ns[::-1]
-    assert list(pipes.composition_findings(comp)) == []
+    assert list(checks.composition_findings(comp)) == []
 
 
 def test_each_namespace_call_is_distinct_in_a_helper():
@@ -81,7 +81,7 @@ def test_each_namespace_call_is_distinct_in_a_helper():
         model = nn.Sequential(*block(), *block())
     ''')
     assert comp.layers[0].stash[0][0] != comp.layers[2].stash[0][0]
-    assert list(pipes.composition_findings(comp)) == []
+    assert list(checks.composition_findings(comp)) == []
 
 
 def test_ordered_dict_keys_and_add_module():
@@ -445,7 +445,7 @@ def test_harness_target_is_verified():
     # A module-level builder's result leaves the module anyway; the harness mark says so too.
     for targets, expected in (((), ["SKP202"]), (("build",), ["SKP202"])):
         model = interpret.extract(module, "t.py", facts, index, verified_functions=targets)
-        assert [f.code for f in pipes.model_findings(model)] == expected
+        assert [f.code for f in checks.model_findings(model)] == expected
 
 
 def test_a_popping_layer_called_alone_is_a_composition_of_one():

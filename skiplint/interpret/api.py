@@ -14,6 +14,8 @@ from skiplint.interpret.values import (
     PIPES, STAR_UNKNOWN, UNKNOWN, VERIFIERS, NS, ApiV, BoundV, DictV, FuncV, LambdaV, LayerV, ListV,
     PipeRecord, PipeV, SeqV, code, is_int,
 )
+from skiplint.rules.analyzer import COMPUTED_SKIP_NAME
+from skiplint.rules.one_class import ISOLATE_UNKNOWN_NAME
 
 
 class Api(Core):
@@ -148,7 +150,7 @@ class Api(Core):
             layer.tainted = True
             given = node.args[0] if node.args else None
             if given is not None and (ns is UNKNOWN or ns is None) and len(values) <= 1:
-                self.report("SKP901", given, what="the namespace given to isolate()")
+                self.report(COMPUTED_SKIP_NAME, given, what="the namespace given to isolate()")
             return layer
         only_entry = kwargs.get("only")
         info = layer.info
@@ -166,7 +168,7 @@ class Api(Core):
                 else:
                     layer.unsure = True  # its names are unknown; the other layers are still checked
                 if only_arg is not None:
-                    self.report("SKP901", only_arg, what="the only= argument of this isolate()")
+                    self.report(COMPUTED_SKIP_NAME, only_arg, what="the only= argument of this isolate()")
                 return layer
             names = frozenset(only)
             if info is not None and info.stash is not None and info.pop is not None and \
@@ -175,7 +177,7 @@ class Api(Core):
                 layer.tainted = True
                 if only_arg is not None:
                     for name in sorted(names - (info.stash | info.pop)):
-                        self.report("SKP115", only_arg, name=name, cls=info.name)
+                        self.report(ISOLATE_UNKNOWN_NAME, only_arg, name=name, cls=info.name)
                 return layer
         for name in names:
             layer.namespaces[name] = ns

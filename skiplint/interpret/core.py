@@ -16,6 +16,8 @@ from skiplint.interpret.values import (
     ClassV, DirectCall, FuncV, LambdaV, LayerV, PipeRecord, SeqV, SkipInfo, skip_info,
 )
 from skiplint.limits import Budget
+from skiplint.rules import Rule
+from skiplint.rules.one_class import ISOLATE_UNKNOWN_NAME
 from skiplint.skippables import ModuleIndex, computed
 
 #: (qualified name of a class of another project module) -> its ClassV, or None.
@@ -98,7 +100,7 @@ class Core:
         self.findings: list[Finding] = []
         self.reported: builtins.set[tuple[int, str]] = {
             (id(f.site.node), dict(f.args).get("name", "")) for f in facts.findings
-            if f.code == "SKP115" and f.site is not None}
+            if f.code == ISOLATE_UNKNOWN_NAME.code and f.site is not None}
         self.definition_count: dict[int, int] = {}
         #: id(SkipInfo of one execution) -> that with what its specialization adds (the pops it
         #: discards, the stashes that share its output).
@@ -129,11 +131,11 @@ class Core:
         elif self.tracker_leaks is not None:
             self.tracker_leaks |= self.tracker
 
-    def report(self, code: str, node: cst.CSTNode, **args: str) -> None:
+    def report(self, rule: Rule, node: cst.CSTNode, **args: str) -> None:
         key = (id(node), args.get("name", args.get("what", "")))
         if key not in self.reported:
             self.reported.add(key)
-            self.findings.append(Finding(code, tuple(args.items()), Site(node, self.locator)))
+            self.findings.append(rule.at(Site(node, self.locator), **args))
 
     def tick(self, cost: int = 1) -> None:
         self.steps += cost

@@ -17,7 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Union
 
 from skiplint import config, filenoqa, formats, noqa, parallel, prefilter, rules, sources
-from skiplint.diagnostics import Diagnostic, FileResult, Selection
+from skiplint.diagnostics import Diagnostic, FileResult
+from skiplint.rules import Selection
+from skiplint.rules.analyzer import UNCHECKED_FILE
+from skiplint.rules.one_class import BARE_STRING_DECLARATION, COMMAND_NOT_YIELDED
+from skiplint.rules.portability import REMOVED_TORCH_PIPELINE
 
 if TYPE_CHECKING:
     from skiplint import layout as layout_module
@@ -28,7 +32,7 @@ if TYPE_CHECKING:
 
 #: The codes `skiplint fix` rewrites (fix.FIXABLE), and where an SKP401 import may move
 #: (fix.TARGETS, `skiplint fix --target`); a test keeps them equal.
-FIXABLE = frozenset({"SKP106", "SKP107", "SKP401"})
+FIXABLE = frozenset({BARE_STRING_DECLARATION.code, COMMAND_NOT_YIELDED.code, REMOVED_TORCH_PIPELINE.code})
 TARGETS = ("torchgpipe", "fairscale")
 
 
@@ -50,8 +54,8 @@ def check(text: str, path: str, settings: config.Config) -> FileResult:
         # The CLI's limit for a file (sources.MAX_BYTES), so that no buffer takes minutes
         reason = sources._too_large(len(text.encode("utf-8", "surrogatepass")))
     if reason is not None:
-        message = rules.RULES["SKP900"].format(reason=reason)
-        diagnostics = (Diagnostic(path, 1, 0, "SKP900", message),) if settings.selected("SKP900") else ()
+        selected = settings.selected(UNCHECKED_FILE.code)
+        diagnostics = (UNCHECKED_FILE.diagnostic(path, reason=reason),) if selected else ()
         return FileResult(path, diagnostics, reason)
     try:
         result = parallel.check_source(text, path, settings)

@@ -36,6 +36,7 @@ from skiplint import __version__, config, parsing, projectscan, reparse, rules, 
 from skiplint.diagnostics import Diagnostic, FileResult
 from skiplint.lsp import features
 from skiplint.lsp.documents import UTF8, UTF16, UTF32, Document, path_of
+from skiplint.rules.portability import REMOVED_TORCH_PIPELINE
 
 T = TypeVar("T")
 
@@ -658,7 +659,7 @@ class SkiplintServer:
         if wanted(types.CodeActionKind.QuickFix):
             for protocol, finding in here:
                 if finding.code in features.FIXABLE:
-                    targets = features.TARGETS if finding.code == "SKP401" else features.TARGETS[:1]
+                    targets = features.TARGETS if finding.code == REMOVED_TORCH_PIPELINE.code else features.TARGETS[:1]
                     for target in targets:
                         action = await self._action(document, "fix", finding, protocol, target)
                         if action is not None:
@@ -678,8 +679,8 @@ class SkiplintServer:
         if what == "fix":
             assert finding is not None
             title = f"Fix {finding.code}: {features.message_text(finding)}"
-            if finding.code == "SKP401":
-                title = f"Fix SKP401: import the skip API from {target}"
+            if finding.code == REMOVED_TORCH_PIPELINE.code:
+                title = f"Fix {finding.code}: import the skip API from {target}"
             kind: str = types.CodeActionKind.QuickFix
         elif what == "noqa":
             assert finding is not None
@@ -716,7 +717,7 @@ class SkiplintServer:
         does not apply (anymore)."""
         try:
             uri, serial, what, target = key[0], key[1], key[2], key[3]
-            finding = Diagnostic("", int(key[5]), int(key[6]), str(key[4]), str(key[7])) if len(key) >= 8 else None
+            finding = rules.diagnostic("", (int(key[5]), int(key[6])), str(key[4]), str(key[7])) if len(key) >= 8 else None
         except (IndexError, TypeError, ValueError):
             return None
         document = self.documents.get(uri)
@@ -868,7 +869,7 @@ def _handler(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 def _with_path(finding: Diagnostic, path: str) -> Diagnostic:
-    return Diagnostic(path, finding.line, finding.col, finding.code, finding.message)
+    return rules.diagnostic(path, (finding.line, finding.col), finding.code, finding.message)
 
 
 def _range(start: tuple[int, int], end: tuple[int, int]) -> types.Range:

@@ -7,8 +7,12 @@ the rules' own values, and docs/rules.md, `skiplint rule`, the flake8 plugin, th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Sequence
+
+from skiplint.findings import Finding
 from skiplint.rules import analyzer, composition, one_class, pipe, portability
-from skiplint.rules.base import Rule, selected as _selected
+from skiplint.rules.base import Rule, diagnostic, run, selected as _selected
 
 #: Families in the order of their codes, each with its title and what fails.
 FAMILIES = (one_class, composition, pipe, portability, analyzer)
@@ -24,4 +28,31 @@ def selected(code: str, select: tuple[str, ...] = (), ignore: tuple[str, ...] = 
     return _selected(code, OPT_IN, select, ignore, extend_select)
 
 
-__all__ = ["FAMILIES", "OPT_IN", "RULES", "Rule", "selected"]
+@dataclass(frozen=True)
+class Selection:
+    """Which codes are reported: flake8's --select/--ignore/--extend-select, by prefix."""
+
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+
+    def __call__(self, code: str) -> bool:
+        return selected(code, self.select, self.ignore, self.extend_select)
+
+
+def without_superseded(found: Sequence[Finding], at_node: bool = True) -> list[Finding]:
+    """One mistake, one diagnostic: `found` without each finding that a finding of a rule which
+    supersedes its rule (`Rule.supersedes`) replaces, at the same node (`at_node`), or anywhere
+    in `found` (the findings of one fact: one class)."""
+    over: dict[str, set[int]] = {}
+    for finding in found:
+        for code in RULES[finding.code].supersedes:
+            over.setdefault(code, set()).add(id(finding.site.node) if at_node and finding.site is not None else 0)
+    if not over:
+        return list(found)
+    return [f for f in found if f.code not in over
+            or (at_node and (f.site is None or id(f.site.node) not in over[f.code]))]
+
+
+__all__ = ["FAMILIES", "OPT_IN", "RULES", "Rule", "Selection", "diagnostic", "run", "selected",
+           "without_superseded"]

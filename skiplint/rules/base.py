@@ -3,15 +3,21 @@
 A rule module (one per family: `one_class`, `composition`, `pipe`, `portability`, `analyzer`)
 declares its rules as `Rule` values. docs/rules.md, `skiplint rule`, the flake8 plugin's
 selection, SARIF's rule table, the runtime companion's join and `fix` all read them from there.
+
+Below its rules, a family module holds its checks: functions from one fact to the findings it
+makes, registered by the kind of fact they consume (`checks`). The drivers
+(`skiplint.checks.module_findings`, `skiplint.checks.model_findings`) run every check registered
+for each fact (`run`); they name no code. A Diagnostic is made only here (`diagnostic`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import string
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Optional, Sequence, TypeVar
 
-from skiplint.findings import Finding, OwnerRef
+from skiplint.findings import Finding, Owner, OwnerRef
 
 if TYPE_CHECKING:
     from skiplint.diagnostics import Diagnostic
@@ -40,6 +46,10 @@ class Rule:
     #: --target) -> the edits; raises `skiplint.fix.NotFixable` with the reason when there is none.
     fixer: Optional[Callable[[Source, Diagnostic, str], Sequence[Edit]]] = field(
         default=None, repr=False, compare=False)
+    #: The arguments that tell two findings of this rule at one node apart when a block is built
+    #: twice (one mistake at one place is one finding, whichever builds it): by default the skip's
+    #: bare name (a rule without one: one finding per node).
+    distinct_by: tuple[str, ...] = ("name",)
     #: The template's fields, in order: the rule's arguments.
     fields: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
@@ -66,6 +76,87 @@ class Rule:
         if missing:
             raise TypeError(f"{self.code} needs {', '.join(missing)}")
         return Finding(self.code, tuple((key, str(value)) for key, value in args.items()), site, owners)
+
+    def identity(self, finding: Finding) -> tuple[Optional[str], ...]:
+        """What tells `finding` apart from another of this rule at its node (`distinct_by`)."""
+        return tuple(finding.arg(name) for name in self.distinct_by)
+
+    def diagnostic(self, path: str, line: int = 1, col: int = 0, **args: object) -> Diagnostic:
+        """This rule's diagnostic at `line`:`col` of `path` (a file-level code: the file could not
+        be checked, or the analyzer failed on it), its message rendered from its arguments."""
+        return diagnostic(path, (line, col), self.code, self.format(**args),
+                          args=tuple((key, str(value)) for key, value in args.items()))
+
+
+def diagnostic(path: str, start: tuple[int, int], code: str, message: str, end: tuple[int, int] = (0, 0),
+               args: tuple[tuple[str, str], ...] = (), owners: tuple[Owner, ...] = ()) -> Diagnostic:
+    """The one place a Diagnostic is made: a finding located in `path` (`end` (0, 0): not known),
+    with its rendered message, its arguments and its owners."""
+    from skiplint.diagnostics import Diagnostic  # not loaded by the front that finds nothing (flake8's)
+
+    return Diagnostic(path, start[0], start[1], code, message, end[0], end[1], args, owners)
+
+
+# -- checks, by the fact they consume ---------------------------------------------------------------
+
+#: The kinds of fact a check consumes, and what it is given for each:
+#: "module": the module's `facts.ModuleFacts`; "class": one `facts.SkippableClass`;
+#: "composition": one `facts.Composition` and whether verify_skippables runs on it (a bool);
+#: "pipe": one `facts.Pipe` (a pipe, balancer or LazyModule call).
+Fact = Literal["module", "class", "composition", "pipe"]
+
+CheckFunction = Callable[..., Iterable[Finding]]
+_F = TypeVar("_F", bound=CheckFunction)
+#: How the findings of one rule that several facts make become the ones reported.
+Combine = Callable[[list[Finding]], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: the kind of fact it consumes, the rules whose findings it makes, the function."""
+
+    fact: Fact
+    rules: tuple[Rule, ...]
+    function: CheckFunction
+
+
+#: Every check by the fact it consumes, in the order the family modules register them (importing
+#: `skiplint.rules` imports every family, so all are there).
+CHECKS: dict[str, list[Check]] = {}
+#: Rule code -> how the findings of that rule that several facts make at one node become one
+#: (each fact's findings of it, in order -> the findings reported).
+COMBINE: dict[str, Combine] = {}
+
+
+def checks(fact: Fact, *reports: Rule) -> Callable[[_F], _F]:
+    """Register a check of `fact` that makes findings of the rules `reports`."""
+    def register(function: _F) -> _F:
+        CHECKS.setdefault(fact, []).append(Check(fact, reports, function))
+        return function
+    return register
+
+
+def combines(rule: Rule) -> Callable[[Combine], Combine]:
+    """Register how the findings of `rule` that several facts make become the ones reported."""
+    def register(function: Combine) -> Combine:
+        COMBINE[rule.code] = function
+        return function
+    return register
+
+
+def run(fact: Fact, *given: object, owners: tuple[OwnerRef, ...] = (),
+        but: Optional[CheckFunction] = None) -> Iterator[Finding]:
+    """The findings of every check registered for `fact` (except `but`), given `given`; with
+    `owners`, each finding belongs to them (what the fact is part of)."""
+    for check in CHECKS.get(fact, ()):
+        if check.function is not but:
+            for finding in check.function(*given):
+                yield owned(finding, owners) if owners else finding
+
+
+def owned(finding: Finding, owners: tuple[OwnerRef, ...]) -> Finding:
+    """`finding`, belonging to `owners` (the fact it was found for, or every build it was found in)."""
+    return dataclasses.replace(finding, owners=owners)
 
 
 def selected(code: str, opt_in: frozenset[str], select: tuple[str, ...] = (), ignore: tuple[str, ...] = (),

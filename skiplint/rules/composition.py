@@ -3,7 +3,13 @@ the skip tracker raise."""
 
 from __future__ import annotations
 
-from skiplint.rules.base import Rule
+from typing import TYPE_CHECKING, Iterator
+
+from skiplint.findings import Finding
+from skiplint.rules.base import Rule, checks
+
+if TYPE_CHECKING:
+    from skiplint.facts import Composition, Layer, SkipKey
 
 #: The family's heading in docs/rules.md, and what its rules predict (rendered by skiplint.rules.doc).
 TITLE = 'SKP2xx: one composition'
@@ -80,3 +86,89 @@ NESTED_SKIPPABLE = Rule(
          'the pop runs; a skip with one side a direct child fails verify_skippables. Those are reported '
          'whatever the pipe',
 )
+
+
+# -- checks ----------------------------------------------------------------------------------------
+# A composition's checks replay verify_skippables over its direct children, in its order: a
+# layer's names declared both ways are skipped (SKP105 reports them), a second stash or pop of a
+# (namespace, name) is a redeclaration, a pop with no earlier stash is unmatched, and stashes never
+# popped are reported last. Checking stops at the first layer that cannot be known. Each is given
+# the composition and whether verify_skippables runs on it (a pipe, or `verify_skippables`).
+
+
+@checks("composition", NESTED_SKIPPABLE)
+def nested_skippables(composition: Composition, verified: bool) -> Iterator[Finding]:
+    """Nested skippables whose skips fail whatever the pipe (a skip between child Sequentials is
+    judged by each pipe: skiplint.rules.pipe)."""
+    from skiplint import pipes
+
+    if not composition.piped or not pipes.hides_skippables(composition):
+        return  # run plain, nested skips do work; given to a pipe, they do not: which one is unknown
+    for container, nested, targets, why in pipes.nested_escapes(composition)[0]:
+        if nested.site is not None and targets is None:
+            yield NESTED_SKIPPABLE.at(nested.site, layer=repr(nested.label), child=pipes.layer_text(container),
+                                      why=why)
+
+
+@checks("composition", RESTASH_WITHOUT_NAMESPACE, REPOP_WITHOUT_NAMESPACE, POP_BEFORE_STASH, STASH_NEVER_POPPED)
+def direct_children(composition: Composition, verified: bool) -> Iterator[Finding]:
+    """verify_skippables on the direct children. A stash nobody pops (SKP202) fails only where it
+    is `verified`: a plain run tolerates it. Pops without a stash, and second stashes or pops, fail
+    or misbehave in a plain run too."""
+    from skiplint import pipes
+
+    if pipes.hides_skippables(composition) and (not composition.piped or pipes.nested_escapes(composition)[1]):
+        return  # which nested skip fails is unknown, or layers nested in it cannot be known
+    hidden_names: set[str] = pipes.uncertain_names(composition)
+    for layer in composition.layers:
+        for nested in layer.nested:
+            hidden_names.update(name for _, name in (*nested.stash, *nested.pop))
+    layer_text, skip_text = pipes.layer_text, pipes.skip_text
+    stashed: dict[SkipKey, Layer] = {}
+    popped: dict[SkipKey, Layer] = {}
+    unmatched: dict[str, list[tuple[SkipKey, Layer]]] = {}  # by name, in order
+    truncated = not composition.complete
+    for layer in composition.layers:
+        if layer.kind == "unknown":
+            truncated = True
+            break
+        if layer.kind != "skippable":
+            continue
+        for key in layer.stash:
+            first = stashed.get(key)
+            if first is not None:
+                if key[1] not in hidden_names:
+                    yield RESTASH_WITHOUT_NAMESPACE.at(layer.site, layer=layer_text(layer),
+                                                       skip=skip_text(key, composition), first=layer_text(first),
+                                                       name=key[1])
+                continue
+            stashed[key] = layer
+        for key in layer.pop:
+            first = popped.get(key)
+            if key[1] in hidden_names:
+                continue
+            if first is not None:
+                yield REPOP_WITHOUT_NAMESPACE.at(layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
+                                                 first=layer_text(first), name=key[1])
+            elif key not in stashed:
+                unmatched.setdefault(key[1], []).append((key, layer))
+                yield POP_BEFORE_STASH.at(layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
+                                          name=key[1])
+            else:
+                popped[key] = layer
+    if truncated:
+        return
+    for key, layer in stashed.items():
+        if key in popped or key[1] in hidden_names:
+            continue
+        # A later pop of the same name in another namespace is the other half of one mistake (a
+        # wrong or missing namespace at the pop): SKP201 there says it; the stash is not repeated.
+        same_name = unmatched.get(key[1], [])
+        partner = next((i for i, (k, pop) in enumerate(same_name)
+                        if k[0] != key[0] and pop.index > layer.index), None)
+        if partner is not None:
+            del same_name[partner]
+            continue
+        if not verified:
+            continue
+        yield STASH_NEVER_POPPED.at(layer.site, layer=layer_text(layer), skip=skip_text(key, composition), name=key[1])

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from skiplint.rules.base import Rule
+import skiplint.rules.analyzer as analyzer
+from skiplint.findings import Finding, OwnerRef
+from skiplint.rules.base import Rule, checks, combines, run
 
 if TYPE_CHECKING:
     import ast
 
     from skiplint.diagnostics import Diagnostic
+    from skiplint.facts import Command, Declaration, Kind, ModuleFacts, SkippableClass
     from skiplint.fix import Edit, Source
 
 #: The family's heading in docs/rules.md, and what its rules predict (rendered by skiplint.rules.doc).
@@ -176,6 +179,8 @@ LATE_BOUND_SKIP_NAME = Rule(
     failure="RuntimeError: '{name}' has not been declared as stashable (or poppable), '{name}' being the name "
             'the variable holds when forward runs',
     reported_at='the `stash(...)`/`pop(...)` call that reads the variable',
+    # One mistake: the names it makes disagree are not reported apart.
+    supersedes=('SKP101', 'SKP102', 'SKP103', 'SKP104', 'SKP105', 'SKP110', 'SKP111'),
     when="the module runs the class statement (the loop, or the factory's call) with names it can read, and "
          'the variable forward reads holds another name once the code that built the model has run; where the '
          'names agree (the last class of a loop), nothing is reported. A function that rebinds the variable '
@@ -184,6 +189,170 @@ LATE_BOUND_SKIP_NAME = Rule(
          'that is returned, stored, passed on, called from nested code or under an unknown condition makes '
          'the variable unknown, and the class abstains (SKP901)',
 )
+
+
+# -- checks ----------------------------------------------------------------------------------------
+
+_VERB = {"stash": "stashed", "pop": "popped"}
+_UNDECLARED = {"stash": UNDECLARED_STASH, "pop": UNDECLARED_POP}
+_UNUSED = {"stash": UNUSED_STASH_DECLARATION, "pop": UNUSED_POP_DECLARATION}
+
+
+def _not_yielded(command: Command) -> Finding:
+    """SKP107: a command that is built but never yielded does nothing."""
+    shown = repr(command.name) if command.name is not None else "..."
+    fix = "'yield stash(...)'" if command.kind == "stash" else "'x = yield pop(...)'"
+    return COMMAND_NOT_YIELDED.at(command.site, kind=command.kind, name=shown, fix=fix)
+
+
+@checks("module", COMMAND_NOT_YIELDED)
+def loose_commands(facts: ModuleFacts) -> Iterator[Finding]:
+    """Commands built as whole statements outside any skippable forward."""
+    for command in facts.loose_commands:
+        yield _not_yielded(command)
+
+
+def _declarations(cls: SkippableClass) -> dict[Kind, Declaration]:
+    return {"stash": cls.stash, "pop": cls.pop}
+
+
+@checks("class", BARE_STRING_DECLARATION, analyzer.COMPUTED_SKIP_NAME)
+def declarations(cls: SkippableClass) -> Iterator[Finding]:
+    for decl in _declarations(cls).values():
+        if decl.bare_string is not None:
+            chars = ", ".join(repr(c) for c in sorted(set(decl.bare_string))) or "nothing"
+            yield BARE_STRING_DECLARATION.at(decl.site, arg=decl.kind, value=decl.bare_string, chars=chars)
+        elif not decl.known:
+            yield analyzer.COMPUTED_SKIP_NAME.at(decl.site, what=f"the {decl.kind}= declaration")
+
+
+def _declared_both(cls: SkippableClass) -> frozenset[str]:
+    """Names declared both in stash= and in pop= (verify_skippables skips them)."""
+    if cls.stash.known and cls.pop.known:
+        return cls.stash.name_set & cls.pop.name_set
+    return frozenset()
+
+
+@checks("class", STASH_AND_POP_DECLARATION)
+def declared_both(cls: SkippableClass) -> Iterator[Finding]:
+    """SKP105 at whichever of the two declarations of a name comes later in the source."""
+    for name in sorted(_declared_both(cls)):
+        sites = []
+        for decl in (cls.stash, cls.pop):
+            for declared in decl.names or ():
+                if declared.name == name and declared.site is not None:
+                    sites.append(declared.site)
+                    break
+        site = max(sites, key=lambda s: s.position) if sites else cls.site
+        yield STASH_AND_POP_DECLARATION.at(site, name=name)
+
+
+@checks("class", FORWARD_ARITY, NON_COMMAND_YIELD)
+def forward_signature(cls: SkippableClass) -> Iterator[Finding]:
+    forward = cls.forward
+    if forward is None:
+        return
+    if forward.required_inputs > 1:
+        yield FORWARD_ARITY.at(forward.site, cls=cls.name, count=forward.required_inputs)
+    for non_command in forward.non_commands:
+        yield NON_COMMAND_YIELD.at(non_command.site, what=non_command.what)
+
+
+@checks("class", COMMAND_ARITY, COMMAND_NOT_YIELDED, analyzer.COMPUTED_SKIP_NAME, UNDECLARED_STASH,
+        UNDECLARED_POP, DISCARDED_POP)
+def commands(cls: SkippableClass) -> Iterator[Finding]:
+    """Each command of forward: its arguments, whether it is yielded, its name and its tensor."""
+    if cls.forward is None:
+        return
+    decls = _declarations(cls)
+    for command in cls.forward.commands:
+        if command.arity_problem is not None:
+            yield COMMAND_ARITY.at(command.site, kind=command.kind, problem=command.arity_problem)
+        if not command.yielded:
+            yield _not_yielded(command)
+        if command.name is None:
+            if command.name_site is not None:
+                yield analyzer.COMPUTED_SKIP_NAME.at(command.name_site, what=f"the name of this {command.kind}()")
+            continue
+        decl = decls[command.kind]
+        if decl.known and command.name not in decl.name_set:
+            yield _UNDECLARED[command.kind].at(command.site, name=command.name)
+        if command.discarded:
+            yield DISCARDED_POP.at(command.site, name=command.name)
+
+
+@checks("class", REPEATED_COMMAND)
+def repeats(cls: SkippableClass) -> Iterator[Finding]:
+    for command in cls.forward.repeats if cls.forward is not None else ():
+        yield REPEATED_COMMAND.at(command.site, name=command.name, verb=_VERB[command.kind])
+
+
+@checks("class", UNUSED_STASH_DECLARATION, UNUSED_POP_DECLARATION, CONDITIONAL_COMMAND)
+def declared_uses(cls: SkippableClass) -> Iterator[Finding]:
+    """Each declared name: used by no path of forward, or by some paths but not all."""
+    forward = cls.forward
+    if forward is None:
+        return
+    both = _declared_both(cls)
+    used: dict[Kind, set[str]] = {"stash": set(), "pop": set()}
+    for command in forward.commands:
+        if command.name is not None:
+            used[command.kind].add(command.name)
+    repeated = {(c.kind, c.name) for c in forward.repeats}
+    branch_of = dict(forward.branches)
+    for kind, decl in _declarations(cls).items():
+        if not decl.known or kind in forward.unknown_kinds:
+            continue
+        for declared in decl.names or ():
+            name = declared.name
+            if name in both:
+                continue
+            if name not in used[kind]:
+                yield _UNUSED[kind].at(declared.site, name=name)
+                continue
+            if forward.exits is None or not forward.exits or (kind, name) in repeated:
+                continue
+            on_path = [(kind, name) in exit_ for exit_ in forward.exits]
+            if any(on_path) and not all(on_path):
+                branch = branch_of.get((kind, name)) or forward.early_exit
+                line = branch.position[0] if branch is not None else "?"
+                yield CONDITIONAL_COMMAND.at(forward.site, name=name, verb=_VERB[kind], line=line)
+
+
+@checks("class", LATE_BOUND_SKIP_NAME)
+def late_bound(cls: SkippableClass) -> Iterator[Finding]:
+    """When forward reads a variable rebound after the class was made (`cls.late`) and that makes
+    names disagree (the class's other checks find what this rule supersedes), the one mistake is
+    SKP117 at each command that reads it, not the disagreements it causes."""
+    if not cls.late or cls.forward is None:
+        return
+    if not any(f.code in LATE_BOUND_SKIP_NAME.supersedes for f in run("class", cls, but=late_bound)):
+        return
+    import libcst as cst
+
+    late = {var: (made, now) for var, made, now in cls.late}
+    for command in cls.forward.commands:
+        node = command.name_site.node if command.name_site is not None else None
+        if isinstance(node, cst.Name) and node.value in late:
+            made, now = late[node.value]
+            yield LATE_BOUND_SKIP_NAME.at(command.site, var=node.value, made=made, now=now)
+
+
+@combines(LATE_BOUND_SKIP_NAME)
+def _made_together(found: list[Finding]) -> Iterator[Finding]:
+    """One statement, one mistake: each (statement, variable, value) once, naming every class it
+    made early (each class's finding holds the bare name it was made with), with each of them as
+    an owner."""
+    late: dict[tuple[int, str, str], tuple[Finding, list[str], list[OwnerRef]]] = {}
+    for finding in found:
+        key = (id(finding.site.node) if finding.site is not None else 0, finding.arg("var") or "",
+               finding.arg("now") or "")
+        entry = late.setdefault(key, (finding, [], []))
+        entry[1].append(finding.arg("made") or "")
+        entry[2].extend(finding.owners)
+    for first, made, owners in late.values():
+        yield LATE_BOUND_SKIP_NAME.at(first.site, *owners, var=first.arg("var"), now=first.arg("now"),
+                                      made=", ".join(repr(name) for name in sorted(set(made))))
 
 
 # -- fixes (`Rule.fixer`; `skiplint fix` keeps an edit only when the file gets strictly better) -------

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from skiplint.rules.base import Rule
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional
+
+import skiplint.rules.composition as composition_rules
+from skiplint.findings import Finding
+from skiplint.rules.base import Rule, checks, run
+
+if TYPE_CHECKING:
+    from skiplint.facts import Composition, Pipe, SkipRoute
 
 #: The family's heading in docs/rules.md, and what its rules predict (rendered by skiplint.rules.doc).
 TITLE = 'SKP3xx: a pipe and its partitions'
@@ -20,6 +27,8 @@ BALANCE_MISMATCH = Rule(
 
 CROSS_PARTITION_SKIP = Rule(
     code='SKP302', name='cross-partition-skip',
+    # A cost report: each skip and its partitions, at its pipe.
+    distinct_by=('skip', 'src', 'dst', 'src_layer', 'dst_layer'),
     template='skip {skip} crosses from partition {src} (layer {src_layer}) to partition {dst} (layer '
              '{dst_layer})',
     summary='a skip crosses partitions (a device-to-device copy per micro-batch)',
@@ -98,3 +107,202 @@ MIXED_NAMESPACE_ROUTES = Rule(
          '(a skip stashed and popped in one partition counts); the pipe is otherwise valid (no SKP2xx), and '
          'every layer is known',
 )
+
+
+# -- checks ----------------------------------------------------------------------------------------
+# Each is given one pipe, balancer or LazyModule call (`facts.Pipe`).
+
+_PROFILERS = ("balance_by_time", "balance_by_size")
+_MULTIPROCESS = ("MultiProcessPipe", "AsyncPipe", "LazyModule")
+_PIPE_LABEL = {"MultiProcessPipe": "fairscale's MultiProcessPipe", "AsyncPipe": "fairscale's AsyncPipe",
+               "LazyModule": "LazyModule (lazy construction for fairscale's multi-process pipes)"}
+
+
+def _composition(pipe: Pipe) -> Optional[Composition]:
+    """The composition a pipe call partitions (not a balancer's, a LazyModule list's, or a record
+    of how a composition is used), when it has a literal balance and its children are known."""
+    from skiplint import pipes
+
+    composition = pipe.composition
+    if composition is None or pipe.kind in pipes.NOT_PIPES or pipe.kind in _PROFILERS or pipe.kind == "LazyModule":
+        return None
+    if pipe.balance is None or not composition.complete:
+        return None
+    return composition
+
+
+def _balanced(pipe: Pipe) -> Optional[Composition]:
+    """... and its balance sums to the composition's number of layers."""
+    composition = _composition(pipe)
+    if composition is None or pipe.balance is None or sum(pipe.balance) != len(composition.layers):
+        return None
+    return composition
+
+
+@checks("pipe", PROFILED_SKIPPABLE)
+def profiling(pipe: Pipe) -> Iterator[Finding]:
+    # balance_by_size profiles forward passes only (and on CUDA devices only): a skip carried
+    # from layer to layer there fails nothing, so only balance_by_time is judged.
+    if pipe.composition is not None and pipe.kind == "balance_by_time" and _fails_profiling(pipe.composition):
+        yield PROFILED_SKIPPABLE.at(pipe.site, func=pipe.kind)
+
+
+@checks("pipe", SKIPPABLE_IN_MULTIPROCESS_PIPE)
+def lazy_construction(pipe: Pipe) -> Iterator[Finding]:
+    """fairscale's multi-process pipes build each rank's partition from the LazyModule list and
+    refuse a skippable layer in it: ValueError "Can't use Skippable layers with multi-process pipe
+    and lazy construction"."""
+    from skiplint import pipes
+
+    if pipe.kind == "LazyModule" and pipe.composition is not None and pipes.has_skippables(pipe.composition):
+        yield SKIPPABLE_IN_MULTIPROCESS_PIPE.at(pipe.site, pipe=_PIPE_LABEL[pipe.kind],
+                                                problem="does not support skippable layers")
+
+
+@checks("pipe", BALANCE_MISMATCH)
+def balance_sum(pipe: Pipe) -> Iterator[Finding]:
+    composition = _composition(pipe)
+    if composition is not None and pipe.balance is not None:
+        total = sum(pipe.balance)
+        if total != len(composition.layers):
+            yield BALANCE_MISMATCH.at(pipe.site, total=total, count=len(composition.layers))
+
+
+@checks("pipe", SKIPPABLE_IN_MULTIPROCESS_PIPE)
+def process_skips(pipe: Pipe) -> Iterator[Finding]:
+    """fairscale's AsyncPipe (its multi-process pipe in 0.4.13) over a Sequential runs neither
+    verify_skippables nor inspect_skip_layout: its skip layout is empty, so no portal carries a
+    skip between the processes that hold the partitions, each with a skip tracker of its own.
+    Measured on CPU (2 processes, gloo and RPC): a skip inside one partition runs; one that
+    crosses partitions raises "'name' has not been stashed" in the popping process's forward.
+    fairscale's earlier MultiProcessPipe verified the Sequential and carried its skips across
+    processes (its own tests run them over several partitions): nothing is reported for it."""
+    from skiplint import pipes
+
+    composition = _balanced(pipe)
+    if composition is None or pipe.kind != "AsyncPipe" or pipe.balance is None or pipes.hides_skippables(composition):
+        return
+    if any(layer.kind == "unknown" for layer in composition.layers):
+        return
+    for route in pipes.routes(composition, pipe.balance):
+        if (route.stash_partition is not None and route.pop_partition is not None
+                and route.stash_partition != route.pop_partition):
+            skip = pipes.skip_text((route.ns, route.name), composition)
+            yield SKIPPABLE_IN_MULTIPROCESS_PIPE.at(pipe.site, pipe=_PIPE_LABEL[pipe.kind], problem=(
+                f"carries no skip between its processes: skip {skip} goes from partition {route.stash_partition} "
+                f"to partition {route.pop_partition}, and forward raises 'has not been stashed' there"))
+            return
+
+
+def _partitioned(pipe: Pipe) -> Optional[Composition]:
+    """The composition of a pipe of one process that builds its partitions from a literal balance
+    (one with an empty partition is refused by the pipe; no rule names that yet)."""
+    composition = _balanced(pipe)
+    if composition is None or pipe.kind in _MULTIPROCESS or any(size <= 0 for size in pipe.balance or ()):
+        return None
+    return composition
+
+
+@checks("pipe", composition_rules.NESTED_SKIPPABLE)
+def split_children(pipe: Pipe) -> Iterator[Finding]:
+    """A skip between child Sequentials that this pipe's partitions and checkpointing break."""
+    from skiplint import pipes
+
+    composition = _partitioned(pipe)
+    if composition is None or pipe.kind not in pipes.VERIFIERS:
+        return
+    for container, layer, src, dst in pipes.split_failures(composition, pipe):
+        if layer.site is not None:
+            yield composition_rules.NESTED_SKIPPABLE.at(layer.site, layer=repr(layer.label), child=pipes.layer_text(container),
+                                      why=f"its skip goes from partition {src} to partition {dst} in the tracker of "
+                                          f"its micro-batch, and checkpointing recomputes partition {dst}: backward "
+                                          f"raises 'has not been stashed'")
+
+
+@checks("pipe", MIXED_NAMESPACE_ROUTES, CROSS_PARTITION_SKIP, DISCARDED_CROSS_PARTITION_POP)
+def partition_routes(pipe: Pipe) -> Iterator[Finding]:
+    """The routes of the skips of a pipe that builds (its composition has no finding): two that
+    its constructor fails to sort, else each skip that crosses partitions, and a pop there whose
+    tensor carries no gradient back."""
+    from skiplint import pipes
+
+    composition = _partitioned(pipe)
+    if composition is None or pipe.balance is None or pipes.hides_skippables(composition):
+        return
+    if any(True for _ in run("composition", composition, composition.piped)):
+        return  # the pipe fails to build; no cost to report
+    skip_text = pipes.skip_text
+    found = pipes.routes(composition, pipe.balance)
+    clash = _mixed_namespaces(found) if all(layer.kind != "unknown" for layer in composition.layers) else None
+    if clash is not None:
+        default, isolated = clash
+        yield MIXED_NAMESPACE_ROUTES.at(pipe.site, default=skip_text((default.ns, default.name), composition),
+                                        isolated=skip_text((isolated.ns, isolated.name), composition),
+                                        src=default.stash_partition, dst=default.pop_partition)
+        return  # the pipe fails to build; no cost to report
+    for route in found:
+        if route.stash_partition is not None and route.stash_partition != route.pop_partition:
+            yield CROSS_PARTITION_SKIP.at(pipe.site, skip=skip_text((route.ns, route.name), composition),
+                                          src=route.stash_partition, dst=route.pop_partition,
+                                          src_layer=route.stash_layer, dst_layer=route.pop_layer)
+            if route.pop_partition is not None and route.pop_layer is not None:
+                # The pop's portal has no gradient to carry back across the partition boundary.
+                pop_layer = composition.layers[route.pop_layer]
+                for how, pops in (("is discarded", pop_layer.discarded),
+                                  ("reaches the output only detached", pop_layer.detached)):
+                    for name, site in pops:
+                        if name == route.name:
+                            yield DISCARDED_CROSS_PARTITION_POP.at(site, name=name, how=how, src=route.stash_partition,
+                                                                   dst=route.pop_partition)
+
+
+def _mixed_namespaces(found: Iterable[SkipRoute]) -> Optional[tuple[SkipRoute, SkipRoute]]:
+    """Two routes with the same source and destination partitions, one in the default namespace
+    and one isolated: inspect_skip_layout sorts each partition's routes by (source, namespace,
+    name), and comparing the default namespace (None) with a Namespace raises AttributeError."""
+    by_partitions: dict[tuple[int, Optional[int]], dict[bool, SkipRoute]] = {}
+    for route in found:
+        if route.stash_partition is None:
+            continue
+        kinds = by_partitions.setdefault((route.stash_partition, route.pop_partition), {})
+        kinds.setdefault(route.ns is None, route)
+        if len(kinds) == 2:
+            return kinds[True], kinds[False]
+    return None
+
+
+def _fails_profiling(composition: Composition) -> bool:
+    """Whether balance_by_time fails on the layers: a popped tensor that the popping layer's
+    output depends on shares, with its stashing layer's output, an autograd node that saved
+    tensors (skiplint.gradflow). The profiler detaches each layer's input and runs each layer's
+    backward alone: the stashing layer's backward frees those tensors, and the popping layer's
+    backward reaches them again ('Trying to backward through the graph a second time'). Measured
+    on torchgpipe and fairscale: a stash of the untouched input, of `h.detach()`, of a tensor
+    computed apart from the output or only by + and -, and a pop discarded, detached or used
+    under no_grad profile fine. A node shared only when the layer's input requires grad
+    (`h = x * 2`) counts when an earlier layer certainly makes it so: a torch.nn layer with
+    parameters followed only by torch.nn layers that keep requires_grad."""
+    from skiplint import gradflow
+
+    keeping = gradflow.SAVING_LAYERS | gradflow.PASSING_LAYERS  # torch.nn layers that keep requires_grad
+    stashed: dict[str, int] = {}  # name -> the direct child whose output shares with the stash
+    input_grad = False
+    for layer in composition.layers:
+        for candidate in (layer, *layer.nested):
+            # A direct child is profiled whole: a nested layer counts where its own output is the
+            # child's (only history-keeping torch.nn layers follow it).
+            if candidate.kind != "skippable" or not (candidate is layer or candidate.feeds_output):
+                continue
+            inert = set(candidate.inert_pops) | {name for name, _site in candidate.discarded}
+            if any(stashed.get(key[1], layer.index) != layer.index and key[1] not in inert for key in candidate.pop):
+                return True
+            for name in candidate.output_stashes:
+                stashed[name] = layer.index
+            if input_grad and candidate is layer:
+                for name in candidate.input_output_stashes:
+                    stashed[name] = layer.index
+        if layer.kind == "plain" and layer.label in gradflow.PARAM_LAYERS:  # with parameters: requires grad
+            input_grad = True
+        elif not (layer.kind == "plain" and layer.label in keeping):
+            input_grad = False  # what a layer of another kind makes of requires_grad is not followed
+    return False
