@@ -21,7 +21,7 @@ from skiplint.findings import Finding, Owner, OwnerRef
 
 if TYPE_CHECKING:
     from skiplint.diagnostics import Diagnostic
-    from skiplint.fix import Edit, Source
+    from skiplint.edits import Edit, Source
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class Rule:
     #: diagnostic): the more certain failure wins.
     supersedes: tuple[str, ...] = ()
     #: `skiplint fix`'s rewrite of a finding: (the file as Python parses it, the finding, the
-    #: --target) -> the edits; raises `skiplint.fix.NotFixable` with the reason when there is none.
+    #: --target) -> the edits; raises `skiplint.edits.NotFixable` with the reason when there is none.
     fixer: Optional[Callable[[Source, Diagnostic, str], Sequence[Edit]]] = field(
         default=None, repr=False, compare=False)
     #: The arguments that tell two findings of this rule at one node apart when a block is built

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
     from skiplint.diagnostics import Diagnostic
     from skiplint.facts import Command, Declaration, Kind, ModuleFacts, SkippableClass
-    from skiplint.fix import Edit, Source
+    from skiplint.edits import Edit, Source
 
 #: The family's heading in docs/rules.md, and what its rules predict (rendered by skiplint.rules.doc).
 TITLE = 'SKP1xx: one @skippable class'
@@ -361,7 +361,7 @@ def _bracket_bare_string(source: Source, finding: Diagnostic, target: str) -> li
     """SKP106: the bare string the finding spans becomes a one-element list, `[...]` around it."""
     import ast
 
-    from skiplint.fix import Edit, NotFixable
+    from skiplint.edits import Edit, NotFixable
 
     for node in source.nodes(finding, ast.expr):
         parent = source.parents.get(node)
@@ -376,7 +376,7 @@ def _yield_command(source: Source, finding: Diagnostic, target: str) -> list[Edi
     or the value of an assignment."""
     import ast
 
-    from skiplint.fix import Edit, NotFixable
+    from skiplint.edits import Edit, NotFixable
 
     for node in source.nodes(finding, ast.Call):
         parent = source.parents.get(node)

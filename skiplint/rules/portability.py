@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     import ast
 
     from skiplint.diagnostics import Diagnostic
-    from skiplint.fix import Edit, Source
+    from skiplint.edits import Edit, Source
 
 #: The family's heading in docs/rules.md, and what its rules predict (rendered by skiplint.rules.doc).
 TITLE = 'SKP4xx: portability'
@@ -43,9 +43,10 @@ def _import_from_target(source: Source, finding: Diagnostic, target: str) -> lis
 
 def _moved(module: str, target: str) -> Optional[str]:
     """The target's spelling of a removed skip module, or None when it is not one."""
-    from skiplint import fix, imports
+    from skiplint import imports
+    from skiplint.edits import TARGETS
 
-    skip_root, _ = fix.TARGETS[target]
+    skip_root, _ = TARGETS[target]
     for root in imports.SKIP_ROOTS:
         if root.startswith(imports.REMOVED_MODULES) and (module == root or module.startswith(root + ".")):
             return skip_root + module[len(root):]
@@ -83,7 +84,7 @@ def _aliases(tokens: list[tuple[str, int, int]]) -> list[tuple[tuple[str, int, i
 def _import_edits(source: Source, stmt: ast.AST, target: str) -> list[Edit]:
     import ast
 
-    from skiplint.fix import TARGETS, Edit, NotFixable
+    from skiplint.edits import TARGETS, Edit, NotFixable
 
     tokens = source.tokens(stmt)
     if isinstance(stmt, ast.ImportFrom):
