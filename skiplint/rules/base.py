@@ -32,6 +32,12 @@ class Rule:
     #: Codes this rule replaces where both would be reported at one node (one mistake, one
     #: diagnostic): the more certain failure wins.
     supersedes: tuple[str, ...] = ()
+    #: The library failures this rule predicts, what verify's join matches (skiplint.runtime.messages):
+    #: regular expressions, each matched in full against one failure as the library words it:
+    #: `Type: message` for an exception (`Type (raised in PATH)` for one with no message), or one
+    #: `* ...` line of verify_skippables' TypeError. Named groups give the failure's `name` (or
+    #: `names`, several quoted), `layer` and `op`.
+    predicts: tuple[str, ...] = ()
     #: The template's fields, in order: the rule's arguments.
     fields: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
