@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def _table(composition: Composition, balance: tuple[int, ...]) -> list[Route]:
     from skiplint import pipes
 
-    key_of = {layer.index: layer.key for layer in composition.layers}
+    key_of: dict[Optional[int], str] = {layer.index: layer.key for layer in composition.layers}
     table = [Route(r.name, key_of.get(r.stash_layer, "?"), key_of.get(r.pop_layer, "?"),
                    -1 if r.stash_partition is None else r.stash_partition,
                    -1 if r.pop_partition is None else r.pop_partition)

@@ -256,6 +256,8 @@ class Runner:
         #: The static pass (once the static step ran) and the target as it tells findings apart.
         self.analysis = static_pass.Analysis()
         self.static_target = static_pass.Target(None, "")
+        #: The pipelining backend's traced inputs (names of the graph's placeholders).
+        self.pipeline_inputs: frozenset[str] = frozenset()
 
     # -- helpers --------------------------------------------------------------------------
     def _observe(self, step: str, error: BaseException, layer: Optional[str]) -> list[Observation]:
@@ -413,6 +415,29 @@ class Runner:
                     raise CannotRun(f"verify_skippables raised {whole(error)}") from error
                 self.raw.extend(found)
                 out["status"], out["detail"] = "failed", f"{len(found)} mismatch(es)"
+
+    def split(self) -> None:
+        """The pipelining backend's partitioning: the fx trace and split_module at the balance."""
+        from skiplint.runtime import pipelining
+
+        assert self.lib is not None
+        with self.steps.timed(pipelining.STEP_SPLIT) as out:
+            if not self.verified:
+                out["status"], out["detail"] = "skipped", "verify_skippables failed"
+                return
+            self.reach.layout_ran = True
+            done = pipelining.split(self.model, self.lib, self.balance,
+                                    lambda error, layer: self._observe(pipelining.STEP_SPLIT, error, layer))
+            self.raw.extend(done.observations)
+            self.balanced = done.balanced
+            if done.failed_layer is not None and done.failed_layer in self.reach.layers:
+                self.reach.failed.add(self.reach.layers[done.failed_layer])
+            self.pipeline_inputs = done.inputs
+            if done.crossings is not None:
+                self.report.crossings, self.report.runtime_routes = done.crossings, done.routes
+            if not done.balanced:
+                out["status"] = "failed"
+            out["detail"] = done.detail
 
     def layout(self) -> None:
         assert self.lib is not None
@@ -654,7 +679,7 @@ class Runner:
         if self.report.backend == "pipelining":
             from skiplint.runtime import pipelining
             self.verify()
-            pipelining.split(self)
+            self.split()
             reference = self.plain()
             if reference is None or not self.verified or not self.balanced:
                 self.steps.add(f"pipelining ScheduleGPipe ({len(self.balance)} processes)", "skipped", 0.0,
