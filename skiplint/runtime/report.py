@@ -191,7 +191,8 @@ class Report:
         payload["exit_code"] = self.exit_code
         payload["routes_agree"] = self.routes_agree
         for item in payload["observations"]:
-            item["rule"] = RULES[item["code"]].name if item["code"] in RULES else None
+            rule = RULES.get(item["code"]) if item["code"] is not None else None
+            item["rule"] = rule.name if rule is not None else None
         return json.dumps(payload, indent=2)
 
     def to_text(self) -> str:
