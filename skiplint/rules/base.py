@@ -50,6 +50,12 @@ class Rule:
     #: twice (one mistake at one place is one finding, whichever builds it): by default the skip's
     #: bare name (a rule without one: one finding per node).
     distinct_by: tuple[str, ...] = ("name",)
+    #: The library failures this rule predicts, what verify's join matches (skiplint.runtime.messages):
+    #: regular expressions, each matched in full against one failure as the library words it:
+    #: `Type: message` for an exception (`Type (raised in PATH)` for one with no message), or one
+    #: `* ...` line of verify_skippables' TypeError. Named groups give the failure's `name` (or
+    #: `names`, several quoted), `layer` and `op`.
+    predicts: tuple[str, ...] = ()
     #: The template's fields, in order: the rule's arguments.
     fields: tuple[str, ...] = field(init=False, repr=False, compare=False)
 

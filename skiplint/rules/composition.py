@@ -32,6 +32,8 @@ POP_BEFORE_STASH = Rule(
          'tests run one after another on one thread, unless an autouse fixture makes a new `SkipTracker()` '
          'current for each test. Inside `use_skip_tracker(...)` or a context manager of the project it is not '
          'judged',
+    predicts=(r"RuntimeError: '(?P<name>.*)' has not been stashed",
+              r"\* '(?P<layer>.*)' declared '(?P<name>.*)' as poppable but it was not stashed"),
 )
 
 
@@ -45,6 +47,7 @@ STASH_NEVER_POPPED = Rule(
          'module (bound at module level, or returned by a module-level function, so an importer may pipe it). '
          'A model built and only run plainly inside a function is not reported: the skip tracker tolerates a '
          'stash nobody pops',
+    predicts=(r"\* no module declared '(?P<name>.*)' as poppable but stashed",),
 )
 
 
@@ -54,6 +57,7 @@ RESTASH_WITHOUT_NAMESPACE = Rule(
     summary='(ns, name) is stashed again by a second layer without namespace isolation',
     failure="TypeError: redeclared '{name}' as stashable but not isolated by namespace",
     reported_at='the second stashing layer',
+    predicts=(r"\* '(?P<layer>.*)' redeclared '(?P<name>.*)' as stashable but not isolated by namespace",),
 )
 
 
@@ -63,6 +67,7 @@ REPOP_WITHOUT_NAMESPACE = Rule(
     summary='(ns, name) is popped again by a second layer without namespace isolation',
     failure="TypeError: redeclared '{name}' as poppable but not isolated by namespace",
     reported_at='the second popping layer',
+    predicts=(r"\* '(?P<layer>.*)' redeclared '(?P<name>.*)' as poppable but not isolated by namespace",),
 )
 
 

@@ -26,6 +26,7 @@ UNDECLARED_STASH = Rule(
     summary='stash(name, ...) is yielded for a name not declared in stash=',
     failure="RuntimeError: '{name}' has not been declared as stashable",
     reported_at='the `stash(...)` call',
+    predicts=(r"RuntimeError: '(?P<name>.*)' has not been declared as stashable",),
 )
 
 
@@ -35,6 +36,7 @@ UNDECLARED_POP = Rule(
     summary='pop(name) is yielded for a name not declared in pop=',
     failure="RuntimeError: '{name}' has not been declared as poppable",
     reported_at='the `pop(...)` call',
+    predicts=(r"RuntimeError: '(?P<name>.*)' has not been declared as poppable",),
 )
 
 
@@ -44,6 +46,7 @@ UNUSED_STASH_DECLARATION = Rule(
     summary='a name declared in stash= is never stashed by forward',
     failure="RuntimeError: '{name}' must be stashed but have not",
     reported_at="the name in the decorator's `stash=` (its string or constant)",
+    predicts=(r"RuntimeError: (?P<names>'.*') must be stashed but have not",),
 )
 
 
@@ -53,6 +56,7 @@ UNUSED_POP_DECLARATION = Rule(
     summary='a name declared in pop= is never popped by forward',
     failure="RuntimeError: '{name}' must be popped but have not",
     reported_at="the name in the decorator's `pop=` (its string or constant)",
+    predicts=(r"RuntimeError: (?P<names>'.*') must be popped but have not",),
 )
 
 
@@ -62,6 +66,7 @@ STASH_AND_POP_DECLARATION = Rule(
     summary='a name is declared both in stash= and in pop=',
     failure="TypeError from verify_skippables: declared '{name}' both as stashable and as poppable",
     reported_at='the second of the two declarations',
+    predicts=(r"\* '(?P<layer>.*)' declared '(?P<name>.*)' both as stashable and as poppable",),
 )
 
 
@@ -91,6 +96,7 @@ NON_COMMAND_YIELD = Rule(
     summary='a skippable forward yields something that is not a stash/pop command',
     failure='TypeError: ... is not a command from @skippable',
     reported_at='the `yield`',
+    predicts=(r'TypeError: (?P<op>.*) is not a command from @skippable',),
 )
 
 
@@ -109,6 +115,7 @@ REPEATED_COMMAND = Rule(
     summary='the same name is stashed twice, or popped twice, on one path through forward',
     failure='pop twice: KeyError; stash twice: the first tensor is lost',
     reported_at='the second call',
+    predicts=(r"KeyError: '(?P<name>.*)'",),
 )
 
 
@@ -127,6 +134,7 @@ COMMAND_ARITY = Rule(
     summary='stash/pop called with the wrong arguments',
     failure='TypeError at the call',
     reported_at='the call',
+    predicts=(r'TypeError: (?:stash|pop)\.__init__\(\) (?:missing|takes).*',),
 )
 
 
@@ -145,6 +153,7 @@ FORWARD_ARITY = Rule(
     summary='forward of a skippable class requires more than one positional input',
     failure='TypeError: forward() missing ... required positional argument',
     reported_at='the `def forward` line',
+    predicts=(r'TypeError: .*forward\(\) missing \d+ required positional argument.*',),
 )
 
 

@@ -22,6 +22,7 @@ BALANCE_MISMATCH = Rule(
     summary='balance does not sum to the number of layers of the composition',
     failure='BalanceError: module and sum of balance have different length',
     reported_at='the pipe call',
+    predicts=(r'BalanceError: module and sum of balance have different length.*',),
 )
 
 
@@ -90,6 +91,7 @@ DISCARDED_CROSS_PARTITION_POP = Rule(
          "libraries: no gradient reaches the portal), and the pipe's literal balance puts the pop in another "
          'partition than its stash',
     supersedes=('SKP116',),
+    predicts=(r'AssertionError \(raised in (?:.*/)?skip/portal\.py\)',),
 )
 
 

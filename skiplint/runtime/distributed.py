@@ -563,7 +563,6 @@ def _stopped(ctx: Context) -> Fault:
 def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, Any]) -> Any:
     import torch
 
-    from skiplint.runtime import pipelining
     from skiplint.runtime.run import Options, Runner, _even_balance
 
     args = ctx.args
@@ -615,7 +614,7 @@ def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, 
         runner.static()
         runner.check_balance()
         runner.verify()
-        pipelining.split(runner)
+        runner.split()
         reference = runner.plain()
         go = reference is not None and runner.verified and runner.balanced
         if not go:

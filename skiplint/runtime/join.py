@@ -11,37 +11,36 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-from skiplint.rules import RULES
-from skiplint.runtime.messages import DISCARDED_POP
+from skiplint.rules import RULES, Rule, composition, one_class, pipe
+from skiplint.runtime import messages
 from skiplint.runtime.report import Observation, StaticFinding
 
-
-def _c(code: str) -> str:
-    return RULES[code].code
-
-
-#: Codes whose failure a run can show; the others are silent or happen before a run can start.
-OBSERVABLE = frozenset(map(_c, (
-    "SKP101", "SKP102", "SKP103", "SKP104", "SKP105", "SKP108", "SKP110", "SKP111", "SKP112",
-    "SKP114", "SKP117", "SKP201", "SKP202", "SKP203", "SKP204", "SKP301",
-)))
+#: Codes of the rules about one @skippable class (their subject is the class, not a layer).
+_CLASS_CODES = frozenset(rule.code for rule in vars(one_class).values() if isinstance(rule, Rule))
+#: The late-bound name and the conditional command: static findings that explain a failure the
+#: library words as another code's (an undeclared stash or pop; a declared name not stashed or popped).
+_LATE = one_class.LATE_BOUND_SKIP_NAME.code
+CONDITIONAL = one_class.CONDITIONAL_COMMAND.code
+#: An undeclared stash or pop that a late-bound name (SKP117) explains when the static pass said so.
+_BY_LATE = frozenset({one_class.UNDECLARED_STASH.code, one_class.UNDECLARED_POP.code})
+#: Forward failures that a conditional (SKP111) explains when the static pass said so, with the
+#: verb the finding must have.
+_BY_CONDITION = {one_class.UNUSED_STASH_DECLARATION.code: "stashed", one_class.UNUSED_POP_DECLARATION.code: "popped"}
+#: Codes whose failure a run can show: those whose rule predicts a library failure, and those
+#: that explain one; the others are silent or happen before a run can start.
+OBSERVABLE = frozenset(code for code in RULES if messages.predicting(code)) | {_LATE, CONDITIONAL}
 #: Codes checked by verify_skippables over the whole Sequential at once.
-VERIFY_CODES = frozenset(map(_c, ("SKP105", "SKP201", "SKP202", "SKP203", "SKP204")))
-#: Codes about one class whose failure needs no skip name to match.
-UNNAMED = frozenset(map(_c, ("SKP108", "SKP112", "SKP114")))
-BALANCE = _c("SKP301")
+VERIFY_CODES = messages.verify_codes()
+BALANCE = pipe.BALANCE_MISMATCH.code
+DISCARDED_POP = pipe.DISCARDED_CROSS_PARTITION_POP.code
 #: Codes whose runtime failure names neither layer nor skip: the same code in the model's files is
 #: the prediction.
-PIPE_LEVEL = frozenset({BALANCE} | ({DISCARDED_POP} if DISCARDED_POP else set()))
+PIPE_LEVEL = frozenset({BALANCE, DISCARDED_POP})
+#: Codes about one class whose failure needs no skip name to match.
+UNNAMED = frozenset(code for code in OBSERVABLE - messages.naming_codes() - PIPE_LEVEL - {_LATE, CONDITIONAL})
 VERIFY_STEP = "verify_skippables"
-UNPOPPED = _c("SKP202")
-CONDITIONAL = _c("SKP111")
-#: Forward failures that a conditional (SKP111) explains when the static pass said so.
-_BY_CONDITION = {_c("SKP103"): "stashed", _c("SKP104"): "popped"}
-_REPEAT = _c("SKP110")
-#: An undeclared stash or pop that a late-bound name (SKP117) explains when the static pass said so.
-_LATE = _c("SKP117")
-_BY_LATE = frozenset(map(_c, ("SKP101", "SKP102")))
+UNPOPPED = composition.STASH_NEVER_POPPED.code
+_REPEAT = one_class.REPEATED_COMMAND.code
 
 
 #: Where a failing layer sits, relative to the layer of a finding that stands for its failure.
@@ -53,7 +52,7 @@ EARLIER = "an earlier layer"
 #: reports it once, at the pop, and leaves the stash's SKP202 out by design
 #: (skiplint.pipes.composition_findings): that SKP201 predicts both failures.
 STANDS_FOR: dict[str, dict[str, str]] = {
-    _c("SKP201"): {_c("SKP202"): EARLIER},
+    composition.POP_BEFORE_STASH.code: {UNPOPPED: EARLIER},
 }
 
 
@@ -77,7 +76,7 @@ def _strip(text: Optional[str]) -> Optional[str]:
 
 
 def _is_class_code(code: str) -> bool:
-    return code.startswith("SKP1")
+    return code in _CLASS_CODES
 
 
 def _layer_key(static_layer: str) -> tuple[Optional[str], str]:
@@ -133,7 +132,7 @@ def _explained(o: Observation, static: list[StaticFinding]) -> Observation:
     if verb is None:
         return o
     for s in static:
-        if s.code == CONDITIONAL and s.cls == o.cls and s.name == o.name and verb in s.message:
+        if s.code == CONDITIONAL and s.cls == o.cls and s.name == o.name and s.args.get("verb") == verb:
             return replace(o, code=CONDITIONAL)
     return o
 
@@ -141,7 +140,7 @@ def _explained(o: Observation, static: list[StaticFinding]) -> Observation:
 def _unconfirmed(s: StaticFinding, reach: Reach) -> tuple[str, str]:
     if s.code == DISCARDED_POP:
         return ("not reproduced", "") if reach.pipe_ran else ("not exercised", "no Pipe ran forward and backward")
-    if s.code not in OBSERVABLE or (s.code == _REPEAT and "stashed twice" in s.message):
+    if s.code not in OBSERVABLE or (s.code == _REPEAT and s.args.get("verb") == "stashed"):
         return "not exercised", "its failure is silent at run time or happens before a run"
     if s.code == BALANCE:
         return ("not reproduced", "") if reach.layout_ran else ("not exercised", "the partitioning step did not run")

@@ -1,25 +1,21 @@
 """Read the libraries' own run-time failures back into skiplint codes (R1-R6, V1-V5 in
 docs/runtime.md).
 
-Pure string work: no torch. Each parser returns `Failure`s carrying the code the failure maps to,
-the layer (child name in the Sequential) when the message names one, and the skip name.
+Pure string work: no torch. The failures each rule predicts are the rule's own (`Rule.predicts`,
+in skiplint/rules/): a failure is described as the library words it (`Type: message`, or one line
+of verify_skippables' TypeError) and read by the first rule, in the order of the codes, that
+predicts it. Each parser returns `Failure`s carrying that rule's code, the layer (child name in the
+Sequential) when the message names one, and the skip name.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Optional
 
 from skiplint.rules import RULES
-
-
-def _code(code: str) -> str:
-    return RULES[code].code
-
-
-#: The code for a discarded pop whose skip crosses partitions, when this skiplint has the rule.
-DISCARDED_POP: Optional[str] = RULES["SKP305"].code if "SKP305" in RULES else None
 
 
 @dataclass(frozen=True)
@@ -33,31 +29,40 @@ class Failure:
     message: str = ""
 
 
-#: Messages raised by Skippable.forward (R1-R6), each with the code it maps to.
-_FORWARD = (
-    (re.compile(r"^'(?P<name>.*)' has not been stashed$"), "SKP201"),
-    (re.compile(r"^'(?P<name>.*)' has not been declared as stashable$"), "SKP101"),
-    (re.compile(r"^'(?P<name>.*)' has not been declared as poppable$"), "SKP102"),
-    (re.compile(r"^(?P<names>'.*') must be stashed but have not$"), "SKP103"),
-    (re.compile(r"^(?P<names>'.*') must be popped but have not$"), "SKP104"),
-    (re.compile(r"^(?P<op>.*) is not a command from @skippable$", re.S), "SKP108"),
-)
-
-#: Lines of verify_skippables' TypeError (V1-V5).
-_VERIFY = (
-    (re.compile(r"^'(?P<layer>.*)' declared '(?P<name>.*)' both as stashable and as poppable$"), "SKP105"),
-    (re.compile(r"^'(?P<layer>.*)' redeclared '(?P<name>.*)' as stashable but not isolated by namespace$"),
-     "SKP203"),
-    (re.compile(r"^'(?P<layer>.*)' redeclared '(?P<name>.*)' as poppable but not isolated by namespace$"),
-     "SKP204"),
-    (re.compile(r"^'(?P<layer>.*)' declared '(?P<name>.*)' as poppable but it was not stashed$"), "SKP201"),
-    (re.compile(r"^no module declared '(?P<name>.*)' as poppable but stashed$"), "SKP202"),
-)
-
 VERIFY_HEADER = "one or more pairs of stash and pop do not match:"
 
-_ARITY = re.compile(r"^(?P<kind>stash|pop)\.__init__\(\) (missing|takes)")
-_FORWARD_ARITY = re.compile(r"forward\(\) missing \d+ required positional argument")
+
+@lru_cache(maxsize=None)
+def _predicted() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """(pattern, code) for every failure a rule predicts, in the order of the codes."""
+    return tuple((re.compile(pattern, re.S), rule.code)
+                 for rule in sorted(RULES.values(), key=lambda r: r.code) for pattern in rule.predicts)
+
+
+def _read(described: str) -> Optional[tuple[str, dict[str, str]]]:
+    """The code of the first rule that predicts this failure, with what the rule's pattern read
+    from it (name, names, layer, op); None when no rule predicts it."""
+    for pattern, code in _predicted():
+        match = pattern.fullmatch(described)
+        if match:
+            return code, {key: value for key, value in match.groupdict().items() if value is not None}
+    return None
+
+
+def predicting(code: str) -> bool:
+    """Whether a run can show the failure of this code (its rule predicts a library failure)."""
+    return code in RULES and bool(RULES[code].predicts)
+
+
+def verify_codes() -> frozenset[str]:
+    """Codes whose failure is a line of verify_skippables' TypeError (whole-Sequential checks)."""
+    return frozenset(code for code, rule in RULES.items() if any(p.startswith(r"\*") for p in rule.predicts))
+
+
+def naming_codes() -> frozenset[str]:
+    """Codes whose failure names the skip."""
+    return frozenset(code for code, rule in RULES.items()
+                     if any("?P<name>" in p or "?P<names>" in p for p in rule.predicts))
 
 
 def _split_names(text: str) -> list[str]:
@@ -79,67 +84,63 @@ def parse_verify(message: str) -> list[Failure]:
         line = line.strip()
         if not line.startswith("* "):
             continue
-        text = line[2:]
-        for pattern, code in _VERIFY:
-            match = pattern.match(text)
-            if match:
-                groups = match.groupdict()
-                failures.append(Failure(_code(code), groups["name"], groups.get("layer"), text))
-                break
+        read = _read(line)
+        if read is not None:
+            code, groups = read
+            failures.append(Failure(code, groups.get("name"), groups.get("layer"), line[2:]))
     return failures
 
 
-def parse_forward(error: BaseException, poppable: frozenset[str] = frozenset()) -> list[Failure]:
-    """The failures a skippable layer's forward raised, or [] when the error is not one of them.
+def _innermost_file(error: BaseException) -> str:
+    """The file of the innermost frame of the error's traceback, with / separators ("" if none)."""
+    tb = error.__traceback__
+    if tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame.f_code.co_filename.replace("\\", "/")
 
-    `poppable` is the failing layer's declared pop names: a bare KeyError naming one of them is
-    the second pop of that name (SKP110).
+
+def _described(error: BaseException) -> str:
+    """The failure as the rules' patterns read it: `Type: message`; a KeyError's key quoted as the
+    library quotes names; an error with no message, `Type (raised in PATH)`."""
+    kind = type(error).__name__
+    if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
+        return f"{kind}: '{error.args[0]}'"
+    text = str(error)
+    if not text:
+        return f"{kind} (raised in {_innermost_file(error)})"
+    return f"{kind}: {text}"
+
+
+def parse_forward(error: BaseException, poppable: frozenset[str] = frozenset()) -> list[Failure]:
+    """The failures a skippable layer's forward (or a pipe's backward) raised, or [] when the error
+    is no failure a rule predicts.
+
+    `poppable` is the failing layer's declared pop names: a bare KeyError is a skip failure (the
+    second pop of that name) only when it names one of them.
     """
     text = str(error)
     if isinstance(error, KeyError):
         name = error.args[0] if error.args else None
-        if isinstance(name, str) and name in poppable:
-            return [Failure(_code("SKP110"), name, message=f"KeyError: {name!r}")]
+        if not (isinstance(name, str) and name in poppable):
+            return []
+    elif is_verify_error(error):
+        return parse_verify(text)
+    read = _read(_described(error))
+    if read is None:
         return []
-    if isinstance(error, TypeError):
-        if _ARITY.match(text):
-            return [Failure(_code("SKP112"), None, message=text)]
-        if _FORWARD_ARITY.search(text):
-            return [Failure(_code("SKP114"), None, message=text)]
-        if VERIFY_HEADER in text:
-            return parse_verify(text)
-    if not isinstance(error, (RuntimeError, TypeError)):
-        return []
-    for pattern, code in _FORWARD:
-        match = pattern.match(text)
-        if not match:
-            continue
-        groups = match.groupdict()
-        if "names" in groups:
-            return [Failure(_code(code), n, message=text) for n in sorted(_split_names(groups["names"]))]
-        if "op" in groups:
-            op = groups["op"].strip()
-            if "\n" in op or len(op) > 60:
-                op = op.splitlines()[0][:40].rstrip(", ") + " ...)"
-            text = f"{op} is not a command from @skippable"
-        return [Failure(_code(code), groups.get("name"), message=text)]
-    return []
-
-
-def _raised_in(error: BaseException, suffix: str) -> bool:
-    """The innermost frame of the error's traceback is in a file whose path ends with `suffix`."""
-    tb = error.__traceback__
-    if tb is None:
-        return False
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    return tb.tb_frame.f_code.co_filename.replace("\\", "/").endswith(suffix)
-
-
-def parse_pipe(error: BaseException) -> list[Failure]:
-    """Failures only a Pipe run shows, read from where they are raised: the bare AssertionError of
-    skip/portal.py in backward when a popped tensor that crosses partitions is thrown away."""
-    if (DISCARDED_POP is not None and isinstance(error, AssertionError) and not str(error)
-            and _raised_in(error, "/skip/portal.py")):
-        return [Failure(DISCARDED_POP, None, message="AssertionError in skip/portal.py during backward")]
-    return []
+    code, groups = read
+    if isinstance(error, KeyError):
+        return [Failure(code, error.args[0], message=f"KeyError: {error.args[0]!r}")]
+    if "names" in groups:
+        return [Failure(code, n, message=text) for n in sorted(_split_names(groups["names"]))]
+    if "op" in groups:
+        op = groups["op"].strip()
+        if "\n" in op or len(op) > 60:
+            op = op.splitlines()[0][:40].rstrip(", ") + " ...)"
+        text = f"{op} is not a command from @skippable"
+    if not text:  # the library said nothing: where it was raised is what tells the failure
+        place = "/".join(_innermost_file(error).split("/")[-2:])
+        text = f"{type(error).__name__} in {place}"
+    return [Failure(code, groups.get("name"), groups.get("layer"), text)]

@@ -11,7 +11,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
 
 import torch
 import torch.fx as fx
@@ -64,16 +65,36 @@ def _causes(error: BaseException) -> list[BaseException]:
     return chain
 
 
-def _observe_trace(runner: Any, error: BaseException) -> list[Observation]:
-    """The model's skip failures met while tracing, as observations of the trace step; a failure
-    that is not one of them means the model cannot be traced, which ends the run (exit 2)."""
+#: What a failure of the model's code is read as: (error, the child it came from) -> observations
+#: of the split step ([] when the error is no skip failure).
+Observe = Callable[[BaseException, Optional[str]], list[Observation]]
+
+
+@dataclass
+class Split:
+    """What the fx trace and split gave: whether the model could be partitioned at the balance,
+    the skip failures met on the way, and the values and skips that cross partitions."""
+
+    balanced: bool
+    #: One line for the step: why it failed, or what the split made.
+    detail: str
+    observations: list[Observation] = field(default_factory=list)
+    #: The child whose forward failed while tracing, when one did.
+    failed_layer: Optional[str] = None
+    crossings: Optional[list[Crossing]] = None
+    routes: Optional[list[Route]] = None
+    #: The traced graph's placeholders: the pipeline's own inputs.
+    inputs: frozenset[str] = frozenset()
+
+
+def _observe_trace(observe: Observe, error: BaseException) -> tuple[list[Observation], Optional[str]]:
+    """The model's skip failures met while tracing, with the child they came from; a failure that
+    is not one of them means the model cannot be traced, which ends the run (exit 2)."""
     for candidate in _causes(error):
         layer = _error_layer(candidate) or _error_layer(error)
-        found: list[Observation] = runner._observe(STEP_SPLIT, candidate, layer)
+        found = observe(candidate, layer)
         if found:
-            if layer is not None and layer in runner.reach.layers:
-                runner.reach.failed.add(runner.reach.layers[layer])
-            return found
+            return found, layer
     layer = _error_layer(error)
     where = f"layer '{layer}' raised " if layer is not None else "raised "
     lines = str(error).strip().splitlines()
@@ -81,84 +102,70 @@ def _observe_trace(runner: Any, error: BaseException) -> list[Observation]:
     raise CannotRun(f"torch.fx cannot trace the model: {where}{what}") from error
 
 
-def split(runner: Any) -> None:
-    """Trace, split at the balance, list the crossing values and the skip routes they carry."""
+def split(model: torch.nn.Sequential, lib: Any, balance: tuple[int, ...], observe: Observe) -> Split:
+    """Trace the model (with `lib`'s skip tracker recording each stash), split it at the balance,
+    and list the crossing values and the skip routes they carry."""
     from torch.fx.passes.split_module import split_module
 
-    lib = runner.lib
-    with runner.steps.timed(STEP_SPLIT) as out:
-        if not runner.verified:
-            out["status"], out["detail"] = "skipped", "verify_skippables failed"
-            return
-        model = runner.model
-        children = [name for name, _ in model.named_children()]
-        part_of_layer = [p for p, size in enumerate(runner.balance) for _ in range(size)]
-        if len(part_of_layer) != len(children):
-            from skiplint.runtime import join as joining
+    children = [name for name, _ in model.named_children()]
+    part_of_layer = [p for p, size in enumerate(balance) for _ in range(size)]
+    if len(part_of_layer) != len(children):
+        from skiplint.runtime import join as joining
 
-            message = (f"module and sum of balance have different length "
-                       f"(module: {len(children)}, sum of balance: {sum(runner.balance)})")
-            runner.raw.append(Observation(joining.BALANCE, STEP_SPLIT, None, None, None, message))
-            runner.reach.layout_ran = True
-            runner.balanced = False
-            out["status"], out["detail"] = "failed", "balance does not fit the model"
-            return
-        runner.reach.layout_ran = True
-        runner.balanced = True
-        saved: dict[Any, Any] = {}
+        message = (f"module and sum of balance have different length "
+                   f"(module: {len(children)}, sum of balance: {sum(balance)})")
+        return Split(False, "balance does not fit the model",
+                     [Observation(joining.BALANCE, STEP_SPLIT, None, None, None, message)])
+    saved: dict[Any, Any] = {}
 
-        class Recorder(lib.SkipTracker):  # type: ignore[misc, name-defined]
-            def save(self, batch: Any, ns: Any, name: str, tensor: Any) -> None:
-                saved[(ns, name)] = getattr(tensor, "node", None)
-                super().save(batch, ns, name, tensor)
+    class Recorder(lib.SkipTracker):  # type: ignore[misc, unused-ignore]  # a class of the library (Any)
+        def save(self, batch: Any, ns: Any, name: str, tensor: Any) -> None:
+            saved[(ns, name)] = getattr(tensor, "node", None)
+            super().save(batch, ns, name, tensor)
 
-        try:
-            with lib.use_skip_tracker(Recorder()):
-                graph = _LabellingTracer().trace(model)
-        except (torch.cuda.OutOfMemoryError, CannotRun):
-            raise
-        except Exception as error:
-            found = _observe_trace(runner, error)
-            runner.raw.extend(found)
-            # The fx split is this backend's partitioning: no stage can be built without it.
-            runner.balanced = False
-            first = found[0]
-            where = f"layer '{first.layer}' ({first.cls}): " if first.layer is not None else ""
-            out["status"], out["detail"] = "failed", f"{where}{first.message}"
-            return
-        traced = fx.GraphModule(model, graph)
-        runner.pipeline_inputs = {node.name for node in traced.graph.nodes if node.op == "placeholder"}
-        partition: dict[str, int] = {}
-        last = 0
-        for node in traced.graph.nodes:
-            layer = _layer_of(node, children)
-            if layer is not None:
-                last = part_of_layer[layer]
-            partition[node.name] = last
-        split_gm = split_module(traced, model, lambda node: partition[node.name])
-        skip_of = {node.name: name for (_ns, name), node in saved.items() if node is not None}
-        crossings = []
-        for sub_name, sub in split_gm.named_children():
-            dst = int(sub_name.rsplit("_", 1)[-1])
-            for node in sub.graph.nodes:  # type: ignore[union-attr, unused-ignore]
-                if node.op != "placeholder":
-                    continue
-                src = partition.get(node.name, 0)
-                if src != dst:
-                    crossings.append(Crossing(node.name, src, dst, skip_of.get(node.name)))
-        runner.report.crossings = crossings
-        runner.report.runtime_routes = _routes(runner, children, part_of_layer)
-        skips = sum(c.skip is not None for c in crossings)
-        out["detail"] = (f"{len(list(split_gm.named_children()))} submodules, {len(crossings)} value(s) cross "
-                         f"partitions, {skips} of them skips")
+    try:
+        with lib.use_skip_tracker(Recorder()):
+            graph = _LabellingTracer().trace(model)
+    except (torch.cuda.OutOfMemoryError, CannotRun):
+        raise
+    except Exception as error:
+        found, layer = _observe_trace(observe, error)
+        # The fx split is this backend's partitioning: no stage can be built without it.
+        first = found[0]
+        where = f"layer '{first.layer}' ({first.cls}): " if first.layer is not None else ""
+        return Split(False, f"{where}{first.message}", found, failed_layer=layer)
+    traced = fx.GraphModule(model, graph)
+    inputs = frozenset(node.name for node in traced.graph.nodes if node.op == "placeholder")
+    partition: dict[str, int] = {}
+    last = 0
+    for node in traced.graph.nodes:
+        child = _layer_of(node, children)
+        if child is not None:
+            last = part_of_layer[child]
+        partition[node.name] = last
+    split_gm = split_module(traced, model, lambda node: partition[node.name])
+    skip_of = {node.name: name for (_ns, name), node in saved.items() if node is not None}
+    crossings = []
+    for sub_name, sub in split_gm.named_children():
+        dst = int(sub_name.rsplit("_", 1)[-1])
+        for node in sub.graph.nodes:  # type: ignore[union-attr, unused-ignore]
+            if node.op != "placeholder":
+                continue
+            src = partition.get(node.name, 0)
+            if src != dst:
+                crossings.append(Crossing(node.name, src, dst, skip_of.get(node.name)))
+    skips = sum(c.skip is not None for c in crossings)
+    detail = (f"{len(list(split_gm.named_children()))} submodules, {len(crossings)} value(s) cross "
+              f"partitions, {skips} of them skips")
+    return Split(True, detail, crossings=crossings, routes=_routes(model, lib, children, part_of_layer),
+                 inputs=inputs)
 
 
-def _routes(runner: Any, children: list[str], part_of_layer: list[int]) -> list[Route]:
+def _routes(model: torch.nn.Sequential, lib: Any, children: list[str], part_of_layer: list[int]) -> list[Route]:
     """The skip routes at this balance, stash layer to pop layer, as inspect_skip_layout pairs them."""
-    lib = runner.lib
     stashed_at: dict[Any, int] = {}
     routes = []
-    for index, (name, layer) in enumerate(runner.model.named_children()):
+    for index, (name, layer) in enumerate(model.named_children()):
         if not isinstance(layer, lib.Skippable):
             continue
         for key in layer.stashable():
@@ -271,7 +278,7 @@ def _input_note(runner: Any, rank: int) -> str:
     """Why the library refuses this split, when a skip carries the pipeline's own input past the
     first stage: it gives that input to the first stage only."""
     skips = sorted({x.skip for x in runner.report.crossings or () if x.skip and x.dst_partition == rank
-                    and x.value in getattr(runner, "pipeline_inputs", ())})
+                    and x.value in runner.pipeline_inputs})
     if not skips:
         return ""
     named = ", ".join(f"'{name}'" for name in skips)

@@ -9,6 +9,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Optional
 
+from skiplint.findings import Owner
 from skiplint.rules import RULES
 
 StepStatus = Literal["ok", "failed", "skipped", "error"]
@@ -62,6 +63,12 @@ class StaticFinding:
     name: Optional[str] = None
     verdict: Verdict = "not exercised"
     note: str = ""
+    #: The rule's arguments (name -> text), as the message was rendered from them: what the join
+    #: and the run read, never the message.
+    args: dict[str, str] = field(default_factory=dict)
+    #: What the finding belongs to: its class, or the compositions it was found in with the
+    #: module-level functions that return each (how verify tells its target's findings apart).
+    owners: tuple[Owner, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,6 +118,9 @@ class Report:
     steps: list[Step] = field(default_factory=list)
     observations: list[Observation] = field(default_factory=list)
     static: list[StaticFinding] = field(default_factory=list)
+    #: Static findings of the source files that belong to no class or composition the target
+    #: builds: listed apart, neither joined nor counted in the verdict.
+    elsewhere: list[StaticFinding] = field(default_factory=list)
     runtime_routes: Optional[list[Route]] = None
     static_routes: Optional[list[Route]] = None
     #: Why the static routes could not be compared, when they could not.
@@ -168,7 +178,8 @@ class Report:
             data[key] = tuple(data.get(key) or ())
         data["steps"] = [Step(**s) for s in data.get("steps") or ()]
         data["observations"] = [Observation(**o) for o in data.get("observations") or ()]
-        data["static"] = [StaticFinding(**s) for s in data.get("static") or ()]
+        data["static"] = [_static_finding(s) for s in data.get("static") or ()]
+        data["elsewhere"] = [_static_finding(s) for s in data.get("elsewhere") or ()]
         data["comparisons"] = [Comparison(**c) for c in data.get("comparisons") or ()]
         for key, kind in (("runtime_routes", Route), ("static_routes", Route), ("crossings", Crossing)):
             if data.get(key) is not None:
@@ -180,7 +191,8 @@ class Report:
         payload["exit_code"] = self.exit_code
         payload["routes_agree"] = self.routes_agree
         for item in payload["observations"]:
-            item["rule"] = RULES[item["code"]].name if item["code"] in RULES else None
+            rule = RULES.get(item["code"]) if item["code"] is not None else None
+            item["rule"] = rule.name if rule is not None else None
         return json.dumps(payload, indent=2)
 
     def to_text(self) -> str:
@@ -232,6 +244,11 @@ class Report:
             what = o.code or "a failure that is no known skip failure"
             lines.append(f"{what} at run time in {o.step}, {where}: {o.message}")
             lines.append(f"  {'predicted by the static pass' if o.predicted else 'MISSED by the static pass'}")
+        if self.elsewhere:
+            lines.append("")
+            lines.append(f"not part of this target ({len(self.elsewhere)} static finding(s) of its files, "
+                         "not joined; they change neither the verdict nor the exit status):")
+            lines.extend(f"  {s.path}:{s.line}:{s.col + 1}: {s.message}" for s in self.elsewhere)
         lines.append("")
         if self.reason is not None:
             lines.append(f"could not verify: {self.reason}")
@@ -243,6 +260,15 @@ class Report:
             lines.append(f"{len(self.static)} static finding(s), {confirmed} confirmed; "
                          f"{len(self.observations)} runtime failure(s), {missed} missed by the static pass")
         return "\n".join(lines)
+
+
+def _static_finding(payload: dict[str, Any]) -> StaticFinding:
+    """A StaticFinding from its JSON (a report written before `args` and `owners` reads too)."""
+    data = dict(payload)
+    data["args"] = dict(data.get("args") or {})
+    data["owners"] = tuple(Owner(o["kind"], o["name"], o.get("line", 0), tuple(o.get("factories") or ()))
+                           for o in data.get("owners") or ())
+    return StaticFinding(**data)
 
 
 def format_step(step: Step) -> str:

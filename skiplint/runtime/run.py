@@ -28,8 +28,6 @@ __all__ = ["CHECKPOINTS", "Options", "Runner", "RunResult", "TOLERANCES"]
 TOLERANCES = {"output rtol": 1e-5, "output atol": 1e-6, "gradient rtol": 1e-4, "gradient atol": 1e-5}
 _LIBRARY_MODULES = ("torch", "torchgpipe", "fairscale")
 STEP_IMPORT, STEP_BUILD, STEP_STATIC = "import", "build", "static analysis"
-#: The old name of RunResult, for code that still imports it from here.
-_Result = RunResult
 
 
 class _Steps:
@@ -255,6 +253,11 @@ class Runner:
         #: The step (import or build) in which the target's own code ran verify_skippables (a
         #: module-level GPipe(...)) and it rejected the model; None when it did not.
         self.rejected: Optional[str] = None
+        #: The static pass (once the static step ran) and the target as it tells findings apart.
+        self.analysis = static_pass.Analysis()
+        self.static_target = static_pass.Target(None, "")
+        #: The pipelining backend's traced inputs (names of the graph's placeholders).
+        self.pipeline_inputs: frozenset[str] = frozenset()
 
     # -- helpers --------------------------------------------------------------------------
     def _observe(self, step: str, error: BaseException, layer: Optional[str]) -> list[Observation]:
@@ -265,7 +268,7 @@ class Runner:
             poppable = frozenset(module.poppable_names)
         found = []
         unpopped = self._unpopped()
-        for failure in messages.parse_forward(error, poppable) or messages.parse_pipe(error):
+        for failure in messages.parse_forward(error, poppable):
             at = failure.layer if failure.layer is not None else layer
             if at is None and failure.code == joining.UNPOPPED:
                 # verify_skippables names no layer for a stash never popped: the first stashing layer.
@@ -392,8 +395,7 @@ class Runner:
             return
         for finding in self.report.static:
             if finding.code == joining.BALANCE:
-                args = static_pass.message_args(finding.code, finding.message)
-                if args.get("total") == str(total) and args.get("count") == str(count):
+                if finding.args.get("total") == str(total) and finding.args.get("count") == str(count):
                     return
         shown = ",".join(map(str, self.balance))
         raise CannotRun(f"--balance {shown} sums to {total} but the model has {count} layers; "
@@ -414,6 +416,29 @@ class Runner:
                 self.raw.extend(found)
                 out["status"], out["detail"] = "failed", f"{len(found)} mismatch(es)"
 
+    def split(self) -> None:
+        """The pipelining backend's partitioning: the fx trace and split_module at the balance."""
+        from skiplint.runtime import pipelining
+
+        assert self.lib is not None
+        with self.steps.timed(pipelining.STEP_SPLIT) as out:
+            if not self.verified:
+                out["status"], out["detail"] = "skipped", "verify_skippables failed"
+                return
+            self.reach.layout_ran = True
+            done = pipelining.split(self.model, self.lib, self.balance,
+                                    lambda error, layer: self._observe(pipelining.STEP_SPLIT, error, layer))
+            self.raw.extend(done.observations)
+            self.balanced = done.balanced
+            if done.failed_layer is not None and done.failed_layer in self.reach.layers:
+                self.reach.failed.add(self.reach.layers[done.failed_layer])
+            self.pipeline_inputs = done.inputs
+            if done.crossings is not None:
+                self.report.crossings, self.report.runtime_routes = done.crossings, done.routes
+            if not done.balanced:
+                out["status"] = "failed"
+            out["detail"] = done.detail
+
     def layout(self) -> None:
         assert self.lib is not None
         with self.steps.timed("inspect_skip_layout") as out:
@@ -423,8 +448,10 @@ class Runner:
                 partitions, _, _ = self.lib.split_module(copy.deepcopy(self.model), list(self.balance),
                                                          [torch.device("cpu")] * len(self.balance))
             except self.lib.BalanceError as error:
-                if "different length" in str(error):
-                    self.raw.append(Observation(joining.BALANCE, "inspect_skip_layout", None, None, None, str(error)))
+                found = [f for f in messages.parse_forward(error) if f.code == joining.BALANCE]
+                if found:
+                    self.raw.append(Observation(found[0].code, "inspect_skip_layout", None, None, None,
+                                                found[0].message))
                     out["status"], out["detail"] = "failed", "balance does not fit the model"
                     return
                 raise CannotRun(f"bad --balance: {error}") from None
@@ -547,10 +574,30 @@ class Runner:
             out["detail"] = f"matches the plain Sequential ({len(grads)} gradients)"
 
     def static(self) -> None:
+        """The lint over the model's source files, once each; the findings of the classes and
+        compositions the target builds are joined, the others listed apart."""
         with self.steps.timed(STEP_STATIC) as out:
             files = self._source_files()
-            self.report.static = static_pass.static_findings(files)
-            out["detail"] = f"{len(files)} file(s), {len(self.report.static)} finding(s)"
+            self.analysis = static_pass.analyse(files)
+            self.static_target = self._static_target()
+            self.report.static, self.report.elsewhere = self.static_target.split(self.analysis)
+            apart = f", {len(self.report.elsewhere)} not part of this target" if self.report.elsewhere else ""
+            out["detail"] = f"{len(files)} file(s), {len(self.report.static)} finding(s){apart}"
+
+    def _static_target(self) -> static_pass.Target:
+        """The target as the static pass tells its findings apart: its file and factory, and the
+        classes and children of the model it built (when one was built or rejected)."""
+        source = self._target_file()
+        path = target.shown_path(os.path.abspath(source)) if source else None
+        factory = target.split_target(self.options.target)[1]
+        model = getattr(self, "model", None)
+        if model is None:
+            return static_pass.Target(path, factory)
+        classes = frozenset(_wrapped_class(module, self.lib).__name__ for module in model.modules())
+        children = [(name, _wrapped_class(layer, self.lib).__name__,
+                     self.lib is not None and isinstance(layer, self.lib.Skippable))
+                    for name, layer in model.named_children()]
+        return static_pass.Target(path, factory, classes, children)
 
     def _target_file(self) -> Optional[str]:
         """The file of the target's module, also when it did not import."""
@@ -589,11 +636,12 @@ class Runner:
         return sorted(files)
 
     def compare_routes(self) -> None:
+        """The static route table of the composition the target builds, from the static pass's
+        own analysis (no file is analysed again)."""
         from skiplint.runtime import routes as static_routes
-        assert self.lib is not None
-        children = [(name, self.reach.layers[name], isinstance(layer, self.lib.Skippable))
-                    for name, layer in self.model.named_children()]
-        routes, note = static_routes.static_routes(self._source_files(), children, self.balance)
+        own = [c for _, c in self.static_target.compositions(self.analysis)]
+        every = [c for found in self.analysis.compositions.values() for c in found]
+        routes, note = static_routes.static_routes(own, every, self.static_target.children, self.balance)
         self.report.static_routes, self.report.static_routes_note = routes, note
 
     def _unexplained(self) -> list[Observation]:
@@ -631,7 +679,7 @@ class Runner:
         if self.report.backend == "pipelining":
             from skiplint.runtime import pipelining
             self.verify()
-            pipelining.split(self)
+            self.split()
             reference = self.plain()
             if reference is None or not self.verified or not self.balanced:
                 self.steps.add(f"pipelining ScheduleGPipe ({len(self.balance)} processes)", "skipped", 0.0,

@@ -1,88 +1,167 @@
 """The static half of the join: skiplint's own diagnostics on the model's source files, each with
-the subject it is about (the class for SKP1xx, the layer for SKP2xx) read back from its facts.
+its arguments and what it belongs to (the class for SKP1xx, the compositions for SKP2xx/SKP3xx),
+as the lint made them; and the compositions of those files, for the route table.
 
 Each file is checked as the lint checks it: with the project's configuration found for that file
-(selection, per-file-ignores, api-aliases, max-unroll), and reported under the path the lint prints."""
+(selection, per-file-ignores, api-aliases, max-unroll), and reported under the path the lint prints.
+Each file is analysed once: the compositions are those of the analysis that gave its findings.
+
+`Target` tells the findings of the target (`FILE:FACTORY`) apart from the rest of its files."""
 
 from __future__ import annotations
 
-import re
-import string
 import sys
-from functools import lru_cache
-from typing import Iterable, Optional
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
 
-from skiplint import checks, config, engine, imports, parallel, parsing, sources
-from skiplint.rules import RULES
+from skiplint import config, parallel
+from skiplint.diagnostics import Diagnostic
 from skiplint.runtime.report import StaticFinding
 from skiplint.runtime.target import shown_path
 
-
-@lru_cache(maxsize=None)
-def _template_pattern(code: str) -> re.Pattern[str]:
-    """A regex that reads a rule's message back into its arguments."""
-    parts = [re.escape(code + " ")]
-    seen: set[str] = set()
-    for literal, field_name, _spec, _conv in string.Formatter().parse(RULES[code].template):
-        parts.append(re.escape(literal))
-        if field_name is None:
-            continue
-        if field_name in seen:
-            parts.append(f"(?P={field_name})")
-        else:
-            parts.append(f"(?P<{field_name}>.*?)")
-            seen.add(field_name)
-    return re.compile("^" + "".join(parts) + "$", re.S)
+if TYPE_CHECKING:
+    from skiplint.facts import Composition
 
 
-def message_args(code: str, message: str) -> dict[str, str]:
-    """The arguments a diagnostic's message was formatted with ({} when it does not parse)."""
-    match = _template_pattern(code).match(message)
-    return match.groupdict() if match else {}
+@dataclass
+class Analysis:
+    """What the static pass gave for the model's source files."""
+
+    findings: list[StaticFinding] = field(default_factory=list)
+    #: The compositions of each analysed file, by the path the lint prints.
+    compositions: dict[str, tuple[Composition, ...]] = field(default_factory=dict)
 
 
-def _quoted(text: Optional[str]) -> Optional[str]:
-    if text is None:
-        return None
-    found = re.findall(r"'([^']*)'", text)
-    return found[-1] if found else text
+def finding_of(d: Diagnostic) -> StaticFinding:
+    """A diagnostic as the join reads it: its subject from its owners and arguments, never its text."""
+    args = dict(d.args)
+    cls = next((o.name for o in d.owners if o.kind == "class"), None) or args.get("cls")
+    # A composition's finding names the skip's bare name; a late-bound name (SKP117), the name
+    # the variable holds when forward runs.
+    name = args.get("name") or args.get("now")
+    return StaticFinding(d.path, d.line, d.col, d.code, d.message, cls=cls, layer=args.get("layer"),
+                         name=name, args=args, owners=d.owners)
 
 
-def _class_of_findings(path: str, settings: config.Config) -> dict[tuple[str, int, int], str]:
-    """(code, line, col) of every SKP1xx finding of a file -> the name of the class it is about."""
+@contextmanager
+def _keeping_models(kept: dict[str, Any]) -> Iterator[None]:
+    """While the lint checks the files, keep the composition facts of each analysis it makes (by
+    path), so that the route table needs no second analysis of the same file."""
+    from skiplint import engine
+
+    analyze_models = engine.analyze_models
+
+    def keeping(text: str, path: str, **options: Any) -> Any:
+        both = analyze_models(text, path, **options)
+        if both is not None:
+            kept[path] = both[1]
+        return both
+
+    setattr(engine, "analyze_models", keeping)
     try:
-        text = sources.decode(sources.read_bytes(path))
-        with imports.using_aliases(settings.api_aliases):
-            facts = engine.analyze(text, path, max_unroll=settings.max_unroll)
-    except (sources.SourceError, parsing.ParseFailure):
-        return {}
-    owners: dict[tuple[str, int, int], str] = {}
-    for cls in facts.skippables if facts is not None else ():
-        for finding in checks.class_findings(cls):
-            site = finding.site or cls.site
-            if site is not None:
-                line, col = site.position
-                owners[(finding.code, line, col)] = cls.name
-    return owners
+        yield
+    finally:
+        setattr(engine, "analyze_models", analyze_models)
 
 
-def static_findings(paths: Iterable[str], finder: Optional[config.Finder] = None) -> list[StaticFinding]:
-    """The lint's diagnostics of the given files (configuration and noqa applied), with their subjects.
-    A file the configuration excludes is left out, as the lint leaves it out."""
+def analyse(paths: Iterable[str], finder: Optional[config.Finder] = None) -> Analysis:
+    """The lint's diagnostics of the given files (configuration and noqa applied), with their
+    owners, and the files' compositions. A file the configuration excludes is left out, as the lint
+    leaves it out."""
     finder = finder or config.Finder()
-    out = []
-    for path in sorted({shown_path(p) for p in paths}):
-        settings = finder.for_file(path)
-        if settings.excludes_named(path):
-            continue
-        result = parallel.check_one((path, settings))
-        owners = _class_of_findings(result.path, settings) if result.diagnostics else {}
-        for d in result.diagnostics:
-            args = message_args(d.code, d.message)
-            cls = owners.get((d.code, d.line, d.col)) or args.get("cls")
-            name = args.get("name") or args.get("now") or _quoted(args.get("skip"))  # SKP117: the name at run time
-            layer = args.get("layer")
-            out.append(StaticFinding(d.path, d.line, d.col, d.code, d.message, cls=cls, layer=layer, name=name))
+    out = Analysis()
+    models: dict[str, Any] = {}
+    with _keeping_models(models):
+        for path in sorted({shown_path(p) for p in paths}):
+            settings = finder.for_file(path)
+            if settings.excludes_named(path):
+                continue
+            result = parallel.check_one((path, settings))
+            out.findings.extend(finding_of(d) for d in result.diagnostics)
+    out.compositions = {path: facts.compositions for path, facts in models.items()}
     for problem in finder.problems:
         print(problem, file=sys.stderr)
     return out
+
+
+def static_findings(paths: Iterable[str], finder: Optional[config.Finder] = None) -> list[StaticFinding]:
+    """The findings of `analyse`."""
+    return analyse(paths, finder).findings
+
+
+# -- the target ---------------------------------------------------------------------------------
+
+
+def _label_class(label: str) -> str:
+    """The class a layer's label names: `Stash()` and `blocks.Stash(3)` are `Stash`."""
+    return label.split("(")[0].split(".")[-1].strip()
+
+
+def matches_children(composition: Composition, children: list[tuple[str, str, bool]]) -> bool:
+    """Same children, in order: names, and the class of every skippable one. `children` is (child
+    name, class name, is skippable) for each direct child of the live model."""
+    if not composition.complete or len(composition.layers) != len(children):
+        return False
+    for layer, (key, cls, skippable) in zip(composition.layers, children):
+        if layer.key != key:
+            return False
+        if skippable and (layer.kind != "skippable" or _label_class(layer.label) != cls):
+            return False
+    return True
+
+
+@dataclass
+class Target:
+    """What `skiplint verify FILE:FACTORY` builds, as the static pass knows it: the compositions
+    that are the factory's, and the classes its model is made of."""
+
+    #: The file the target names, as the lint prints it (None: the target is a dotted module that
+    #: was not found).
+    path: Optional[str]
+    #: The name after the colon: the factory (or the model bound at module level).
+    factory: str
+    #: Class names of every module of the built model (a skippable layer's wrapped class); None
+    #: when no model was built or rejected (then every class finding of the files is the target's).
+    classes: Optional[frozenset[str]] = None
+    #: (child name, class name, is skippable) of each direct child of the built model.
+    children: list[tuple[str, str, bool]] = field(default_factory=list)
+
+    def compositions(self, analysis: Analysis) -> list[tuple[str, Composition]]:
+        """(path, composition) of each composition the factory builds: those of its file that the
+        lint ties to it (it returns them, through helpers; or it is the module-level model so
+        named); when the lint ties none, those of the model's files whose children are the
+        model's."""
+        own = [(path, c) for path, found in analysis.compositions.items() if path == self.path
+               for c in found if self.factory in c.factories or c.name == self.factory]
+        if own or not self.children:
+            return own
+        return [(path, c) for path, found in analysis.compositions.items() for c in found
+                if matches_children(c, self.children)]
+
+    def owns(self, finding: StaticFinding, compositions: list[tuple[str, Composition]]) -> bool:
+        """Whether the finding belongs to the target: to a class the model is made of, or to a
+        composition the factory builds (one that the lint says the factory returns, or one of
+        `compositions`); a finding that belongs to nothing (a file that could not be read) is the
+        target's, since it hides what the file would say."""
+        if not finding.owners:
+            return True
+        for owner in finding.owners:
+            if owner.kind == "class":
+                if self.classes is None or owner.name in self.classes:
+                    return True
+            elif finding.path == self.path and (self.factory in owner.factories or owner.name == self.factory):
+                return True
+            elif any(path == finding.path and owner.name == c.name and c.site is not None
+                     and owner.line == c.site.position[0] for path, c in compositions):
+                return True
+        return False
+
+    def split(self, analysis: Analysis) -> tuple[list[StaticFinding], list[StaticFinding]]:
+        """(the target's findings, the findings of its files that are not the target's)."""
+        compositions = self.compositions(analysis)
+        mine: list[StaticFinding] = []
+        others: list[StaticFinding] = []
+        for finding in analysis.findings:
+            (mine if self.owns(finding, compositions) else others).append(finding)
+        return mine, others

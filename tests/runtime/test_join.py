@@ -4,8 +4,8 @@ from skiplint.runtime.join import Reach, join
 from skiplint.runtime.report import Observation, StaticFinding
 
 
-def finding(code, cls=None, layer=None, name=None, message=""):
-    return StaticFinding("m.py", 1, 0, code, message or code, cls=cls, layer=layer, name=name)
+def finding(code, cls=None, layer=None, name=None, message="", **args):
+    return StaticFinding("m.py", 1, 0, code, message or code, cls=cls, layer=layer, name=name, args=args)
 
 
 def obs(code, layer, cls, name, step="plain Sequential"):
@@ -39,7 +39,7 @@ def test_layer_findings_match_by_child_name():
 
 
 def test_must_be_stashed_is_the_conditional_when_the_static_pass_said_so():
-    static = [finding("SKP111", cls="Save", name="x", message="SKP111 'x' is stashed on some paths")]
+    static = [finding("SKP111", cls="Save", name="x", verb="stashed")]
     observations, verdicts = join([obs("SKP103", "0", "Save", "x")], static, REACH)
     assert observations[0].code == "SKP111" and observations[0].predicted
     assert verdicts[0].verdict == "confirmed"

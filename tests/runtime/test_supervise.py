@@ -11,7 +11,7 @@ import pytest
 
 from skiplint.cli import main
 from skiplint.runtime import verify
-from skiplint.runtime.messages import DISCARDED_POP
+from skiplint.rules import pipe
 
 from .conftest import ROOT
 
@@ -461,21 +461,18 @@ def build():
 
 def test_a_failed_pipe_step_is_a_runtime_failure(tmp_path):
     """The discarded pop across partitions: forward runs, backward raises a bare AssertionError in
-    skip/portal.py. With no static finding that predicts it, it is missed, never '0 missed'."""
+    skip/portal.py: SKP305's failure, predicted exactly when the static pass reports it for this
+    model (it is never '0 missed' over a failed step)."""
     path = write(tmp_path, DISCARD)
     report = verify(f"{path}:build", balance=(2, 2), checkpoint=("never", "always"))
     assert [(s.name, s.status) for s in report.steps if s.name.startswith("Pipe")] == [
         ("Pipe forward+backward [never]", "failed"), ("Pipe forward+backward [always]", "failed")]
     [failure] = report.observations
-    assert (failure.code, failure.step, failure.layer) == (DISCARDED_POP, "Pipe forward+backward [never]", None)
+    discarded = pipe.DISCARDED_CROSS_PARTITION_POP.code
+    assert (failure.code, failure.step, failure.layer) == (discarded, "Pipe forward+backward [never]", None)
+    assert failure.message == "AssertionError in skip/portal.py"
     assert report.exit_code == 1
-    if DISCARDED_POP is None:  # no rule names this failure: a failure of its own, missed
-        assert failure.message.startswith("AssertionError (raised at torchgpipe/skip/portal.py:")
-        assert report.static == [] and not failure.predicted
-        assert report.to_text().splitlines()[-1] == (
-            "0 static finding(s), 0 confirmed; 1 runtime failure(s), 1 missed by the static pass")
-    else:  # the rule's code: predicted exactly when the static pass reports it for this model
-        assert failure.predicted == any(s.code == DISCARDED_POP for s in report.static)
+    assert failure.predicted == any(s.code == discarded for s in report.static)
 
 
 def test_a_pipe_that_differs_is_a_runtime_failure(tmp_path):
