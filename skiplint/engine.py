@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import os
 import sys
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 import libcst as cst
 
@@ -65,9 +67,30 @@ def analyze_models(text: str, path: str, *, project: Optional[ProjectIndex] = No
         return None
     module = parsing.parse_module(text)
     try:
-        return with_room(text, lambda: _analyze_models(module, text, path, index_, max_unroll))
+        both = with_room(text, lambda: _analyze_models(module, text, path, index_, max_unroll))
     except RecursionError:
         raise ParseFailure(too_deep("analyse")) from None
+    kept = _KEPT.get()
+    if kept is not None:
+        kept[path] = both[1]
+    return both
+
+
+#: Where `keeping_models` keeps the composition facts of each analysis, by path.
+_KEPT: contextvars.ContextVar[Optional[dict[str, ModelFacts]]] = contextvars.ContextVar(
+    "skiplint_kept_models", default=None)
+
+
+@contextlib.contextmanager
+def keeping_models(kept: dict[str, ModelFacts]) -> Iterator[None]:
+    """Within this block (in this thread), every file the lint analyses leaves its compositions
+    and pipes in `kept`, by path: verify's route table reads them from the analysis that gave the
+    file's findings, with no second analysis."""
+    token = _KEPT.set(kept)
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
 
 
 def too_deep(what: str) -> str:

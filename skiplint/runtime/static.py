@@ -11,17 +11,16 @@ Each file is analysed once: the compositions are those of the analysis that gave
 from __future__ import annotations
 
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
-from skiplint import config, parallel
+from skiplint import config, engine, parallel
 from skiplint.diagnostics import Diagnostic
 from skiplint.runtime.report import StaticFinding
 from skiplint.runtime.target import shown_path
 
 if TYPE_CHECKING:
-    from skiplint.facts import Composition
+    from skiplint.facts import Composition, ModelFacts
 
 
 @dataclass
@@ -44,35 +43,14 @@ def finding_of(d: Diagnostic) -> StaticFinding:
                          name=name, args=args, owners=d.owners)
 
 
-@contextmanager
-def _keeping_models(kept: dict[str, Any]) -> Iterator[None]:
-    """While the lint checks the files, keep the composition facts of each analysis it makes (by
-    path), so that the route table needs no second analysis of the same file."""
-    from skiplint import engine
-
-    analyze_models = engine.analyze_models
-
-    def keeping(text: str, path: str, **options: Any) -> Any:
-        both = analyze_models(text, path, **options)
-        if both is not None:
-            kept[path] = both[1]
-        return both
-
-    setattr(engine, "analyze_models", keeping)
-    try:
-        yield
-    finally:
-        setattr(engine, "analyze_models", analyze_models)
-
-
 def analyse(paths: Iterable[str], finder: Optional[config.Finder] = None) -> Analysis:
     """The lint's diagnostics of the given files (configuration and noqa applied), with their
     owners, and the files' compositions. A file the configuration excludes is left out, as the lint
     leaves it out."""
     finder = finder or config.Finder()
     out = Analysis()
-    models: dict[str, Any] = {}
-    with _keeping_models(models):
+    models: dict[str, ModelFacts] = {}
+    with engine.keeping_models(models):
         for path in sorted({shown_path(p) for p in paths}):
             settings = finder.for_file(path)
             if settings.excludes_named(path):
