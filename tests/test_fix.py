@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from skiplint import cli, config, fix, parallel, parsing, rules
+from skiplint.rules import base
 from skiplint.diagnostics import Diagnostic
 
 REPO = Path(__file__).resolve().parent.parent
@@ -554,7 +555,7 @@ def test_plan_calls_the_rules_fixer(monkeypatch: pytest.MonkeyPatch) -> None:
     finding = Diagnostic("m.py", 1, 0, "SKP101", "SKP101 'x' is stashed but not declared in stash=[...]")
     with pytest.raises(fix.NotFixable, match="^SKP101 has no automatic fix$"):
         fix.plan("x = 1\n", finding)
-    monkeypatch.setitem(rules.RULES, "SKP101", dataclasses.replace(rules.RULES["SKP101"], fixer=fixer))
+    monkeypatch.setitem(base.FIXERS, "SKP101", fixer)
     assert fix.plan("x = 1\n", finding, "fairscale") == [fix.Edit(0, 0, "#\n")]
     assert seen == [("x = 1\n", finding, "fairscale")]
 

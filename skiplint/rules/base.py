@@ -42,10 +42,6 @@ class Rule:
     #: Codes this rule replaces where both would be reported at one node (one mistake, one
     #: diagnostic): the more certain failure wins.
     supersedes: tuple[str, ...] = ()
-    #: `skiplint fix`'s rewrite of a finding: (the file as Python parses it, the finding, the
-    #: --target) -> the edits; raises `skiplint.edits.NotFixable` with the reason when there is none.
-    fixer: Optional[Callable[[Source, Diagnostic, str], Sequence[Edit]]] = field(
-        default=None, repr=False, compare=False)
     #: The arguments that tell two findings of this rule at one node apart when a block is built
     #: twice (one mistake at one place is one finding, whichever builds it): by default the skip's
     #: bare name (a rule without one: one finding per node).
@@ -65,6 +61,12 @@ class Rule:
             if name is not None and name not in names:
                 names.append(name)
         object.__setattr__(self, "fields", tuple(names))
+
+    @property
+    def fixer(self) -> Optional[Fixer]:
+        """`skiplint fix`'s rewrite of a finding of this rule (registered beside the rule with
+        `@fixes(RULE)`), or None when the rule has no mechanical fix."""
+        return FIXERS.get(self.code)
 
     def format(self, **args: object) -> str:
         """The whole message: the code, then the template filled with the arguments."""
@@ -138,6 +140,22 @@ def checks(fact: Fact, *reports: Rule) -> Callable[[_F], _F]:
     """Register a check of `fact` that makes findings of the rules `reports`."""
     def register(function: _F) -> _F:
         CHECKS.setdefault(fact, []).append(Check(fact, reports, function))
+        return function
+    return register
+
+
+#: A fixer: (the file as Python parses it, the finding, the --target) -> the edits; it raises
+#: `skiplint.edits.NotFixable` with the reason when this occurrence has none.
+Fixer = Callable[["Source", "Diagnostic", str], Sequence["Edit"]]
+_Fixer = TypeVar("_Fixer", bound=Fixer)
+#: Rule code -> its fixer (`Rule.fixer`).
+FIXERS: dict[str, Fixer] = {}
+
+
+def fixes(rule: Rule) -> Callable[[_Fixer], _Fixer]:
+    """Register the fixer of `rule` (what `skiplint fix` and the editor's quick fix apply)."""
+    def register(function: _Fixer) -> _Fixer:
+        FIXERS[rule.code] = function
         return function
     return register
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 import skiplint.rules.analyzer as analyzer
 from skiplint.findings import Finding, OwnerRef
-from skiplint.rules.base import Rule, checks, combines, run
+from skiplint.rules.base import Rule, checks, combines, fixes, run
 
 if TYPE_CHECKING:
     import ast
@@ -76,7 +76,6 @@ BARE_STRING_DECLARATION = Rule(
     summary='stash=/pop= is given a bare string, which declares its characters',
     failure='the intended name fails as undeclared, with single letters in the message',
     reported_at='the `stash=`/`pop=` argument',
-    fixer=lambda source, finding, target: _bracket_bare_string(source, finding, target),
 )
 
 
@@ -86,7 +85,6 @@ COMMAND_NOT_YIELDED = Rule(
     summary='a stash(...)/pop(...) command is built but not yielded',
     failure="silent: the skip never moves; then 'must be stashed/popped but have not'",
     reported_at='the call',
-    fixer=lambda source, finding, target: _yield_command(source, finding, target),
 )
 
 
@@ -366,6 +364,7 @@ def _made_together(found: list[Finding]) -> Iterator[Finding]:
 
 # -- fixes (`Rule.fixer`; `skiplint fix` keeps an edit only when the file gets strictly better) -------
 
+@fixes(BARE_STRING_DECLARATION)
 def _bracket_bare_string(source: Source, finding: Diagnostic, target: str) -> list[Edit]:
     """SKP106: the bare string the finding spans becomes a one-element list, `[...]` around it."""
     import ast
@@ -380,6 +379,7 @@ def _bracket_bare_string(source: Source, finding: Diagnostic, target: str) -> li
     raise NotFixable("the declaration is not a call argument")
 
 
+@fixes(COMMAND_NOT_YIELDED)
 def _yield_command(source: Source, finding: Diagnostic, target: str) -> list[Edit]:
     """SKP107: `yield ` before the command the finding spans, where it is a statement of its own
     or the value of an assignment."""

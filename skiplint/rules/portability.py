@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from skiplint.rules.base import Rule
+from skiplint.rules.base import Rule, fixes
 
 if TYPE_CHECKING:
     import ast
@@ -23,7 +23,6 @@ REMOVED_TORCH_PIPELINE = Rule(
     summary='import of torch.distributed.pipeline.sync, removed in PyTorch 2.4',
     failure='ModuleNotFoundError on torch >= 2.4',
     reported_at='the import',
-    fixer=lambda source, finding, target: _import_from_target(source, finding, target),
 )
 
 
@@ -33,6 +32,7 @@ REMOVED_TORCH_PIPELINE = Rule(
 _REMOVED_PARENTS = ("torch.distributed.pipeline.sync", "torch.distributed._pipeline.sync")
 
 
+@fixes(REMOVED_TORCH_PIPELINE)
 def _import_from_target(source: Source, finding: Diagnostic, target: str) -> list[Edit]:
     """SKP401: the import statement the finding spans imports the skip API from --target instead."""
     import ast
