@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from skiplint.findings import Owner
+from skiplint.findings import Owner, argument
 
 
 def shown(value: str) -> str:
@@ -41,10 +41,7 @@ class Diagnostic:
 
     def arg(self, name: str) -> Optional[str]:
         """One of the rule's arguments, or None when the rule has no such argument."""
-        for key, value in self.args:
-            if key == name:
-                return value
-        return None
+        return argument(self.args, name)
 
     @property
     def end(self) -> tuple[int, int]:

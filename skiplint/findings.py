@@ -51,7 +51,12 @@ class Finding:
 
     def arg(self, name: str) -> Optional[str]:
         """One argument's value, or None when the rule has no such argument."""
-        for key, value in self.args:
-            if key == name:
-                return value
-        return None
+        return argument(self.args, name)
+
+
+def argument(args: tuple[tuple[str, str], ...], name: str) -> Optional[str]:
+    """The value of the argument `name` among a finding's (name, text) pairs, or None."""
+    for key, value in args:
+        if key == name:
+            return value
+    return None
