@@ -81,12 +81,24 @@ _REUSED: list[tuple[int, int]] = []
 
 @pytest.mark.parametrize("path", SOURCES[::5], ids=lambda p: str(p.relative_to(REPO)))
 def test_every_edit_parses_as_a_whole_parse_does(path: Path) -> None:
-    rng = random.Random(str(path.relative_to(REPO)))
+    _REUSED.append((_edits_agree(path, 30, ""), 30))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_edit_parses_as_a_whole_parse_does_long(path: Path) -> None:
+    """The same, 100 edits on every fixture, with other seeds."""
+    _edits_agree(path, 100, "long")
+
+
+def _edits_agree(path: Path, edits: int, seed: str) -> int:
+    """Edit the file `edits` times at random; each parse by statements is the whole parse. Returns
+    how many parses were answered by statements."""
+    rng = random.Random(seed + str(path.relative_to(REPO)))
     text = path.read_text(encoding="utf-8")
     memo = reparse.Memo()
     _by_memo(memo, text)
-    _REUSED.append((0, 30))
-    for _ in range(30):
+    for _ in range(edits):
         previous, text = text, _edit(rng, text)
         got, want = _by_memo(memo, text), _whole(text)
         if isinstance(want, str):
@@ -97,7 +109,7 @@ def test_every_edit_parses_as_a_whole_parse_does(path: Path) -> None:
             assert not isinstance(got, str), got
             assert got.deep_equals(want), text  # type: ignore[union-attr]
             assert got.code == want.code  # type: ignore[union-attr]
-    _REUSED[-1] = (memo.reused, 30)
+    return memo.reused
 
 
 def test_the_random_edits_reach_the_reuse() -> None:
