@@ -1,5 +1,9 @@
-from torchgpipe.skip import skippable
+from torch import nn
+from torchgpipe.skip import skippable, stash
 
-@skippable(stash=["skip"]  # expect: SKP900
-class Layer:
-    pass
+
+@skippable(stash=["skip"])
+class Layer(nn.Module)  # expect: SKP900
+    def forward(self, x):
+        yield stash("skip", x)
+        return x
