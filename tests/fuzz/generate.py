@@ -242,9 +242,18 @@ def prefilter_spellings(rng: random.Random) -> Tree:
     return {"model.py": (form.format(statement) + body).encode()}
 
 
+def interrupted_parse(rng: random.Random) -> Tree:
+    """A fixture, mutated, whose parse is interrupted at a random traced event (a trace function's
+    KeyboardInterrupt or a SIGINT), as Ctrl-C in an editor's server or a pytest run would."""
+    tree = mutate_fixture(rng)
+    how, stage = rng.choice(["raise", "signal"]), rng.choice(["first", "later"])
+    return {**tree, "interrupt.txt": f"{rng.random():.6f} {how} {stage}\n".encode()}
+
+
 GENERATORS: list[Callable[[random.Random], Tree]] = [
     mutate_fixture, deep_sibling, large_constants, syntax_error_after_long_line, odd_file,
     control_characters, encoding_and_line_breaks, standard_input, prefilter_spellings, git_config_trap,
+    interrupted_parse,
 ]
 
 
@@ -364,11 +373,102 @@ def prefilter_never_skips_findings(tree: Tree, python: str = sys.executable) -> 
     return [f"prefilter oracle: {out.splitlines()[-1][:300]}"] if out or done.returncode else []
 
 
+#: Run in a child: parse model.py with a KeyboardInterrupt at the N-th traced event (N in
+#: interrupt.txt; signal.raise_signal when the file says so, as Ctrl-C does), then check that
+#: libcst is whole for everyone else and that the next parse, in another thread, ends and is right.
+INTERRUPT_ORACLE = """\
+import hashlib, os, signal, sys, threading
+import libcst as cst
+from skiplint import parsing, sources
+data = open("model.py", "rb").read()
+def fresh():  # a new text object each time: the guard's scan remembers the last one it accepted
+    return sources.decode(data)
+fraction, how, stage = sys.argv[1:4] if len(sys.argv) > 1 else open("interrupt.txt").read().split()
+def parse():
+    try:
+        return parsing.parse_module(fresh()).code
+    except parsing.ParseFailure as failure:
+        return "ParseFailure: " + str(failure)
+counted = [0]
+def count(frame, kind, arg):
+    counted[0] += 1
+    return count
+if stage == "later":  # the first parse installs skiplint's hooks; count the events of a later one
+    parse()
+    sys.settrace(count)
+    try:
+        parse()
+    finally:
+        sys.settrace(None)
+left = [1 + int(float(fraction) * (counted[0] or 3000))]
+landed = []
+def trace(frame, kind, arg):
+    left[0] -= 1
+    if left[0] == 0:
+        landed.append(kind)
+        if how == "signal":
+            signal.raise_signal(signal.SIGINT)
+        else:
+            raise KeyboardInterrupt
+    return trace
+signal.signal(signal.SIGINT, signal.default_int_handler)
+if how != "none":
+    sys.settrace(trace)
+    try:
+        parse()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.settrace(None)
+try:
+    cst.Name("")
+    print("libcst left unvalidating: a hand-built node with an empty name was accepted")
+except cst.CSTValidationError:
+    pass
+done = []
+other = threading.Thread(target=lambda: done.append(parse()), daemon=True)
+other.start()
+other.join(timeout=60)
+if not done:
+    print("the parse after the interrupted one did not end")
+else:
+    sys.stderr.write("RESULT " + hashlib.sha256(done[0].encode("utf-8", "surrogatepass")).hexdigest() + "\\n")
+if os.environ.get("SKIPLINT_FUZZ_VERBOSE"):
+    sys.stderr.write(f"interrupt at {left[0]} more, landed {landed}, of {counted[0]} events\\n")
+"""
+
+
+def parse_survives_an_interrupt(tree: Tree, python: str = sys.executable) -> list[str]:
+    """The parse after an interrupted one ends, gives what a parse in a process that was never
+    interrupted gives, and libcst validates the nodes anyone else builds."""
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="skiplint-fuzz-") as root:
+        for name, data in tree.items():
+            Path(root, name).write_bytes(data)
+        for argv in ([], ["0", "none", "first"]):
+            try:
+                runs.append(subprocess.run([python, "-c", INTERRUPT_ORACLE, *argv], cwd=root, capture_output=True,
+                                           timeout=WALL_S, preexec_fn=_limit))
+            except subprocess.TimeoutExpired:
+                return [f"interrupt oracle: over {WALL_S} s"]
+    problems = []
+    results = []
+    for done in runs:
+        out = done.stdout.decode("utf-8", "replace").strip()
+        if out or done.returncode:
+            problems.append(f"interrupt oracle: {(out or done.stderr.decode('utf-8', 'replace')).splitlines()[-1][:300]}")
+        results.append([line for line in done.stderr.decode("utf-8", "replace").splitlines() if line.startswith("RESULT ")])
+    if not problems and results[0] != results[1]:
+        problems.append("interrupt oracle: the parse after the interrupted one differs from an uninterrupted one")
+    return problems
+
+
 #: Checks beyond "ends cleanly" for the inputs of some generators.
 ORACLES: Dict[str, list[Callable[[Tree, str], list[str]]]] = {
     "encoding_and_line_breaks": [doors_agree],
     "standard_input": [doors_agree],
     "prefilter_spellings": [prefilter_never_skips_findings, doors_agree],
+    "interrupted_parse": [parse_survives_an_interrupt],
 }
 
 
