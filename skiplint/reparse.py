@@ -26,6 +26,7 @@ tests/test_reparse.py checks the result against a whole parse, node for node, ov
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import TYPE_CHECKING, Optional, Sequence
 
@@ -78,8 +79,6 @@ def _starts(text: str, module: cst.Module) -> Optional[list[int]]:
     if tops is None or len(tops) != len(module.body):
         return None
     lines = [0] + [match.end() for match in _BREAK.finditer(text)]
-    import bisect
-
     starts = []
     for index, (statement, offset) in enumerate(zip(module.body, tops)):
         leading = len(statement.leading_lines)
@@ -116,8 +115,6 @@ def _common(old: str, new: str) -> tuple[int, int]:
 
 def _holding(starts: list[int], offset: int) -> int:
     """The index of the statement whose code holds `offset` (the last one at or before it)."""
-    import bisect
-
     return max(bisect.bisect_right(starts, offset) - 1, 0)
 
 
