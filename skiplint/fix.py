@@ -43,10 +43,6 @@ EXIT_CLEAN, EXIT_FINDINGS = 0, 1
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
-#: The name skiplint.lsp.features catches.
-_NotFixable = NotFixable
-
-
 class _Flagged(NamedTuple):
     """A finding of flake8's default checks (pyflakes, pycodestyle): not skiplint's, so no rule's."""
 

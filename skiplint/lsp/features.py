@@ -16,12 +16,10 @@ import tokenize
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Union
 
-from skiplint import config, filenoqa, formats, noqa, parallel, prefilter, rules, sources
+from skiplint import config, edits, filenoqa, formats, noqa, parallel, prefilter, rules, sources
 from skiplint.diagnostics import Diagnostic, FileResult
 from skiplint.rules import Selection
 from skiplint.rules.analyzer import UNCHECKED_FILE
-from skiplint.rules.one_class import BARE_STRING_DECLARATION, COMMAND_NOT_YIELDED
-from skiplint.rules.portability import REMOVED_TORCH_PIPELINE
 
 if TYPE_CHECKING:
     from skiplint import layout as layout_module
@@ -30,10 +28,11 @@ if TYPE_CHECKING:
 # The engine (libcst), the fixer and the layout are imported on first use, so that the server
 # answers `initialize` before they are loaded.
 
-#: The codes `skiplint fix` rewrites (fix.FIXABLE), and where an SKP401 import may move
-#: (fix.TARGETS, `skiplint fix --target`); a test keeps them equal.
-FIXABLE = frozenset({BARE_STRING_DECLARATION.code, COMMAND_NOT_YIELDED.code, REMOVED_TORCH_PIPELINE.code})
-TARGETS = ("torchgpipe", "fairscale")
+#: The codes `skiplint fix` rewrites (the rules with a fixer, as fix.FIXABLE), and where an SKP401
+#: import may move (`skiplint fix --target`): read from the rules and skiplint.edits, which load
+#: no libcst.
+FIXABLE = frozenset(code for code, rule in rules.RULES.items() if rule.fixer is not None)
+TARGETS = tuple(edits.TARGETS)
 
 
 def check(text: str, path: str, settings: config.Config) -> FileResult:
@@ -117,7 +116,7 @@ def quick_fix(text: str, path: str, settings: config.Config, diagnostic: Diagnos
         return "the finding is no longer reported"
     try:
         change = fix.plan(text, current, target)
-    except fix._NotFixable as why:
+    except edits.NotFixable as why:
         return str(why)
     outcome = fix._judged(current, state, change, path, settings, fix._compiles(text, path))
     if isinstance(outcome, str):
