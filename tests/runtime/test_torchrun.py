@@ -210,6 +210,7 @@ def test_a_rank_that_raises_is_named_in_the_report(faulty):
     assert_every_rank_ended(stderr, 2, 1)
 
 
+@pytest.mark.slow  # waits out its 30 s --timeout; a rank that raises stays in the quick loop
 def test_a_rank_that_hangs_ends_every_rank_within_the_timeout(faulty):
     # Every step (the import and the stage's export included) must fit in --timeout on a loaded CI machine.
     code, stdout, stderr = standalone(2, faulty, "--format", "json", "--timeout", "30", env=_env(FAULT="hang"))
@@ -221,6 +222,7 @@ def test_a_rank_that_hangs_ends_every_rank_within_the_timeout(faulty):
     assert_every_rank_ended(stderr, 2, 2)
 
 
+@pytest.mark.slow  # torchrun's own wait for the killed rank: about 15 s
 def test_a_rank_that_is_killed_is_named_by_its_last_step(faulty):
     code, stdout, stderr = standalone(2, faulty, "--format", "json", "--timeout", "60", env=_env(FAULT="killed"))
     payload = json.loads(stdout)
@@ -270,8 +272,9 @@ DIES = textwrap.dedent('''\
 
 
 @pytest.mark.parametrize("rank, step, when", [
-    (1, "import", "import"),
-    (1, "build", "build"),
+    # About 12 s a launch (torchrun stops the other rank): the quick loop keeps rank 0's case.
+    pytest.param(1, "import", "import", marks=pytest.mark.slow),
+    pytest.param(1, "build", "build", marks=pytest.mark.slow),
     (0, "plain Sequential", "model"),
 ])
 def test_the_rank_that_ended_is_named_with_its_step(tmp_path, rank, step, when):
