@@ -11,24 +11,29 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Sequence, Union
+from typing import Optional, Sequence, Union
 
 from skiplint import cli
 
 
-def skiplint(argv: Sequence[str], cwd: Union[str, Path]) -> subprocess.CompletedProcess[str]:
+def skiplint(argv: Sequence[str], cwd: Union[str, Path],
+             stdin: Optional[bytes] = None) -> subprocess.CompletedProcess[str]:
+    """`stdin`: the bytes standard input holds for the call (read through sys.stdin.buffer, as a
+    process reads them); None leaves sys.stdin as it is."""
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", newline="\n", write_through=True)
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", newline="\n",
                            write_through=True)
-    saved = sys.stdout, sys.stderr, os.getcwd()
+    saved = sys.stdout, sys.stderr, os.getcwd(), sys.stdin
     sys.stdout, sys.stderr = out, err
+    if stdin is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8", errors="strict")
     os.chdir(cwd)
     try:
         status = cli.main(list(argv))
     except SystemExit as stop:  # argparse's usage errors
         status = stop.code if isinstance(stop.code, int) else 2
     finally:
-        sys.stdout, sys.stderr = saved[0], saved[1]
+        sys.stdout, sys.stderr, sys.stdin = saved[0], saved[1], saved[3]
         os.chdir(saved[2])
     stdout = out.buffer.getvalue().decode("utf-8")  # type: ignore[attr-defined]
     stderr = err.buffer.getvalue().decode("utf-8")  # type: ignore[attr-defined]

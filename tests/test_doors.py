@@ -1,6 +1,10 @@
 """One project, every door: `skiplint`, `skiplint -j 2`, `flake8 --select SKP` and `skiplint layout`
 read the same configuration the same way and print the same findings; nothing heavy is imported
-for a file that does not use the API; an analyzer bug or a dead worker is reported, never lost."""
+for a file that does not use the API; an analyzer bug or a dead worker is reported, never lost.
+
+Each door (the path, standard input, flake8, the -j 2 pool) keeps real subprocesses here; the same
+CLI called again, in another order or for another command, runs in this process (tests.inprocess),
+where a subprocess would prove nothing more."""
 
 from __future__ import annotations
 
@@ -9,11 +13,12 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import pytest
 
-from skiplint import config, parallel
+from skiplint import config, engine, parallel
+from tests import inprocess
 
 
 def run(*argv: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -138,7 +143,7 @@ def test_one_project_through_every_door(tmp_path: Path) -> None:
     assert one.stderr == two.stderr == flake8.stderr == ""
     assert lines(one.stdout) == lines(two.stdout) == lines(flake8.stdout) == EXPECTED
     assert one.returncode == two.returncode == flake8.returncode == 1
-    layout = run("-m", "skiplint", "layout", "app.py:bad", cwd=tmp_path)
+    layout = inprocess.skiplint(["layout", "app.py:bad"], tmp_path)
     assert layout.returncode == 0
     assert layout.stdout.splitlines() == LAYOUT
 
@@ -154,9 +159,11 @@ def test_api_alias_of_one_directory_stays_there(tmp_path: Path) -> None:
     })
     expected = ["pkg/a/model.py:4:23: SKP201 layer 0 (Up) pops 'skip' but no earlier layer stashes it",
                 "pkg/a/model.py:4:29: SKP202 layer 1 (Down) stashes 'skip' but no later layer pops it"]
-    for argv in (["-m", "skiplint", "-j", "1", "pkg/a", "pkg/b"], ["-m", "skiplint", "-j", "1", "pkg/b", "pkg/a"],
-                 ["-m", "skiplint", "-j", "2", "pkg/a", "pkg/b"], ["-m", "flake8", "--select", "SKP", "pkg/a", "pkg/b"]):
+    for argv in (["-m", "skiplint", "-j", "2", "pkg/a", "pkg/b"],
+                 ["-m", "flake8", "--select", "SKP", "pkg/a", "pkg/b"]):
         assert lines(run(*argv, cwd=tmp_path).stdout) == expected, argv
+    for paths in (["pkg/a", "pkg/b"], ["pkg/b", "pkg/a"]):  # -j 1, in either order
+        assert lines(inprocess.skiplint(["-j", "1", *paths], tmp_path).stdout) == expected, paths
     # In one process, in either order, as an editor's long-lived flake8 would.
     finder = config.Finder()
     tasks = list(finder.discover([str(tmp_path / "pkg" / "a"), str(tmp_path / "pkg" / "b")]))
@@ -174,7 +181,7 @@ def test_flake8_reads_the_projects_skiplint_configuration(tmp_path: Path) -> Non
     })
     expected = ["m.py:6:19: SKP103 'declared' is declared in stash=[...] but no path of forward stashes it",
                 "m.py:9:15: SKP101 'stashed' is stashed but not declared in stash=[...]"]
-    assert lines(run("-m", "skiplint", "m.py", cwd=tmp_path).stdout) == expected
+    assert lines(inprocess.skiplint(["m.py"], tmp_path).stdout) == expected
     assert lines(run("-m", "flake8", "--select", "SKP", "m.py", cwd=tmp_path).stdout) == expected
     # flake8's own option overrides the project's setting.
     overridden = run("-m", "flake8", "--select", "SKP", "--skiplint-api-aliases", "other.api=torchgpipe.skip",
@@ -311,11 +318,15 @@ def test_a_file_that_kills_its_worker_twice_is_reported_unchecked(tmp_path: Path
         [f"src/m{i:02d}.py" for i in range(12) if i != 5] * 2 + ["src/m05.py"])
 
 
-def test_an_analyzer_bug_in_the_cli_is_skp902_and_exit_2(tmp_path: Path) -> None:
+def test_an_analyzer_bug_in_the_cli_is_skp902_and_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a worker of the pool (a subprocess, its analyzer broken by the hook) and with -j 1 (here,
+    the same break patched in)."""
     env = dying_tree(tmp_path)
     env.update(KILL_FILE="-", BUG_FILE="m03.py")
-    for jobs in ("1", "2"):
-        result = run("-m", "skiplint", "-j", jobs, "src", cwd=tmp_path, env=env)
+    pool = run("-m", "skiplint", "-j", "2", "src", cwd=tmp_path, env=env)
+    monkeypatch.setattr(engine, "check_text", buggy(engine.check_text, "m03.py"))
+    serial = inprocess.skiplint(["-j", "1", "src"], tmp_path)
+    for result in (pool, serial):
         assert result.returncode == 2
         assert "src/m03.py:1:1: SKP902 internal error while analysing this file: ValueError: analyzer bug; " \
                "please report" in result.stdout.splitlines()
@@ -339,6 +350,18 @@ if os.environ.get("BUG_FILE"):
     engine.check_text = buggy(engine.check_text)
     engine.analyze_models = buggy(engine.analyze_models)
 """
+
+
+def buggy(original: Callable[..., object], name: str) -> Callable[..., object]:
+    """`original`, raising BUG_HOOK's ValueError for a path that ends with `name` (this process's
+    own copy of the hook)."""
+    def call(text: str, path: str, *args: object, **kwargs: object) -> object:
+        if path.endswith(name):
+            raise ValueError("analyzer bug")
+        return original(text, path, *args, **kwargs)
+    return call
+
+
 BUG_LINE = "SKP902 internal error while analysing this file: ValueError: analyzer bug; please report"
 
 
@@ -347,9 +370,11 @@ def bug_tree(tmp_path: Path) -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(tmp_path / "hook"), BUG_FILE="m.py")
 
 
-def test_an_analyzer_bug_is_one_line_through_every_door(tmp_path: Path) -> None:
+def test_an_analyzer_bug_is_one_line_through_every_door(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The path, standard input, layout, fix (in place and on standard input) and flake8: one line
-    each, exit 2 where the command has its own status; never a traceback."""
+    each, exit 2 where the command has its own status; never a traceback. The doors run as
+    processes (the hook breaks their analyzer); layout and fix, commands of the same CLI, here with
+    the same break patched in."""
     env = bug_tree(tmp_path)
     source = (tmp_path / "src" / "m.py").read_bytes()
 
@@ -361,17 +386,19 @@ def test_an_analyzer_bug_is_one_line_through_every_door(tmp_path: Path) -> None:
     stdin = door("-m", "skiplint", "--isolated", "-", "--stdin-display-name", "src/m.py", stdin=source)
     assert path.stdout == stdin.stdout == f"src/m.py:1:1: {BUG_LINE}\n".encode()
     assert (path.returncode, path.stderr, stdin.returncode, stdin.stderr) == (2, b"", 2, b"")
-    layout = door("-m", "skiplint", "layout", "src/m.py")
-    assert (layout.returncode, layout.stdout, layout.stderr) == (2, b"", f"src/m.py: {BUG_LINE}\n".encode())
-    fix = door("-m", "skiplint", "fix", "--isolated", "src/m.py")
-    reason = BUG_LINE[len("SKP902 "):]
-    assert (fix.returncode, fix.stdout, fix.stderr) == (2, b"", f"src/m.py: could not fix this file: {reason}\n".encode())
-    assert (tmp_path / "src" / "m.py").read_bytes() == source
-    fixed = door("-m", "skiplint", "fix", "--isolated", "-", "--stdin-display-name", "src/m.py", stdin=source)
-    assert (fixed.returncode, fixed.stdout) == (2, source)  # given back as it came
-    assert fixed.stderr == f"src/m.py: could not fix this source: {reason}\n".encode()
     flake8 = door("-m", "flake8", "--isolated", "--select", "SKP", "src/m.py")
     assert (flake8.stdout, flake8.stderr) == (f"src/m.py:1:1: {BUG_LINE}\n".encode(), b"")
+    monkeypatch.setattr(engine, "check_text", buggy(engine.check_text, "m.py"))
+    monkeypatch.setattr(engine, "analyze_models", buggy(engine.analyze_models, "m.py"))
+    layout = inprocess.skiplint(["layout", "src/m.py"], tmp_path)
+    assert (layout.returncode, layout.stdout, layout.stderr) == (2, "", f"src/m.py: {BUG_LINE}\n")
+    fix = inprocess.skiplint(["fix", "--isolated", "src/m.py"], tmp_path)
+    reason = BUG_LINE[len("SKP902 "):]
+    assert (fix.returncode, fix.stdout, fix.stderr) == (2, "", f"src/m.py: could not fix this file: {reason}\n")
+    assert (tmp_path / "src" / "m.py").read_bytes() == source
+    fixed = inprocess.skiplint(["fix", "--isolated", "-", "--stdin-display-name", "src/m.py"], tmp_path, stdin=source)
+    assert (fixed.returncode, fixed.stdout) == (2, source.decode())  # given back as it came
+    assert fixed.stderr == f"src/m.py: could not fix this source: {reason}\n"
 
 
 def _limited() -> None:
@@ -405,7 +432,7 @@ def test_a_source_over_the_size_limit_is_refused_alike_by_every_door(tmp_path: P
     data = (tmp_path / "big.py").read_bytes()
     assert len(text) < 4 * 1024 * 1024 < len(data)
     reason = f"too large to check ({len(data) / 1e6:.1f} MB; the limit is 4.2 MB)"
-    path = run("-m", "skiplint", "--isolated", "big.py", cwd=tmp_path)
+    path = inprocess.skiplint(["--isolated", "big.py"], tmp_path)
     assert (path.returncode, path.stdout) == (2, f"big.py:1:1: SKP900 could not check this file: {reason}\n")
     stdin = subprocess.run([sys.executable, "-m", "skiplint", "--isolated", "-", "--stdin-display-name", "big.py"],
                            cwd=tmp_path, input=data, capture_output=True, timeout=300)
@@ -437,66 +464,134 @@ def test_a_reader_gone_early_is_one_line_for_every_command(tmp_path: Path, argv:
                            "skiplint: standard output was closed before the whole report was written\n")
 
 
-def _every_door(tmp_path: Path, name: str) -> list[tuple[str, int]]:
-    """The report and exit status of `name` through the path (-j 1 and -j 2), standard input and
-    flake8 (whose own E999 for what Python cannot compile aside)."""
-    data = (tmp_path / name).read_bytes()
-    outs = [run("-m", "skiplint", "--isolated", "-j", jobs, name, cwd=tmp_path) for jobs in ("1", "2")]
-    stdin = subprocess.run([sys.executable, "-m", "skiplint", "--isolated", "-", "--stdin-display-name", name],
-                           cwd=tmp_path, input=data, capture_output=True, timeout=300)
-    flake8 = run("-m", "flake8", "--isolated", "--select", "SKP,E9", name, cwd=tmp_path)
-    return [(done.stdout, done.returncode) for done in outs] + [
-        (stdin.stdout.decode(), stdin.returncode), (flake8.stdout, flake8.returncode)]
-
+# -- every door over the same files, each run once over every case's file ----------------------------
 
 UNDECLARED = TYPO.replace("mypkg.api", "torchgpipe.skip")
 UNDECLARED_LINES = ["{}:6:19: SKP103 'declared' is declared in stash=[...] but no path of forward stashes it",
                     "{}:9:15: SKP101 'stashed' is stashed but not declared in stash=[...]"]
 
+#: Where `str.splitlines` breaks a line and Python's tokenizer and flake8 do not (the form feed aside).
+SEPARATORS = ["\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "\x0b"]
 
-@pytest.mark.parametrize("separator", ["\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "\x0b"])
-def test_a_file_noqa_after_code_and_a_break_that_ends_no_line_skips_nothing(tmp_path: Path, separator: str) -> None:
+
+def separated(separator: str) -> str:
+    """UNDECLARED with `x = 1<separator># flake8: noqa` after its first import (its findings on the
+    same lines)."""
+    text = textwrap.dedent(UNDECLARED).replace("from torch import nn\n",
+                                               f"from torch import nn\nx = 1{separator}# flake8: noqa\n", 1)
+    return text.replace("\n\n\n@", "\n\n@")
+
+
+def separated_name(separator: str, skipped: bool = False) -> str:
+    return f"sep_{ord(separator):04x}{'_skipped' if skipped else ''}.py"
+
+
+#: Encodings that hide the API from the bytes: the cookie, and the text's bytes after it.
+COOKIES: dict[str, tuple[bytes, Callable[[str], bytes]]] = {
+    # t written in UTF-7 (+AHQ-): the bytes hold no `torchgpipe` that the text does.
+    "utf-7": (b"# coding: utf-7\n",
+              lambda text: text.encode("utf-7").replace(b"torchgpipe", b"+AHQ-orchgpipe")),
+    "latin-1": (b"# -*- coding: latin-1 -*-\n", lambda text: text.encode("latin-1")),
+    "cp1252": (b"# vim: set fileencoding=cp1252 :\n", lambda text: text.encode("cp1252")),
+}
+ACCENTED = textwrap.dedent(UNDECLARED).replace("declared", "déclaré")
+
+
+def encoded_name(encoding: str) -> str:
+    return f"enc_{encoding}.py"
+
+
+class DoorRuns(NamedTuple):
+    """The processes run once over every case's file: `python -m skiplint --isolated` with -j 1
+    and -j 2, and flake8 (--select SKP,E9: its own E999 for what Python cannot compile)."""
+    root: Path
+    names: list[str]
+    serial: subprocess.CompletedProcess[str]
+    pool: subprocess.CompletedProcess[str]
+    flake8: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def door_runs(tmp_path_factory: pytest.TempPathFactory) -> DoorRuns:
+    root = tmp_path_factory.mktemp("doors")
+    files: dict[str, bytes] = {}
+    for separator in SEPARATORS:
+        text = separated(separator)
+        files[separated_name(separator)] = text.encode("utf-8")
+        skipped = text.replace(f"x = 1{separator}# flake8: noqa", "# flake8: noqa")
+        files[separated_name(separator, skipped=True)] = skipped.encode("utf-8")
+    for encoding, (cookie, encode) in COOKIES.items():
+        files[encoded_name(encoding)] = cookie + encode(ACCENTED)
+    for name, data in files.items():
+        (root / name).write_bytes(data)
+    names = sorted(files)
+    serial, pool = (run("-m", "skiplint", "--isolated", "-j", jobs, *names, cwd=root) for jobs in ("1", "2"))
+    flake8 = run("-m", "flake8", "--isolated", "--select", "SKP,E9", *names, cwd=root)
+    return DoorRuns(root, names, serial, pool, flake8)
+
+
+def report_of(output: str, name: str) -> str:
+    """The lines of `output` about the file `name` (split at newlines only: a message may hold any
+    other break)."""
+    return "".join(line + "\n" for line in output.split("\n") if line.startswith(f"{name}:"))
+
+
+def _every_door(runs: DoorRuns, name: str) -> tuple[list[str], tuple[int, int]]:
+    """The report of `name` through the path (-j 1 and -j 2, from the runs over every case's file;
+    -j 1 again, over this file alone, in this process), standard input (in this process) and
+    flake8; and the exit statuses of the path and standard input for this file alone."""
+    alone = inprocess.skiplint(["--isolated", "-j", "1", name], runs.root)
+    stdin = inprocess.skiplint(["--isolated", "-", "--stdin-display-name", name], runs.root,
+                               stdin=(runs.root / name).read_bytes())
+    reports = [report_of(runs.serial.stdout, name), report_of(runs.pool.stdout, name), alone.stdout, stdin.stdout,
+               report_of(runs.flake8.stdout, name)]
+    return reports, (alone.returncode, stdin.returncode)
+
+
+def test_every_door_over_every_case_reports_only_their_files_and_exits_with_the_worst(door_runs: DoorRuns) -> None:
+    """What the cases below read from the runs over all their files: every line is about one of
+    the files, -j 1 and -j 2 print the same and nothing on standard error, and the status is the
+    worst of the files' (2: some are no Python; flake8's 1: something was reported)."""
+    assert door_runs.serial.stderr == door_runs.pool.stderr == ""
+    for done in (door_runs.serial, door_runs.pool, door_runs.flake8):
+        assert done.stdout.endswith("\n")
+        assert {line.split(":", 1)[0] for line in done.stdout.split("\n")[:-1]} <= set(door_runs.names)
+    assert door_runs.serial.stdout == door_runs.pool.stdout
+    assert (door_runs.serial.returncode, door_runs.pool.returncode, door_runs.flake8.returncode) == (2, 2, 1)
+
+
+@pytest.mark.parametrize("separator", SEPARATORS)
+def test_a_file_noqa_after_code_and_a_break_that_ends_no_line_skips_nothing(door_runs: DoorRuns,
+                                                                            separator: str) -> None:
     """`str.splitlines` breaks at these; Python's tokenizer and flake8 do not: `x = 1<break>#
     flake8: noqa` is code then a comment on one line, no file-level noqa, in every door."""
-    text = textwrap.dedent(UNDECLARED).replace("from torch import nn\n", f"from torch import nn\nx = 1{separator}# flake8: noqa\n", 1)
-    (tmp_path / "m.py").write_text(text.replace("\n\n\n@", "\n\n@"), encoding="utf-8")
-    doors = _every_door(tmp_path, "m.py")
+    name = separated_name(separator)
+    reports, statuses = _every_door(door_runs, name)
     if separator == "\x0c":  # a form feed is a blank to Python: the file is checked
-        expected = "".join(line.format("m.py") + "\n" for line in UNDECLARED_LINES)
-        assert doors == [(expected, 1)] * 4
+        expected = "".join(line.format(name) + "\n" for line in UNDECLARED_LINES)
+        assert reports == [expected] * 5 and statuses == (1, 1)
     else:  # the others are no Python: the file is no longer passed as clean
-        (cli, status), *others, (flake8, flake8_status) = doors
-        assert others == [(cli, status)] * 2 and status == 2
+        cli, *others, flake8 = reports
+        assert others == [cli] * 3 and statuses == (2, 2)
         # Where the running Python's parser puts the error: column 6 (the separator), or 5 on 3.10,
         # which reads `1<separator>` as an invalid decimal literal.
         with pytest.raises(SyntaxError) as error:
-            compile(text, "m.py", "exec")
-        where = f"m.py:{error.value.lineno}:{error.value.offset}: "
-        assert where in ("m.py:2:6: ", "m.py:2:5: ")
+            compile((door_runs.root / name).read_text(encoding="utf-8"), name, "exec")
+        where = f"{name}:{error.value.lineno}:{error.value.offset}: "
+        assert where in (f"{name}:2:6: ", f"{name}:2:5: ")
         assert cli.startswith(where + "SKP900 could not check this file: syntax error: ") and cli.count("\n") == 1
-        assert flake8.startswith("m.py:2:") and " E999 " in flake8 and flake8_status == 1
-    skipped = text.replace(f"x = 1{separator}# flake8: noqa", "# flake8: noqa")
-    (tmp_path / "m.py").write_text(skipped.replace("\n\n\n@", "\n\n@"), encoding="utf-8")
-    assert _every_door(tmp_path, "m.py") == [("", 0)] * 4
+        assert flake8.startswith(f"{name}:2:") and " E999 " in flake8  # flake8's status: the run's, 1
+    # The noqa comment on a line of its own: the whole file is skipped.
+    assert _every_door(door_runs, separated_name(separator, skipped=True)) == ([""] * 5, (0, 0))
 
 
-COOKIES = [
-    # t written in UTF-7 (+AHQ-): the bytes hold no `torchgpipe` that the text does.
-    pytest.param(b"# coding: utf-7\n", lambda text: text.encode("utf-7").replace(b"torchgpipe", b"+AHQ-orchgpipe"),
-                 id="utf-7"),
-    pytest.param(b"# -*- coding: latin-1 -*-\n", lambda text: text.encode("latin-1"), id="latin-1"),
-    pytest.param(b"# vim: set fileencoding=cp1252 :\n", lambda text: text.encode("cp1252"), id="cp1252"),
-]
-
-
-@pytest.mark.parametrize(("cookie", "encode"), COOKIES)
+@pytest.mark.parametrize("encoding", list(COOKIES))
 def test_encodings_that_hide_the_api_from_the_bytes_are_read_as_text_by_every_door(
-        tmp_path: Path, cookie: bytes, encode: Callable[[str], bytes]) -> None:
+        door_runs: DoorRuns, encoding: str) -> None:
     """A `# coding: utf-7` file was clean by path (its bytes name no API module) while standard
     input and flake8 reported its findings: the prefilter decides on the text whenever the
     encoding is not UTF-8."""
-    text = textwrap.dedent(UNDECLARED).replace("declared", "déclaré")
-    (tmp_path / "m.py").write_bytes(cookie + encode(text))
-    expected = ("m.py:7:19: SKP103 'déclaré' is declared in stash=[...] but no path of forward stashes it\n"
-                "m.py:10:15: SKP101 'stashed' is stashed but not declared in stash=[...]\n")
-    assert _every_door(tmp_path, "m.py") == [(expected, 1)] * 4
+    name = encoded_name(encoding)
+    expected = (f"{name}:7:19: SKP103 'déclaré' is declared in stash=[...] but no path of forward stashes it\n"
+                f"{name}:10:15: SKP101 'stashed' is stashed but not declared in stash=[...]\n")
+    assert _every_door(door_runs, name) == ([expected] * 5, (1, 1))
