@@ -73,8 +73,7 @@ class Batch:
             (root / "alone" / case).mkdir(parents=True)
             make(root / "alone" / case)
             paths.extend(f"alone/{case}/{name}" for name in files)
-        # Each case alone is bounded by the limits (a minute at most, form feeds and chains five);
-        # this covers them all.
+        # Each case had a minute of its own (the form feeds and the chains five): ten cover them all.
         self.done = skiplint(*paths, cwd=root, timeout=600)
         self.all = norm(self.done.stdout)
 
@@ -118,6 +117,11 @@ CHECKED_NAMED: dict[str, tuple[Make, Sequence[str]]] = {}
 
 def case_id(request: pytest.FixtureRequest) -> str:
     return request.node.callspec.id  # type: ignore[no-any-return]
+
+
+def batch_of(request: pytest.FixtureRequest, refused: bool) -> Batch:
+    """The batch of the refused cases or of the checked ones (only that one is run)."""
+    return request.getfixturevalue("refused" if refused else "checked")  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="module")
@@ -176,9 +180,9 @@ for _case in BYTES_CASES:
 
 
 @pytest.mark.parametrize(("name", "data", "reason"), BYTES_CASES)
-def test_undecodable_bytes_are_one_skp900_line(refused: Batch, checked: Batch, request: pytest.FixtureRequest,
-                                               name: str, data: bytes, reason: Optional[str]) -> None:
-    check_case(checked if reason is None else refused, f"bytes-{case_id(request)}", reason)
+def test_undecodable_bytes_are_one_skp900_line(request: pytest.FixtureRequest, name: str, data: bytes,
+                                               reason: Optional[str]) -> None:
+    check_case(batch_of(request, reason is not None), f"bytes-{case_id(request)}", reason)
 
 
 LATIN1 = b"# -*- coding: latin-1 -*-\n" + API.encode() + b"x = '\xe9t\xe9'\n"
@@ -427,7 +431,7 @@ CHAINS_REFUSED = sys.version_info[:2] == (3, 12)
 (REFUSED if CHAINS_REFUSED else CHECKED)["chains"] = write_chains
 
 
-def test_chains_of_a_thousand_terms_are_checked(refused: Batch, checked: Batch) -> None:
+def test_chains_of_a_thousand_terms_are_checked(request: pytest.FixtureRequest) -> None:
     """Each was "nested too deeply to analyse (RecursionError)": the analysis recurses once per
     level, and a deep tree now gets the room for it (limits.SHALLOW_DEPTH), in the CLI and in the
     flake8 plugin (called here from within pytest's own stack)."""
@@ -435,13 +439,13 @@ def test_chains_of_a_thousand_terms_are_checked(refused: Batch, checked: Batch) 
     found = [(line, col, message[:6]) for line, col, message, _ in
              SkiplintChecker(None, source.splitlines(keepends=True), "unary.py").run()]
     if CHAINS_REFUSED:
-        assert refused.lines("chains") == [
+        assert batch_of(request, True).lines("chains") == [
             f"{name}.py:1:1: SKP900 could not check this file: nested too deeply to locate its findings "
             "(RecursionError with 12,000 frames of room; Python 3.12 also limits nested C calls)"
             for name in sorted(CHAINS)]
         assert found == [(1, 0, "SKP900")]
         return
-    assert checked.lines("chains") == [
+    assert batch_of(request, False).lines("chains") == [
         line for name in sorted(CHAINS) for line in (
             f"{name}.py:5:19: SKP103 'a' is declared in stash=[...] but no path of forward stashes it",
             f"{name}.py:9:15: SKP101 'b' is stashed but not declared in stash=[...]")]
@@ -646,17 +650,17 @@ NEWEST = API + "try:\n    pass\nexcept ValueError, TypeError:\n    pass\nmsg = t
 (CHECKED if LIBCST_READS_314 else REFUSED)["syntax-newer-than-libcst"] = with_good(write("newest.py", NEWEST.encode()))
 
 
-def test_syntax_newer_than_libcst_is_one_line_or_checked(checked: Batch, refused: Batch) -> None:
+def test_syntax_newer_than_libcst_is_one_line_or_checked(request: pytest.FixtureRequest) -> None:
     """Python 3.14 syntax: checked where the installed libcst reads it, else one SKP900 line."""
     if LIBCST_READS_314:
-        check_case(checked, "syntax-newer-than-libcst", None)
+        check_case(batch_of(request, False), "syntax-newer-than-libcst", None)
         return
     try:  # where the running Python puts the error, as the report must
         compile(NEWEST, "newest.py", "exec", dont_inherit=True)
         where = ":1:1:"
     except SyntaxError as error:
         where = f":{error.lineno}:{error.offset}:"
-    check_case(refused, "syntax-newer-than-libcst", "syntax error", where)
+    check_case(batch_of(request, True), "syntax-newer-than-libcst", "syntax error", where)
 
 
 if hasattr(os, "mkfifo"):
