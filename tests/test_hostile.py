@@ -1,13 +1,17 @@
 """Hostile input: the CLI reports each bad file in one SKP900 line, checks the rest, exits 2;
 the flake8 plugin never raises.
 
-Every case runs the real CLI in a subprocess (a crash of libcst's native parser would kill an
-in-process test run), next to a good file with a known finding that must still be reported.
+The cases run the real CLI in a subprocess (a crash of libcst's native parser would kill an
+in-process test run), each next to a good file with a known finding that must still be reported.
+The cases share their subprocess: every case is a directory of one tree, the CLI runs once over
+the tree (a batch: one for the cases refused, one for those checked), and each case's test reads
+its own directory's lines.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import os
 import stat
@@ -15,7 +19,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -23,6 +27,7 @@ from hypothesis import strategies as st
 
 from skiplint import cli, engine, limits, parsing, sources
 from skiplint.flake8_plugin import SkiplintChecker
+from tests import inprocess
 
 GOOD = textwrap.dedent("""\
     from torchgpipe.skip import skippable, stash
@@ -37,6 +42,7 @@ GOOD = textwrap.dedent("""\
             return x
 """)
 GOOD_FINDING = "good.py:8:15: SKP101 "
+GOOD_LINE = GOOD_FINDING + "'b' is stashed but not declared in stash=[...]"
 API = "from torchgpipe.skip import skippable, stash, pop\n"
 
 
@@ -50,26 +56,95 @@ def norm(out: str) -> list[str]:
     return [line[2:] if line.startswith("./") else line for line in out.splitlines()]
 
 
-def check_tree(tmp_path: Path, make_bad: Callable[[Path], None], reason: Optional[str],
-               where: str = ":1:1:") -> str:
-    """Lint a tree of one good file and the hostile thing; return the bad file's SKP900 line,
-    which is reported at `where` (line and column)."""
-    (tmp_path / "good.py").write_text(GOOD, encoding="utf-8")
-    make_bad(tmp_path)
-    done = skiplint(".", cwd=tmp_path)
-    assert "Traceback" not in done.stderr, done.stderr
-    lines = norm(done.stdout)
-    assert any(line.startswith(GOOD_FINDING) for line in lines), done.stdout
+Make = Callable[[Path], None]
+
+
+class Batch:
+    """One run of `python -m skiplint -j 1` (the path door, in a subprocess of its own) over a tree
+    holding many cases, each in a directory of its own: `walked` under `tree/` (the run names the
+    folder), `named` under `alone/` (the run names the given files in them, not the folder)."""
+
+    def __init__(self, root: Path, walked: dict[str, Make], named: dict[str, tuple[Make, Sequence[str]]]) -> None:
+        for case, make in walked.items():
+            (root / "tree" / case).mkdir(parents=True)
+            make(root / "tree" / case)
+        paths = ["tree"]
+        for case, (make, files) in named.items():
+            (root / "alone" / case).mkdir(parents=True)
+            make(root / "alone" / case)
+            paths.extend(f"alone/{case}/{name}" for name in files)
+        # Each case had a minute of its own (the form feeds and the chains five): ten cover them all.
+        self.done = skiplint(*paths, cwd=root, timeout=600)
+        self.all = norm(self.done.stdout)
+
+    def lines(self, case: str) -> list[str]:
+        """The output lines about the files of one case, with paths relative to its directory."""
+        assert "Traceback" not in self.done.stderr, self.done.stderr
+        prefixes = (f"tree/{case}/", f"alone/{case}/")
+        return [line.split("/", 2)[2] for line in self.all if line.startswith(prefixes)]
+
+
+def check_case(batch: Batch, case: str, reason: Optional[str], where: str = ":1:1:") -> str:
+    """A case of one good file and the hostile thing: return the bad file's SKP900 line, which is
+    reported at `where` (line and column), or "" when it is checked (reason None: no line)."""
+    lines = batch.lines(case)
+    assert any(line.startswith(GOOD_FINDING) for line in lines), lines
     bad = [line for line in lines if "SKP900" in line]
+    assert [line for line in lines if line not in bad] == [GOOD_LINE], lines
     if reason is None:
-        assert not bad, done.stdout
-        assert done.returncode == 1, done.stdout + done.stderr
+        assert not bad, lines
         return ""
-    assert len(bad) == 1, done.stdout
+    assert len(bad) == 1, lines
     assert reason in bad[0], bad[0]
     assert bad[0].count("\n") == 0 and f"{where} SKP900 could not check this file: " in bad[0]
-    assert done.returncode == 2, done.stdout + done.stderr
     return bad[0]
+
+
+def with_good(make: Make) -> Make:
+    """The hostile thing next to good.py."""
+    def make_both(root: Path) -> None:
+        (root / "good.py").write_text(GOOD, encoding="utf-8")
+        make(root)
+    return make_both
+
+
+#: The cases of the two batches, by directory name: REFUSED each give an SKP900 line (the run
+#: exits 2), CHECKED none (the run exits 1: good.py's finding). Filled next to each test.
+REFUSED: dict[str, Make] = {}
+CHECKED: dict[str, Make] = {}
+CHECKED_NAMED: dict[str, tuple[Make, Sequence[str]]] = {}
+
+
+def case_id(request: pytest.FixtureRequest) -> str:
+    return request.node.callspec.id  # type: ignore[no-any-return]
+
+
+def batch_of(request: pytest.FixtureRequest, refused: bool) -> Batch:
+    """The batch of the refused cases or of the checked ones (only that one is run)."""
+    return request.getfixturevalue("refused" if refused else "checked")  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def refused(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
+    root = tmp_path_factory.mktemp("refused")
+    try:
+        yield Batch(root, REFUSED, {})
+    finally:
+        if (root / "tree" / "unreadable" / "secret.py").exists():
+            (root / "tree" / "unreadable" / "secret.py").chmod(stat.S_IRUSR | stat.S_IWUSR)
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> Batch:
+    return Batch(tmp_path_factory.mktemp("checked"), CHECKED, CHECKED_NAMED)
+
+
+def test_each_batch_exits_as_its_cases_say(refused: Batch, checked: Batch) -> None:
+    """The exit status is the run's: 2 where a file could not be checked, else 1 (good.py's
+    finding). Every refused case says SKP900; no checked case does, unless the running Python
+    refuses the expression deep enough for a RecursionError in libcst (that test says which)."""
+    assert (refused.done.returncode, refused.done.stderr) == (2, "")
+    assert (checked.done.returncode, checked.done.stderr) == (2 if recursion_case_lines(checked) else 1, "")
 
 
 def write(name: str, data: bytes) -> Callable[[Path], None]:
@@ -99,15 +174,23 @@ BYTES_CASES = [
 ]
 
 
+for _case in BYTES_CASES:
+    _name, _data, _reason = _case.values
+    (CHECKED if _reason is None else REFUSED)[f"bytes-{_case.id}"] = with_good(write(_name, _data))
+
+
 @pytest.mark.parametrize(("name", "data", "reason"), BYTES_CASES)
-def test_undecodable_bytes_are_one_skp900_line(tmp_path: Path, name: str, data: bytes,
+def test_undecodable_bytes_are_one_skp900_line(request: pytest.FixtureRequest, name: str, data: bytes,
                                                reason: Optional[str]) -> None:
-    check_tree(tmp_path, write(name, data), reason)
+    check_case(batch_of(request, reason is not None), f"bytes-{case_id(request)}", reason)
 
 
-def test_latin1_cookie_is_honoured_not_reported(tmp_path: Path) -> None:
-    data = b"# -*- coding: latin-1 -*-\n" + API.encode() + b"x = '\xe9t\xe9'\n"
-    check_tree(tmp_path, write("latin1.py", data), None)
+LATIN1 = b"# -*- coding: latin-1 -*-\n" + API.encode() + b"x = '\xe9t\xe9'\n"
+CHECKED["latin1-cookie"] = with_good(write("latin1.py", LATIN1))
+
+
+def test_latin1_cookie_is_honoured_not_reported(checked: Batch) -> None:
+    check_case(checked, "latin1-cookie", None)
 
 
 #: Byte sequences that are not UTF-8: a lone lead byte, a continuation byte, a cut sequence, an
@@ -152,16 +235,17 @@ def test_bytes_that_are_not_utf8_are_refused_where_python_refuses_them(place: st
             sources.decode(data)
 
 
-def test_bytes_that_are_not_utf8_in_a_comment_are_checked(tmp_path: Path) -> None:
-    data = API.encode() + GOOD.split("\n", 1)[1].encode().replace(b"class Layer", b"# caf\xe9 \xff\nclass Layer")
-    check_tree(tmp_path, write("comment.py", data), None)
-    done = skiplint("comment.py", cwd=tmp_path)
-    assert (done.returncode, done.stderr) == (1, "")
-    assert norm(done.stdout) == ["comment.py:9:15: SKP101 'b' is stashed but not declared in stash=[...]"]
+IN_COMMENT = API.encode() + GOOD.split("\n", 1)[1].encode().replace(b"class Layer", b"# caf\xe9 \xff\nclass Layer")
+CHECKED["not-utf8-in-a-comment"] = with_good(write("comment.py", IN_COMMENT))
 
 
-@pytest.fixture(scope="module")
-def ten_megabytes(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+def test_bytes_that_are_not_utf8_in_a_comment_are_checked(checked: Batch) -> None:
+    assert checked.lines("not-utf8-in-a-comment") == [
+        "comment.py:9:15: SKP101 'b' is stashed but not declared in stash=[...]", GOOD_LINE]
+
+
+@functools.lru_cache(maxsize=None)
+def generated_ten_megabytes() -> bytes:
     """A 10 MB generated module that uses the API (libcst would need minutes and gigabytes)."""
     unit = textwrap.dedent("""
         @skippable(stash=["s{i}"])
@@ -180,8 +264,20 @@ def ten_megabytes(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     return "".join(parts).encode()
 
 
-def test_ten_megabyte_module_is_refused_quickly(tmp_path: Path, ten_megabytes: bytes) -> None:
-    line = check_tree(tmp_path, write("huge.py", ten_megabytes), "too large to check")
+@pytest.fixture(scope="module")
+def ten_megabytes() -> bytes:
+    return generated_ten_megabytes()
+
+
+def write_huge(root: Path) -> None:
+    (root / "huge.py").write_bytes(generated_ten_megabytes())
+
+
+REFUSED["ten-megabytes"] = with_good(write_huge)
+
+
+def test_ten_megabyte_module_is_refused_quickly(refused: Batch) -> None:
+    line = check_case(refused, "ten-megabytes", "too large to check")
     assert "10.0 MB" in line
 
 
@@ -219,35 +315,44 @@ DEEP = [  # (source, where the SKP900 is reported, reason)
 ]
 
 
+REFUSED.update({f"deep-{case.id}": with_good(write("deep.py", case.values[0].encode())) for case in DEEP})
+
+
 @pytest.mark.parametrize(("source", "where", "reason"), DEEP)
-def test_nesting_that_kills_libcst_is_refused(tmp_path: Path, source: str, where: str, reason: str) -> None:
+def test_nesting_that_kills_libcst_is_refused(refused: Batch, request: pytest.FixtureRequest, source: str,
+                                              where: str, reason: str) -> None:
     """Each of these ends the process with SIGSEGV inside libcst 1.9's native parser, or keeps it
     busy for minutes; the token scan refuses them whatever Python thinks of the text."""
-    line = check_tree(tmp_path, write("deep.py", source.encode()), reason, where=f":{where}:")
+    line = check_case(refused, f"deep-{case_id(request)}", reason, where=f":{where}:")
     assert line == f"deep.py:{where}: SKP900 could not check this file: {reason}"
 
 
-def test_deep_sibling_module_through_the_project_index(tmp_path: Path) -> None:
+DEEP_BLOCKS = "import torch.nn as nn\n\nclass Block(nn.Module):\n    table = " + "(" * 1000 + ")" * 1000 + "\n"
+MODEL = GOOD + "\nfrom blocks import Block\n\nmodel = nn.Sequential(Block(), Layer())\n"
+
+
+def deep_sibling(blocks: str) -> Make:
+    def make(root: Path) -> None:
+        (root / "blocks.py").write_text(blocks, encoding="utf-8")
+        (root / "model.py").write_text(MODEL, encoding="utf-8")
+    return make
+
+
+CHECKED_NAMED["sibling-model-named"] = (deep_sibling(DEEP_BLOCKS), ["model.py"])
+CHECKED["sibling-walked"] = deep_sibling(DEEP_BLOCKS)  # blocks.py names no API module: not checked itself
+REFUSED["sibling-uses-the-api"] = deep_sibling(API + DEEP_BLOCKS)
+
+
+def test_deep_sibling_module_through_the_project_index(checked: Batch, refused: Batch, tmp_path: Path) -> None:
     """model.py is fine; the sibling it imports a layer from is not. The project index parses
     the sibling through the same guard, under skiplint and under flake8."""
-    (tmp_path / "blocks.py").write_text(
-        "import torch.nn as nn\n\nclass Block(nn.Module):\n    table = " + "(" * 1000 + ")" * 1000 + "\n",
-        encoding="utf-8")
-    (tmp_path / "model.py").write_text(GOOD + "\nfrom blocks import Block\n\nmodel = nn.Sequential(Block(), Layer())\n",
-                                       encoding="utf-8")
-    done = skiplint("model.py", cwd=tmp_path)
-    assert (done.returncode, done.stderr) == (1, "")
-    assert norm(done.stdout) == ["model.py:8:15: SKP101 'b' is stashed but not declared in stash=[...]"]
-    done = skiplint(".", cwd=tmp_path)  # blocks.py names no API module: not checked itself
-    assert (done.returncode, done.stderr) == (1, "")
-    assert norm(done.stdout) == ["model.py:8:15: SKP101 'b' is stashed but not declared in stash=[...]"]
-    (tmp_path / "blocks.py").write_text(API + (tmp_path / "blocks.py").read_text(encoding="utf-8"),
-                                        encoding="utf-8")
-    done = skiplint(".", cwd=tmp_path)
-    assert (done.returncode, done.stderr) == (2, "")
-    assert norm(done.stdout) == [
+    assert checked.lines("sibling-model-named") == [
+        "model.py:8:15: SKP101 'b' is stashed but not declared in stash=[...]"]
+    assert checked.lines("sibling-walked") == ["model.py:8:15: SKP101 'b' is stashed but not declared in stash=[...]"]
+    assert refused.lines("sibling-uses-the-api") == [
         f"blocks.py:5:213: SKP900 could not check this file: {BRACKETS}",
         "model.py:8:15: SKP101 'b' is stashed but not declared in stash=[...]"]
+    deep_sibling(API + DEEP_BLOCKS)(tmp_path)
     done = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "-j", "1", "--select", "SKP", "."],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (1, "")
@@ -267,22 +372,28 @@ def recursion_in_forward(depth: int) -> str:
     """)
 
 
-def test_expression_deep_enough_for_recursion_error_in_libcst(tmp_path: Path) -> None:
+#: Checked or refused, as the running Python allows: in the batch of the cases checked, whose exit
+#: status then says which (test_each_batch_exits_as_its_cases_say).
+CHECKED["recursion-error"] = with_good(write("deep.py", recursion_in_forward(1400).encode()))
+
+
+def recursion_case_lines(checked: Batch) -> list[str]:
+    return [line for line in checked.lines("recursion-error") if line.startswith("deep.py")]
+
+
+def test_expression_deep_enough_for_recursion_error_in_libcst(checked: Batch) -> None:
     import libcst as cst
 
     source = recursion_in_forward(1400)
     module = cst.parse_module(source)  # parses, but any recursive walk of it gives up
     with pytest.raises(RecursionError):
         module.code  # noqa: B018
-    (tmp_path / "good.py").write_text(GOOD, encoding="utf-8")
-    (tmp_path / "deep.py").write_text(source, encoding="utf-8")
-    done = skiplint(".", cwd=tmp_path)
-    assert "Traceback" not in done.stderr, done.stderr
-    assert any(line.startswith(GOOD_FINDING) for line in norm(done.stdout))
-    deep = [line for line in norm(done.stdout) if line.startswith("deep.py")]
+    lines = checked.lines("recursion-error")
+    assert any(line.startswith(GOOD_FINDING) for line in lines)
+    deep = recursion_case_lines(checked)
+    assert lines == deep + [GOOD_LINE], lines
     # Either the file is fully checked (it is clean) or it is reported once as too deep.
     assert deep == [] or (len(deep) == 1 and "SKP900" in deep[0] and "RecursionError" in deep[0]), deep
-    assert done.returncode == (2 if deep else 1)
 
 
 #: Valid chains of 1,000 terms, inside the parser's limits (and CPython's): each nests libcst's
@@ -310,26 +421,31 @@ def chain_in_forward(expression: str) -> str:
         """).format(expression)
 
 
-def test_chains_of_a_thousand_terms_are_checked(tmp_path: Path) -> None:
+def write_chains(root: Path) -> None:
+    for name, expression in CHAINS.items():
+        (root / f"{name}.py").write_text(chain_in_forward(expression), encoding="utf-8")
+
+
+#: Python 3.12's limit on nested C calls stops libcst's code generation: refused there.
+CHAINS_REFUSED = sys.version_info[:2] == (3, 12)
+(REFUSED if CHAINS_REFUSED else CHECKED)["chains"] = write_chains
+
+
+def test_chains_of_a_thousand_terms_are_checked(request: pytest.FixtureRequest) -> None:
     """Each was "nested too deeply to analyse (RecursionError)": the analysis recurses once per
     level, and a deep tree now gets the room for it (limits.SHALLOW_DEPTH), in the CLI and in the
     flake8 plugin (called here from within pytest's own stack)."""
-    for name, expression in CHAINS.items():
-        (tmp_path / f"{name}.py").write_text(chain_in_forward(expression), encoding="utf-8")
-    done = skiplint(".", cwd=tmp_path, timeout=300)
     source = chain_in_forward(CHAINS["unary"])
     found = [(line, col, message[:6]) for line, col, message, _ in
              SkiplintChecker(None, source.splitlines(keepends=True), "unary.py").run()]
-    if sys.version_info[:2] == (3, 12):  # its limit on nested C calls stops libcst's code generation
-        assert (done.returncode, done.stderr) == (2, "")
-        assert norm(done.stdout) == [
+    if CHAINS_REFUSED:
+        assert batch_of(request, True).lines("chains") == [
             f"{name}.py:1:1: SKP900 could not check this file: nested too deeply to locate its findings "
             "(RecursionError with 12,000 frames of room; Python 3.12 also limits nested C calls)"
             for name in sorted(CHAINS)]
         assert found == [(1, 0, "SKP900")]
         return
-    assert (done.returncode, done.stderr) == (1, "")
-    assert norm(done.stdout) == [
+    assert batch_of(request, False).lines("chains") == [
         line for name in sorted(CHAINS) for line in (
             f"{name}.py:5:19: SKP103 'a' is declared in stash=[...] but no path of forward stashes it",
             f"{name}.py:9:15: SKP101 'b' is stashed but not declared in stash=[...]")]
@@ -440,9 +556,7 @@ def test_lone_backslashes_where_every_python_and_libcst_agree_are_accepted(lines
         ("a", ("f", "x")), ("y", ("f", "x")), ("z", ("f",))]
 
 
-def test_lone_backslashes_in_a_row_are_judged_by_their_first(tmp_path: Path) -> None:
-    """A finding after two backslash lines is reported where it is, not refused (SKP900)."""
-    source = API + textwrap.dedent("""\
+BACKSLASHES_IN_A_ROW = API + textwrap.dedent("""\
         from torch import nn
 
 
@@ -456,10 +570,12 @@ def test_lone_backslashes_in_a_row_are_judged_by_their_first(tmp_path: Path) -> 
                 \\
         \x0c        return x
         """)
-    (tmp_path / "m.py").write_text(source)
-    done = skiplint("m.py", cwd=tmp_path)
-    assert (done.returncode, done.stderr) == (1, "")
-    assert norm(done.stdout) == [
+CHECKED["backslashes-in-a-row"] = write("m.py", BACKSLASHES_IN_A_ROW.encode())
+
+
+def test_lone_backslashes_in_a_row_are_judged_by_their_first(checked: Batch) -> None:
+    """A finding after two backslash lines is reported where it is, not refused (SKP900)."""
+    assert checked.lines("backslashes-in-a-row") == [
         "m.py:5:19: SKP103 'skip' is declared in stash=[...] but no path of forward stashes it",
         "m.py:11:15: SKP101 'other' is stashed but not declared in stash=[...]"]
 
@@ -485,10 +601,9 @@ def test_lone_backslashes_are_refused_exactly_where_python_and_libcst_disagree(
     assert (refused == LONE) is (python != libcst), (source, refused)
 
 
-def test_lone_backslash_that_would_invent_a_finding_is_one_skp900_line(tmp_path: Path) -> None:
-    # libcst (and Python 3.9) read this `yield stash(...)` as inside the `if` block, which would be
-    # an SKP111 (stashed on some paths only); Python 3.10 and later run it on every path.
-    source = API + textwrap.dedent("""\
+# libcst (and Python 3.9) read this `yield stash(...)` as inside the `if` block, which would be
+# an SKP111 (stashed on some paths only); Python 3.10 and later run it on every path.
+INVENTED = API + textwrap.dedent("""\
         from torch import nn
 
 
@@ -501,15 +616,19 @@ def test_lone_backslash_that_would_invent_a_finding_is_one_skp900_line(tmp_path:
                 yield stash("skip", x)
                 return x
         """)
-    (tmp_path / "m.py").write_text(source)
-    done = skiplint("m.py", cwd=tmp_path)
-    assert (done.returncode, done.stderr) == (2, "")
-    assert norm(done.stdout) == [f"m.py:10:9: SKP900 could not check this file: {LONE}"]
+REFUSED["backslash-inventing-a-finding"] = write("m.py", INVENTED.encode())
 
 
-def test_syntax_newer_than_the_parser_is_one_line(tmp_path: Path) -> None:
-    source = API + "x = settings.timeout ?? 10\n"  # PEP 505, which no Python has (yet)
-    line = check_tree(tmp_path, write("future.py", source.encode()), "syntax error", where=":2:22:")
+def test_lone_backslash_that_would_invent_a_finding_is_one_skp900_line(refused: Batch) -> None:
+    assert refused.lines("backslash-inventing-a-finding") == [f"m.py:10:9: SKP900 could not check this file: {LONE}"]
+
+
+FUTURE = API + "x = settings.timeout ?? 10\n"  # PEP 505, which no Python has (yet)
+REFUSED["syntax-newer-than-the-parser"] = with_good(write("future.py", FUTURE.encode()))
+
+
+def test_syntax_newer_than_the_parser_is_one_line(refused: Batch) -> None:
+    line = check_case(refused, "syntax-newer-than-the-parser", "syntax error", where=":2:22:")
     assert line == "future.py:2:22: SKP900 could not check this file: syntax error: invalid syntax"
 
 
@@ -518,42 +637,59 @@ def test_syntax_newer_than_the_parser_is_one_line(tmp_path: Path) -> None:
 LIBCST_READS_314 = tuple(int(p) for p in importlib.metadata.version("libcst").split(".")[:3]) >= (1, 8, 4)
 
 
-def test_syntax_newer_than_the_interpreter_is_checked(tmp_path: Path) -> None:
+MODERN = API + "type Alias = list[int]\n\ndef first[T](xs: list[T]) -> T:\n    return xs[0]\n"
+CHECKED["syntax-newer-than-the-interpreter"] = with_good(write("modern.py", MODERN.encode()))
+
+
+def test_syntax_newer_than_the_interpreter_is_checked(checked: Batch) -> None:
     """Python 3.12 syntax is read by every supported libcst, even on an older interpreter."""
-    source = API + "type Alias = list[int]\n\ndef first[T](xs: list[T]) -> T:\n    return xs[0]\n"
-    check_tree(tmp_path, write("modern.py", source.encode()), None)
+    check_case(checked, "syntax-newer-than-the-interpreter", None)
 
 
-def test_syntax_newer_than_libcst_is_one_line_or_checked(tmp_path: Path) -> None:
+NEWEST = API + "try:\n    pass\nexcept ValueError, TypeError:\n    pass\nmsg = t'{x}'\n"
+(CHECKED if LIBCST_READS_314 else REFUSED)["syntax-newer-than-libcst"] = with_good(write("newest.py", NEWEST.encode()))
+
+
+def test_syntax_newer_than_libcst_is_one_line_or_checked(request: pytest.FixtureRequest) -> None:
     """Python 3.14 syntax: checked where the installed libcst reads it, else one SKP900 line."""
-    source = API + "try:\n    pass\nexcept ValueError, TypeError:\n    pass\nmsg = t'{x}'\n"
     if LIBCST_READS_314:
-        check_tree(tmp_path, write("newest.py", source.encode()), None)
+        check_case(batch_of(request, False), "syntax-newer-than-libcst", None)
         return
     try:  # where the running Python puts the error, as the report must
-        compile(source, "newest.py", "exec", dont_inherit=True)
+        compile(NEWEST, "newest.py", "exec", dont_inherit=True)
         where = ":1:1:"
     except SyntaxError as error:
         where = f":{error.lineno}:{error.offset}:"
-    check_tree(tmp_path, write("newest.py", source.encode()), "syntax error", where)
+    check_case(batch_of(request, True), "syntax-newer-than-libcst", "syntax error", where)
 
 
-def test_named_pipe_is_not_read(tmp_path: Path) -> None:
-    """A FIFO named like a module: opening it for reading would block forever."""
+if hasattr(os, "mkfifo"):
+    REFUSED["named-pipe"] = with_good(lambda root: os.mkfifo(root / "pipe.py"))
+
+
+def test_named_pipe_is_not_read(refused: Batch) -> None:
+    """A FIFO named like a module: opening it for reading would block forever (and block the whole
+    batch: its timeout tells)."""
     if not hasattr(os, "mkfifo"):
         pytest.skip("no FIFOs on this platform")
-    check_tree(tmp_path, lambda root: os.mkfifo(root / "pipe.py"), "a named pipe, not a source file")
+    check_case(refused, "named-pipe", "a named pipe, not a source file")
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root reads any file")
-def test_unreadable_file(tmp_path: Path) -> None:
-    def make(root: Path) -> None:
-        (root / "secret.py").write_text(API, encoding="utf-8")
-        (root / "secret.py").chmod(0)
-    try:
-        check_tree(tmp_path, make, "permission denied")
-    finally:
-        (tmp_path / "secret.py").chmod(stat.S_IRUSR | stat.S_IWUSR)
+ROOT_READS_ANY_FILE = not hasattr(os, "geteuid") or os.geteuid() == 0
+
+
+def write_unreadable(root: Path) -> None:
+    (root / "secret.py").write_text(API, encoding="utf-8")
+    (root / "secret.py").chmod(0)  # made readable again when the batch has run (refused)
+
+
+if not ROOT_READS_ANY_FILE:
+    REFUSED["unreadable"] = with_good(write_unreadable)
+
+
+@pytest.mark.skipif(ROOT_READS_ANY_FILE, reason="root reads any file")
+def test_unreadable_file(refused: Batch) -> None:
+    check_case(refused, "unreadable", "permission denied")
 
 
 def test_unreadable_file_as_reported_by_the_os(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -579,6 +715,7 @@ def test_unreadable_file_as_reported_by_the_os(tmp_path: Path, monkeypatch: pyte
 
 
 def test_symlink_loop(tmp_path: Path) -> None:
+    """In this process: finding and reading the files is plain Python I/O, with no parser to crash."""
     def make(root: Path) -> None:
         os.symlink("b.py", root / "a.py")
         os.symlink("a.py", root / "b.py")
@@ -586,7 +723,7 @@ def test_symlink_loop(tmp_path: Path) -> None:
         os.symlink("..", root / "sub" / "up")  # a directory loop: not followed, never reported
     (tmp_path / "good.py").write_text(GOOD, encoding="utf-8")
     make(tmp_path)
-    done = skiplint(".", cwd=tmp_path)
+    done = inprocess.skiplint(["--isolated", "-j", "1", "."], cwd=tmp_path)
     bad = sorted(line for line in norm(done.stdout) if "SKP900" in line)
     assert bad == [
         "a.py:1:1: SKP900 could not check this file: symbolic link loop",
@@ -599,14 +736,17 @@ def test_symlink_loop(tmp_path: Path) -> None:
 def test_symlink_loop_named_on_the_command_line(tmp_path: Path) -> None:
     os.symlink("self.py", tmp_path / "self.py")
     (tmp_path / "good.py").write_text(GOOD, encoding="utf-8")
-    done = skiplint("self.py", "good.py", cwd=tmp_path)
+    done = inprocess.skiplint(["--isolated", "-j", "1", "self.py", "good.py"], cwd=tmp_path)
     assert "self.py:1:1: SKP900 could not check this file: symbolic link loop" in norm(done.stdout)
     assert "good.py:8:15: SKP101" in done.stdout
     assert done.returncode == 2
 
 
-def test_dangling_symlink_is_a_vanished_file(tmp_path: Path) -> None:
-    check_tree(tmp_path, lambda root: os.symlink("deleted.py", root / "gone.py"), "no such file or directory")
+REFUSED["dangling-symlink"] = with_good(lambda root: os.symlink("deleted.py", root / "gone.py"))
+
+
+def test_dangling_symlink_is_a_vanished_file(refused: Batch) -> None:
+    check_case(refused, "dangling-symlink", "no such file or directory")
 
 
 def test_file_that_vanishes_during_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -773,18 +913,17 @@ def python_skp108(text: str) -> list[tuple[int, int]]:
             and isinstance(node.value.value, ast.BinOp)]
 
 
-def test_form_feeds_in_a_large_module_are_located_without_hanging(tmp_path: Path) -> None:
+BIG_FORM_FEEDS = form_feeds_everywhere(6000, 1000)
+CHECKED["form-feeds-in-a-large-module"] = write("big.py", BIG_FORM_FEEDS.encode("utf-8"))
+
+
+def test_form_feeds_in_a_large_module_are_located_without_hanging(checked: Batch) -> None:
     # libcst's generated code differs from this 280 KB source in 6,006 places; aligning the two
-    # character by character took hours. The timeout only guards against a hang.
-    text = form_feeds_everywhere(6000, 1000)
-    (tmp_path / "big.py").write_bytes(text.encode("utf-8"))
-    done = skiplint("big.py", cwd=tmp_path, timeout=300)
-    assert done.stderr == ""
-    assert done.returncode == 1
+    # character by character took hours. The batch's timeout only guards against a hang.
     expected = [f"big.py:{line}:{column}: SKP108 forward of a @skippable class yields 'x * 2', which is not a "
-                "stash/pop command" for line, column in python_skp108(text)]
+                "stash/pop command" for line, column in python_skp108(BIG_FORM_FEEDS)]
     assert len(expected) == 6 and expected[0].startswith("big.py:5011:10:")
-    assert norm(done.stdout) == expected
+    assert checked.lines("form-feeds-in-a-large-module") == expected
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
