@@ -353,25 +353,29 @@ def test_an_edit_that_adds_lines_is_compared_line_for_line(monkeypatch: pytest.M
 
 # -- standard input --------------------------------------------------------------------------------
 
-def fix_stdin(data: bytes, *args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    """`skiplint fix - ARGS` with `data` on standard input, run in this process as tests/inprocess.py
-    runs the CLI: its exit status and the bytes it writes (a source keeps its own encoding)."""
-    stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="strict")
+def skiplint_bytes(argv: list[str], cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    """`skiplint ARGV` with `stdin` on standard input, run in this process as tests/inprocess.py runs
+    the CLI: its exit status and the bytes it writes (a source passed through keeps its own encoding)."""
+    given = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8", errors="strict")
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", newline="\n", write_through=True)
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", newline="\n",
                            write_through=True)
     saved = sys.stdin, sys.stdout, sys.stderr, os.getcwd()
-    sys.stdin, sys.stdout, sys.stderr = stdin, out, err
+    sys.stdin, sys.stdout, sys.stderr = given, out, err
     os.chdir(cwd)
     try:
-        status = cli.main(["fix", "-", *args])
+        status = cli.main(list(argv))
     except SystemExit as stop:  # argparse's usage errors
         status = stop.code if isinstance(stop.code, int) else 2
     finally:
         sys.stdin, sys.stdout, sys.stderr = saved[:3]
         os.chdir(saved[3])
-    return subprocess.CompletedProcess(["skiplint", "fix", "-", *args], status,
+    return subprocess.CompletedProcess(["skiplint", *argv], status,
                                        out.buffer.getvalue(), err.buffer.getvalue())  # type: ignore[attr-defined]
+
+
+def fix_stdin(data: bytes, *args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    return skiplint_bytes(["fix", "-", *args], cwd, data)
 
 
 LOOSE = HEAD + '''@skippable(pop=["p"])
