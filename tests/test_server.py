@@ -272,8 +272,10 @@ def test_positions_are_in_the_negotiated_encoding(tmp_path: Path) -> None:
             assert starts == [(8, 14), (8, expected[encoding])], encoding
         finally:
             assert await session.stop() == 0
-    for encoding in expected:
-        run(scenario(encoding))
+
+    async def every() -> None:  # a server per encoding, side by side
+        await asyncio.gather(*(scenario(encoding) for encoding in expected))
+    run(every())
 
 
 def test_a_5000_line_file(tmp_path: Path) -> None:
@@ -481,8 +483,10 @@ def test_configuration_problems_are_shown_once_as_the_cli_words_them(tmp_path: P
             assert [d.code for d in (await session.diagnostics(address, after=1)).diagnostics] == ["SKP101"]
         finally:
             assert await session.stop() == 0
-    run(scenario())
-    run(unusable())
+
+    async def both() -> None:  # a server for each, side by side
+        await asyncio.gather(scenario(), unusable())
+    run(both())
 
 
 # -- code actions ---------------------------------------------------------------------------------------
@@ -633,8 +637,10 @@ def test_hover_on_a_finding_shows_its_rule(tmp_path: Path) -> None:
             assert rules.RULES["SKP101"].name == "undeclared-stash"
         finally:
             assert await session.stop() == 0
-    run(scenario(True))
-    run(scenario(False))
+
+    async def both() -> None:  # a server per client, side by side
+        await asyncio.gather(scenario(True), scenario(False))
+    run(both())
 
 
 # -- layout ---------------------------------------------------------------------------------------------
@@ -679,7 +685,7 @@ def test_code_lens_and_command_draw_the_layout_as_skiplint_layout_does(tmp_path:
 # -- lifecycle ----------------------------------------------------------------------------------------
 
 def test_shutdown_then_exit_ends_with_0_and_exit_alone_with_1(tmp_path: Path) -> None:
-    async def scenario() -> None:
+    async def shutdown_then_exit() -> None:
         session = await Session(tmp_path).start()
         address = session.open(tmp_path / "m.py", UNDECLARED)
         await session.diagnostics(address, version=1)
@@ -687,16 +693,21 @@ def test_shutdown_then_exit_ends_with_0_and_exit_alone_with_1(tmp_path: Path) ->
         session.client.exit(None)
         assert await asyncio.wait_for(session.process.wait(), 60) == 0
 
+    async def exit_alone() -> None:
         session = await Session(tmp_path).start()
         session.client.exit(None)
         assert await asyncio.wait_for(session.process.wait(), 60) == 1
 
+    async def editor_gone() -> None:
         session = await Session(tmp_path).start()
         stdin = session.process.stdin
         assert stdin is not None
         stdin.close()  # the editor went away
         assert await asyncio.wait_for(session.process.wait(), 60) == 1
-    run(scenario())
+
+    async def each() -> None:  # a server for each, side by side
+        await asyncio.gather(shutdown_then_exit(), exit_alone(), editor_gone())
+    run(each())
 
 
 def test_untitled_buffers_and_other_languages(tmp_path: Path) -> None:
