@@ -4,7 +4,8 @@ abstains there; it never guesses, raises, hangs or exhausts memory.
 Each hostile file names the API and builds a composition and a pipe, so the interpreter really
 runs it. The CLI runs in a subprocess under an address-space limit of 1 GiB (a wall limit only
 guards against a hang; nothing here measures speed), and each file also holds one composition
-mistake that must still be reported, at its exact place.
+mistake that must still be reported, at its exact place. One run checks every case's file (a
+directory per case), and each case's test reads its own file's lines.
 """
 
 from __future__ import annotations
@@ -46,80 +47,94 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ONE_GIB, ONE_GIB))
 
 
-def run_cli(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "bad.py").write_text(HEADER + textwrap.dedent(body), encoding="utf-8")
-    return subprocess.run([sys.executable, "-m", "skiplint", "--isolated", "-j", "1", "bad.py"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120, preexec_fn=_limit_memory)
-
-
-def lines_of(done: subprocess.CompletedProcess[str]) -> list[str]:
-    assert "Traceback" not in done.stderr, done.stderr
-    assert done.stderr == "", done.stderr
-    return [line[2:] if line.startswith("./") else line for line in done.stdout.splitlines()]
-
-
-@pytest.mark.parametrize("body", [
-    pytest.param("""\
+#: The cases whose constants are past the budget: each reports HEADER's finding alone.
+PAST_THE_BUDGET = {
+    "repeated-power": """\
         x = 10
         for _ in range(9):
             x = x ** 63
         pipe = GPipe(nn.Sequential(nn.Linear(1, 1)), balance=[x])
-    """, id="repeated-power"),
-    pytest.param("""\
+    """,
+    "list-doubled-40-times": """\
         s = [nn.Linear(1, 1)]
         for _ in range(40):
             s = s + s
         pipe = GPipe(nn.Sequential(*s), balance=[len(s)])
-    """, id="list-doubled-40-times"),
-    pytest.param("""\
+    """,
+    "str-doubled-40-times": """\
         s = "ab"
         for _ in range(40):
             s = s + s
         pipe = GPipe(nn.Sequential(nn.Linear(1, 1)), balance=[len(s)])
-    """, id="str-doubled-40-times"),
-    pytest.param("""\
+    """,
+    "tuple-doubled-in-place": """\
         s = (nn.Linear(1, 1),)
         for _ in range(40):
             s += s
         pipe = GPipe(nn.Sequential(*s), balance=[len(s)])
-    """, id="tuple-doubled-in-place"),
-    pytest.param("""\
+    """,
+    "huge-balance-entries": """\
         model = nn.Sequential(nn.Linear(1, 1), nn.Linear(1, 1))
         a = GPipe(model, balance=[10**12, 2 - 10**12])
         b = GPipe(model, balance=[10**18, 2 - 10**18])
         c = GPipe(model, balance=[2**70, 2 - 2**70])
-    """, id="huge-balance-entries"),
-    pytest.param("n = " + "7" * 5000 + "\n" + "pipe = GPipe(nn.Sequential(nn.Linear(1, 1)), balance=[n])\n",
-                 id="int-literal-past-4300-digits"),
-    pytest.param("""\
+    """,
+    "int-literal-past-4300-digits":
+        "n = " + "7" * 5000 + "\n" + "pipe = GPipe(nn.Sequential(nn.Linear(1, 1)), balance=[n])\n",
+    "str-of-a-computed-int": """\
         m = 10 ** 62 * 10 ** 62
         for _ in range(200):
             m = m * m + m
         name = str(m)
         pipe = GPipe(nn.Sequential(nn.Linear(1, 1)), balance=[m, len(name)])
-    """, id="str-of-a-computed-int"),
-    pytest.param("""\
+    """,
+    "huge-ranges-and-repetitions": """\
         layers = [nn.Linear(1, 1) for _ in range(10**12)]
         grid = [[i * j for i in range(256)] for j in range(256)]
         pipe = GPipe(nn.Sequential(*layers), balance=[1] * 10**15)
-    """, id="huge-ranges-and-repetitions"),
-])
-def test_constants_past_the_budget_are_unknown(tmp_path: Path, body: str) -> None:
-    done = run_cli(tmp_path, body)
-    assert lines_of(done) == [HEADER_FINDING]
-    assert done.returncode == 1
+    """,
+}
+NEGATIVE_BALANCE = """\
+    model = nn.Sequential(nn.Linear(1, 1), nn.Linear(1, 1))
+    pipe = GPipe(model, balance=[1, -10**12])
+"""
+NEGATIVE_BALANCE_FINDING = "bad.py:15:8: SKP301 balance sums to -999999999999 but the composition has 2 layers"
 
 
-def test_a_negative_balance_entry_is_a_balance_mismatch_not_an_allocation(tmp_path: Path) -> None:
-    done = run_cli(tmp_path, """\
-        model = nn.Sequential(nn.Linear(1, 1), nn.Linear(1, 1))
-        pipe = GPipe(model, balance=[1, -10**12])
-    """)
-    assert lines_of(done) == [
-        HEADER_FINDING,
-        "bad.py:15:8: SKP301 balance sums to -999999999999 but the composition has 2 layers",
-    ]
-    assert done.returncode == 1
+@pytest.fixture(scope="module")
+def budget_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    """`skiplint` once over every case, each its own CASE/bad.py."""
+    root = tmp_path_factory.mktemp("budget")
+    for case, body in {**PAST_THE_BUDGET, "negative-balance": NEGATIVE_BALANCE}.items():
+        (root / case).mkdir()
+        (root / case / "bad.py").write_text(HEADER + textwrap.dedent(body), encoding="utf-8")
+    return subprocess.run([sys.executable, "-m", "skiplint", "--isolated", "-j", "1", "."], cwd=root,
+                          capture_output=True, text=True, timeout=300, preexec_fn=_limit_memory)
+
+
+def lines_of(done: subprocess.CompletedProcess[str], case: str) -> list[str]:
+    """The lines of `case`'s file, named as when its bad.py is checked alone."""
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.stderr == "", done.stderr
+    return [line[len(f"./{case}/"):] for line in done.stdout.splitlines() if line.startswith(f"./{case}/")]
+
+
+def test_the_run_over_every_case_exits_1_with_their_lines_alone(budget_run: subprocess.CompletedProcess[str]) -> None:
+    # Findings, and no file left unchecked (SKP900, exit 2) or analysed wrongly (SKP902, exit 2).
+    assert (budget_run.returncode, budget_run.stderr) == (1, "")
+    assert sorted(budget_run.stdout.splitlines()) == sorted(
+        [f"./{case}/{HEADER_FINDING}" for case in [*PAST_THE_BUDGET, "negative-balance"]]
+        + ["./negative-balance/" + NEGATIVE_BALANCE_FINDING])
+
+
+@pytest.mark.parametrize("case", PAST_THE_BUDGET)
+def test_constants_past_the_budget_are_unknown(budget_run: subprocess.CompletedProcess[str], case: str) -> None:
+    assert lines_of(budget_run, case) == [HEADER_FINDING]
+
+
+def test_a_negative_balance_entry_is_a_balance_mismatch_not_an_allocation(
+        budget_run: subprocess.CompletedProcess[str]) -> None:
+    assert lines_of(budget_run, "negative-balance") == [HEADER_FINDING, NEGATIVE_BALANCE_FINDING]
 
 
 def test_flake8_survives_the_budget_cases(tmp_path: Path) -> None:

@@ -1,11 +1,14 @@
 """The command line as a front door: commands, rule help, validated options, file-level noqa,
-discovery, stdin, and one-line errors for hostile trees and outputs."""
+discovery, stdin, and one-line errors for hostile trees and outputs.
+
+The CLI runs in this process (tests/inprocess.py) where a process proves nothing more; a process
+where the test is about one: a closed standard output, what a fresh interpreter imports."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +17,8 @@ from typing import Optional
 import pytest
 
 from skiplint import cli, config, filenoqa, rules, sources
+from tests import inprocess
+from tests.test_flake8_plugin import flake8_here
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -44,12 +49,16 @@ class Stash(nn.Module):
 '''
 
 
-def skiplint(cwd: Path, *args: str, stdin: Optional[bytes] = None,
-             **kwargs: object) -> subprocess.CompletedProcess[str]:
-    """`python -m skiplint ARGS` in `cwd`, text output."""
-    return subprocess.run([sys.executable, "-m", "skiplint", *args], cwd=cwd, capture_output=stdin is None
-                          and "stdout" not in kwargs, input=stdin.decode() if stdin is not None else None,
-                          text=True, timeout=300, **kwargs)  # type: ignore[call-overload]
+def skiplint(cwd: Path, *args: str, stdin: Optional[bytes] = None) -> subprocess.CompletedProcess[str]:
+    """`skiplint ARGS` in `cwd`, run in this process (tests/inprocess.py); `stdin`: the bytes its
+    standard input holds (read through sys.stdin.buffer, as a process reads them)."""
+    saved = sys.stdin
+    if stdin is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8", errors="strict")
+    try:
+        return inprocess.skiplint(args, cwd)
+    finally:
+        sys.stdin = saved
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -73,8 +82,9 @@ def inproc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
 
 # -- commands ------------------------------------------------------------------------------------
 
-def test_help_lists_every_command(tmp_path: Path) -> None:
-    done = skiplint(tmp_path, "--help", env={**os.environ, "COLUMNS": "100"})
+def test_help_lists_every_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    done = skiplint(tmp_path, "--help")
     assert done.returncode == 0
     lines = done.stdout.splitlines()
     assert lines[0] == "usage: skiplint [-h] [--version] [COMMAND] [ARGS ...]"
@@ -265,8 +275,7 @@ def test_flake8_agrees_on_file_level_noqa(tmp_path: Path) -> None:
     for i, (comment, _) in enumerate(FILE_NOQA):
         write(tmp_path, {f"m{i}.py": UNDECLARED.replace("from torch import nn\n",
                                                           "from torch import nn\n" + comment + "\n")})
-    done = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "SKP", "-j", "1", "."],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = flake8_here(["--isolated", "--select", "SKP", "-j", "1", "."], tmp_path)
     flagged = {line.split(":")[0].lstrip("./") for line in done.stdout.splitlines()}
     assert flagged == {f"m{i}.py" for i, (_, skipped) in enumerate(FILE_NOQA) if not skipped}
 
@@ -284,8 +293,7 @@ def test_flake8_honours_skiplint_noqa(tmp_path: Path) -> None:
     """`# skiplint: noqa` on its own line silences the plugin too; in a code line it does not."""
     write(tmp_path, {"quiet.py": UNDECLARED + "# skiplint: noqa\n",
                      "loud.py": UNDECLARED + "x = 1  # skiplint: noqa\n"})
-    done = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "SKP", "-j", "1", "."],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = flake8_here(["--isolated", "--select", "SKP", "-j", "1", "."], tmp_path)
     assert done.stdout.splitlines() == ["./loud.py:" + FINDING]
 
 
@@ -435,57 +443,84 @@ def test_a_closed_stdout_is_one_line_and_exit_2(tmp_path: Path) -> None:
 # -- standard input ------------------------------------------------------------------------------
 
 def test_stdin_with_a_display_name(tmp_path: Path) -> None:
-    done = skiplint(tmp_path, "--isolated", "-", "--stdin-display-name", "m.py", stdin=UNDECLARED.encode(),
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    done = skiplint(tmp_path, "--isolated", "-", "--stdin-display-name", "m.py", stdin=UNDECLARED.encode())
     assert (done.returncode, done.stdout, done.stderr) == (1, f"m.py:{FINDING}\n", "")
 
 
 def test_stdin_without_a_name_is_stdin(tmp_path: Path) -> None:
-    done = skiplint(tmp_path, "--isolated", "-", stdin=UNDECLARED.encode(), stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE)
+    done = skiplint(tmp_path, "--isolated", "-", stdin=UNDECLARED.encode())
     assert (done.returncode, done.stdout) == (1, f"stdin:{FINDING}\n")
 
 
 def test_the_display_name_decides_the_configuration(tmp_path: Path) -> None:
     write(tmp_path, {"pyproject.toml": '[tool.skiplint.per-file-ignores]\n"legacy/*.py" = ["SKP101"]\n'})
-    kwargs = dict(stdin=UNDECLARED.encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert skiplint(tmp_path, "-", "--stdin-display-name", "legacy/m.py", **kwargs).returncode == 0
-    done = skiplint(tmp_path, "-", "--stdin-display-name", "new/m.py", **kwargs)
+    assert skiplint(tmp_path, "-", "--stdin-display-name", "legacy/m.py", stdin=UNDECLARED.encode()).returncode == 0
+    done = skiplint(tmp_path, "-", "--stdin-display-name", "new/m.py", stdin=UNDECLARED.encode())
     assert (done.returncode, done.stdout) == (1, f"new/m.py:{FINDING}\n")
 
 
 def test_stdin_among_files_keeps_its_place_and_show_source_reads_the_text(tmp_path: Path) -> None:
     write(tmp_path, {"a.py": UNDECLARED, "b.py": UNDECLARED})
     done = skiplint(tmp_path, "--isolated", "-j", "1", "--show-source", "a.py", "-", "b.py",
-                    "--stdin-display-name", "b.py", stdin=UNDECLARED.replace('"extra", x)', '"extra",  x)').encode(),
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                    "--stdin-display-name", "b.py", stdin=UNDECLARED.replace('"extra", x)', '"extra",  x)').encode())
     assert done.stdout.splitlines()[::3] == [f"a.py:{FINDING}", f"b.py:{FINDING}", f"b.py:{FINDING}"]
     assert done.stdout.splitlines()[4] == '        yield stash("extra",  x)'  # the buffer, not b.py
 
 
 def test_undecodable_stdin_is_skp900(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "skiplint", "--isolated", "-", "--stdin-display-name", "m.py"],
-                          cwd=tmp_path, input=b"import torchgpipe\n\0\n", capture_output=True, timeout=300)
+    done = skiplint(tmp_path, "--isolated", "-", "--stdin-display-name", "m.py", stdin=b"import torchgpipe\n\0\n")
     assert done.returncode == 2
-    assert done.stdout == b"m.py:1:1: SKP900 could not check this file: contains NUL bytes; not a Python source file\n"
+    assert done.stdout == "m.py:1:1: SKP900 could not check this file: contains NUL bytes; not a Python source file\n"
 
 
 # -- nothing heavy at import time ----------------------------------------------------------------
 
-def test_cli_and_config_do_not_import_libcst(tmp_path: Path) -> None:
-    code = ("import sys, skiplint.cli, skiplint.config, skiplint.filenoqa; "
-            "print(sorted(m for m in sys.modules if m == 'libcst' or m.startswith('libcst.')))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.stdout == "[]\n", done.stderr
+#: In a fresh interpreter: what importing the CLI loads of libcst, then, in a child forked from it for
+#: each command line (so that one's imports do not count for the next), whether running it loads
+#: libcst. One process for every case.
+_IMPORTS = """\
+import json, os, sys
+import skiplint.cli, skiplint.config, skiplint.filenoqa
+from skiplint import cli
+print(json.dumps(sorted(m for m in sys.modules if m == 'libcst' or m.startswith('libcst.'))), flush=True)
+for argv in json.loads(sys.argv[1]) if hasattr(os, 'fork') else []:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        quiet = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(quiet, 1)
+        try:
+            cli.main(argv)
+        except SystemExit:
+            pass
+        os.write(write, json.dumps([argv, 'libcst' in sys.modules]).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, 'rb') as answer:
+        said = answer.read()
+    os.waitpid(pid, 0)
+    print(said.decode() or json.dumps([argv, 'no answer']), flush=True)
+"""
+COMMAND_LINES = [["--help"], ["check", "--help"], ["rule", "SKP101"], ["--select", "SKP1O1"]]
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["check", "--help"], ["rule", "SKP101"], ["--select", "SKP1O1"]])
-def test_help_rule_and_option_errors_do_not_import_libcst(tmp_path: Path, argv: list[str]) -> None:
-    code = ("import sys\nfrom skiplint import cli\ntry:\n    cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-            "print('libcst' in sys.modules, file=sys.stderr)")
-    done = subprocess.run([sys.executable, "-c", code, *argv], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120)
-    assert done.stderr.splitlines()[-1] == "False"
+@pytest.fixture(scope="module")
+def imports(tmp_path_factory: pytest.TempPathFactory) -> list[object]:
+    done = subprocess.run([sys.executable, "-c", _IMPORTS, json.dumps(COMMAND_LINES)],
+                          cwd=tmp_path_factory.mktemp("imports"), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_cli_and_config_do_not_import_libcst(imports: list[object]) -> None:
+    assert imports[0] == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="each command line runs in a forked child")
+@pytest.mark.parametrize("argv", COMMAND_LINES)
+def test_help_rule_and_option_errors_do_not_import_libcst(imports: list[object], argv: list[str]) -> None:
+    assert [argv, False] in imports[1:], imports
 
 
 def test_format_names_are_the_reporters() -> None:

@@ -6,7 +6,9 @@ redirections as written); the lines after the command are its output, standard e
 output as a terminal shows them, and a last line `...` means the output goes on. A block right
 after `<!-- sample: terminal -->` is run with its output on a terminal (colour off: NO_COLOR=1),
 the others with their output in a pipe. Each runs in a fresh copy of fixtures/, so a sample may
-fix files.
+fix files. A sample in a pipe that is a plain `skiplint ARGS` (no pipe, redirection or variable)
+runs the CLI in this process (tests/inprocess.py) when it prints to one stream only; one that
+prints to both runs in a process, where the order of the two is the process's.
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import Iterator, NamedTuple, Optional
+from unittest import mock
 
 import pytest
 
 from skiplint import rules
+from tests import inprocess
+from tests.test_fix import skiplint_bytes
 
 REPO = Path(__file__).resolve().parent.parent
 DOCUMENTS = [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md"))
@@ -70,7 +75,21 @@ def _script(command: str) -> str:
     return f'skiplint() {{ {shlex.quote(sys.executable)} -m skiplint "$@"; }}\n{command}\n'
 
 
+def _plain(command: str) -> Optional[list[str]]:
+    """The arguments of a command that is `skiplint ARGS` alone, else None (what the shell adds)."""
+    if re.search(r"[|&;<>()$`\\*?~{}\[\]\n]", command):
+        return None
+    words = shlex.split(command)
+    return words[1:] if words[:1] == ["skiplint"] else None
+
+
 def _run_in_a_pipe(command: str, cwd: Path) -> str:
+    argv = _plain(command)
+    if argv is not None:
+        with mock.patch.dict(os.environ, _environment(), clear=True):
+            done = inprocess.skiplint(argv, cwd)
+        if not (done.stdout and done.stderr):
+            return done.stdout + done.stderr
     done = subprocess.run(["bash", "-c", _script(command)], cwd=cwd, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, env=_environment(), timeout=300)
     return done.stdout.decode("utf-8")
@@ -135,8 +154,7 @@ def test_skp900_is_documented_where_it_is_reported(tmp_path: Path) -> None:
     }
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
-    done = subprocess.run([sys.executable, "-m", "skiplint", "--isolated", "-j", "1", *sorted(files)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = inprocess.skiplint(["--isolated", "-j", "1", *sorted(files)], tmp_path)
     assert (done.returncode, done.stderr) == (2, "")
     assert done.stdout.splitlines() == [
         "api_nul.py:1:1: SKP900 could not check this file: contains NUL bytes; not a Python source file",
@@ -148,7 +166,6 @@ def test_skp900_is_documented_where_it_is_reported(tmp_path: Path) -> None:
                          ids=["nul", "binary", "syntax-error"])
 def test_standard_input_without_the_api_is_not_read_past_its_bytes(tmp_path: Path, data: bytes) -> None:
     for argv in (["-"], ["fix", "-"]):
-        done = subprocess.run([sys.executable, "-m", "skiplint", *argv, "--isolated"], cwd=tmp_path,
-                              input=data, capture_output=True, timeout=120)
+        done = skiplint_bytes([*argv, "--isolated"], tmp_path, data)
         assert (done.returncode, done.stderr) == (0, b""), argv
         assert done.stdout == (data if argv[0] == "fix" else b"")

@@ -1,12 +1,19 @@
-"""The flake8 plugin: same findings as the CLI, 0-based columns handed to flake8, never raises."""
+"""The flake8 plugin: same findings as the CLI, 0-based columns handed to flake8, never raises.
+
+flake8 itself runs in this process (flake8_here) where a process proves nothing more; one test runs
+`python -m flake8` as a process, the door as a user opens it."""
 
 from __future__ import annotations
 
 import argparse
 import ast
+import io
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Sequence, Union
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -40,10 +47,35 @@ def plugin_results(source: str, filename: str = "model.py") -> list[tuple[int, i
             SkiplintChecker(tree, lines, filename).run()]
 
 
+def flake8_here(argv: Sequence[str], cwd: Union[str, Path]) -> subprocess.CompletedProcess[str]:
+    """`flake8 ARGV` run in this process in `cwd`: its exit status and what it writes, as
+    tests/inprocess.py gives the CLI's. The plugin's class-wide settings (parse_options sets them
+    from each run's options) are given back afterwards, as a process would leave them."""
+    from flake8.main import cli as flake8_cli
+
+    kept = {name: SkiplintChecker.__dict__[name] for name in ("overrides", "finder", "selected_codes", "stdin_name")}
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", newline="\n", write_through=True)
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", newline="\n",
+                           write_through=True)
+    saved = sys.stdout, sys.stderr, os.getcwd()
+    sys.stdout, sys.stderr = out, err
+    os.chdir(cwd)
+    try:
+        status = flake8_cli.main(list(argv))
+    except SystemExit as stop:  # --version, --help, usage errors
+        status = stop.code if isinstance(stop.code, int) else 2
+    finally:
+        sys.stdout, sys.stderr = saved[0], saved[1]
+        os.chdir(saved[2])
+        for name, value in kept.items():
+            setattr(SkiplintChecker, name, value)
+    return subprocess.CompletedProcess(["flake8", *argv], status, out.buffer.getvalue().decode("utf-8"),
+                                       err.buffer.getvalue().decode("utf-8"))
+
+
 def flake8(tmp_path: Path, source: str, *args: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "model.py").write_text(source, encoding="utf-8")
-    return subprocess.run([sys.executable, "-m", "flake8", "--isolated", *args, "model.py"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    return flake8_here(["--isolated", *args, "model.py"], tmp_path)
 
 
 def skp_lines(output: str) -> list[str]:
@@ -154,19 +186,25 @@ DEEP = {
     "brackets": "import torchgpipe\nx = " + "[" * 3000 + "]" * 3000 + "\n",
 }
 _RUN_PLUGIN = (
-    "import sys\n"
+    "import json, sys\n"
     "from skiplint.flake8_plugin import SkiplintChecker\n"
-    "source = sys.stdin.read()\n"
-    "list(SkiplintChecker(None, source.splitlines(keepends=True), 'deep.py').run())\n"
-    "print('survived')\n"
+    "for name, source in sorted(json.load(sys.stdin).items()):\n"
+    "    list(SkiplintChecker(None, source.splitlines(keepends=True), 'deep.py').run())\n"
+    "    print('survived', name, flush=True)\n"
 )
 
 
-@pytest.mark.parametrize("name", sorted(DEEP))
-def test_plugin_survives_deep_nesting(name: str) -> None:
-    done = subprocess.run([sys.executable, "-c", _RUN_PLUGIN], input=DEEP[name], capture_output=True,
+@pytest.fixture(scope="module")
+def deep_run() -> subprocess.CompletedProcess[str]:
+    """The plugin on every DEEP input in turn, in one process of its own (a crash would end it)."""
+    return subprocess.run([sys.executable, "-c", _RUN_PLUGIN], input=json.dumps(DEEP), capture_output=True,
                           text=True, timeout=120)
-    assert done.returncode == 0 and "survived" in done.stdout
+
+
+@pytest.mark.parametrize("name", sorted(DEEP))
+def test_plugin_survives_deep_nesting(deep_run: subprocess.CompletedProcess[str], name: str) -> None:
+    assert f"survived {name}" in deep_run.stdout.splitlines(), deep_run.stderr
+    assert deep_run.returncode == 0, deep_run.stderr
 
 
 def test_plugin_shows_internal_errors_as_skp902(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -180,14 +218,17 @@ def test_plugin_shows_internal_errors_as_skp902(monkeypatch: pytest.MonkeyPatch)
 
 # -- flake8 itself --------------------------------------------------------------------------------
 
-def test_flake8_lists_the_plugin() -> None:
-    done = subprocess.run([sys.executable, "-m", "flake8", "--version"], capture_output=True, text=True,
-                          timeout=120)
+def test_flake8_lists_the_plugin(tmp_path: Path) -> None:
+    done = flake8_here(["--version"], tmp_path)
     assert "skiplint" in done.stdout
 
 
 def test_flake8_prints_1_based_columns(tmp_path: Path) -> None:
-    done = flake8(tmp_path, SOURCE, "--select", "SKP101")
+    # `python -m flake8` in a process of its own: the plugin found through its entry point as a user's
+    # flake8 finds it.
+    (tmp_path / "model.py").write_text(SOURCE, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "SKP101", "model.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.stdout == "model.py:9:15: SKP101 'extra' is stashed but not declared in stash=[...]\n"
     assert done.returncode == 1
 

@@ -1,10 +1,12 @@
 """`skiplint server` end to end: pygls' own Language Server Protocol client drives the server over
 standard input and output, as an editor does, and what it publishes is compared with what the CLI
-prints for the same text."""
+prints for the same text. The server is a real process in every test; the CLI it is compared with
+runs in this process (tests/inprocess.py: the door `python -m skiplint` has its own process tests)."""
 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import shutil
@@ -19,9 +21,10 @@ pytest.importorskip("pygls", reason="the server tests need the lsp extra: pip in
 
 from lsprotocol import types  # noqa: E402
 
+from tests import inprocess  # noqa: E402
 from tests.test_lsp_features import BLOCKS  # noqa: E402
 from tests.lsp_harness import (  # noqa: E402
-    Session, apply, as_cli, cli_json, cli_rows, edits_of, full_capabilities, run, uri)
+    Session, apply, as_cli, cli_rows, edits_of, full_capabilities, run, uri)
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -60,6 +63,24 @@ def copy_fixture(tmp_path: Path, name: str) -> Path:
     target = tmp_path / Path(name).name
     shutil.copyfile(FIXTURES / name, target)
     return target
+
+
+def skiplint(argv: list[str], cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
+    """The CLI in this process (tests/inprocess.py), with `stdin` the bytes its standard input holds
+    (read through sys.stdin.buffer, as a process reads them)."""
+    saved = sys.stdin
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8", errors="strict")
+    try:
+        return inprocess.skiplint(argv, cwd)
+    finally:
+        sys.stdin = saved
+
+
+def cli_json(text: str, name: str, cwd: Path, *options: str) -> list[dict[str, Any]]:
+    """What `skiplint --format json - --stdin-display-name NAME` reports for `text`."""
+    done = skiplint(["--format", "json", *options, "-", "--stdin-display-name", name], cwd, text.encode("utf-8"))
+    assert done.returncode in (0, 1, 2), done.stderr
+    return list(json.loads(done.stdout)["diagnostics"])
 
 
 # -- the extra ----------------------------------------------------------------------------------------
@@ -206,13 +227,18 @@ skippables.extract = extract
 '''
 
 
-def test_an_analyzer_bug_is_published_as_skp902_and_the_server_keeps_serving(tmp_path: Path) -> None:
+def test_an_analyzer_bug_is_published_as_skp902_and_the_server_keeps_serving(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from skiplint import skippables
+
     path = project(tmp_path, {"layer.py": UNDECLARED, "plant/sitecustomize.py": CRASH}) / "layer.py"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "plant"), str(REPO)]))
     crashing = UNDECLARED + "# crash the analyzer\n"
     (tmp_path / "crashing.py").write_text(crashing)
-    cli = subprocess.run([sys.executable, "-m", "skiplint", "--format", "json", "crashing.py"],
-                         capture_output=True, cwd=tmp_path, env=env)
+    # The same plant in this process, for the CLI (monkeypatch gives the analyzer back afterwards).
+    monkeypatch.setattr(skippables, "extract", skippables.extract)
+    exec(compile(CRASH, str(tmp_path / "plant/sitecustomize.py"), "exec"), {})
+    cli = inprocess.skiplint(["--format", "json", "crashing.py"], tmp_path)
     assert cli.returncode == 2, cli.stderr
     expected = cli_rows(json.loads(cli.stdout)["diagnostics"])
     assert [row["code"] for row in expected] == ["SKP902"]
@@ -246,8 +272,10 @@ def test_positions_are_in_the_negotiated_encoding(tmp_path: Path) -> None:
             assert starts == [(8, 14), (8, expected[encoding])], encoding
         finally:
             assert await session.stop() == 0
-    for encoding in expected:
-        run(scenario(encoding))
+
+    async def every() -> None:  # a server per encoding, side by side
+        await asyncio.gather(*(scenario(encoding) for encoding in expected))
+    run(every())
 
 
 def test_a_5000_line_file(tmp_path: Path) -> None:
@@ -423,7 +451,7 @@ def test_a_configuration_change_republishes_every_open_document(tmp_path: Path) 
 
 def test_configuration_problems_are_shown_once_as_the_cli_words_them(tmp_path: Path) -> None:
     root = project(tmp_path, {"setup.cfg": "[skiplint]\nselekt = SKP1\n", "layer.py": UNDECLARED})
-    cli = subprocess.run([sys.executable, "-m", "skiplint", "layer.py"], capture_output=True, text=True, cwd=root)
+    cli = inprocess.skiplint(["layer.py"], root)
     problem = cli.stderr.splitlines()[0]
     assert "unknown key" in problem
 
@@ -455,16 +483,16 @@ def test_configuration_problems_are_shown_once_as_the_cli_words_them(tmp_path: P
             assert [d.code for d in (await session.diagnostics(address, after=1)).diagnostics] == ["SKP101"]
         finally:
             assert await session.stop() == 0
-    run(scenario())
-    run(unusable())
+
+    async def both() -> None:  # a server for each, side by side
+        await asyncio.gather(scenario(), unusable())
+    run(both())
 
 
 # -- code actions ---------------------------------------------------------------------------------------
 
 def fix_cli(path: Path, *options: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "skiplint", "fix", *options, "-", "--stdin-display-name", str(path)],
-                          input=path.read_bytes(), capture_output=True, cwd=path.parent)
-    return done.stdout.decode("utf-8")
+    return skiplint(["fix", *options, "-", "--stdin-display-name", str(path)], path.parent, path.read_bytes()).stdout
 
 
 async def actions(session: Session, address: str, diagnostic: types.Diagnostic,
@@ -609,8 +637,10 @@ def test_hover_on_a_finding_shows_its_rule(tmp_path: Path) -> None:
             assert rules.RULES["SKP101"].name == "undeclared-stash"
         finally:
             assert await session.stop() == 0
-    run(scenario(True))
-    run(scenario(False))
+
+    async def both() -> None:  # a server per client, side by side
+        await asyncio.gather(scenario(True), scenario(False))
+    run(both())
 
 
 # -- layout ---------------------------------------------------------------------------------------------
@@ -619,9 +649,7 @@ def test_code_lens_and_command_draw_the_layout_as_skiplint_layout_does(tmp_path:
     path = copy_fixture(tmp_path, "compositions/unet.py")
 
     def drawn(target: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "skiplint", "layout", target], capture_output=True, text=True,
-                              cwd=tmp_path)
-        return done.stdout.rstrip("\n")
+        return inprocess.skiplint(["layout", target], tmp_path).stdout.rstrip("\n")
 
     async def scenario() -> None:
         session = await Session(tmp_path).start()
@@ -657,7 +685,7 @@ def test_code_lens_and_command_draw_the_layout_as_skiplint_layout_does(tmp_path:
 # -- lifecycle ----------------------------------------------------------------------------------------
 
 def test_shutdown_then_exit_ends_with_0_and_exit_alone_with_1(tmp_path: Path) -> None:
-    async def scenario() -> None:
+    async def shutdown_then_exit() -> None:
         session = await Session(tmp_path).start()
         address = session.open(tmp_path / "m.py", UNDECLARED)
         await session.diagnostics(address, version=1)
@@ -665,16 +693,21 @@ def test_shutdown_then_exit_ends_with_0_and_exit_alone_with_1(tmp_path: Path) ->
         session.client.exit(None)
         assert await asyncio.wait_for(session.process.wait(), 60) == 0
 
+    async def exit_alone() -> None:
         session = await Session(tmp_path).start()
         session.client.exit(None)
         assert await asyncio.wait_for(session.process.wait(), 60) == 1
 
+    async def editor_gone() -> None:
         session = await Session(tmp_path).start()
         stdin = session.process.stdin
         assert stdin is not None
         stdin.close()  # the editor went away
         assert await asyncio.wait_for(session.process.wait(), 60) == 1
-    run(scenario())
+
+    async def each() -> None:  # a server for each, side by side
+        await asyncio.gather(shutdown_then_exit(), exit_alone(), editor_gone())
+    run(each())
 
 
 def test_untitled_buffers_and_other_languages(tmp_path: Path) -> None:
@@ -695,7 +728,7 @@ def test_untitled_buffers_and_other_languages(tmp_path: Path) -> None:
 
 
 def test_help_is_shown(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "skiplint", "server", "--help"], capture_output=True, text=True)
+    done = inprocess.skiplint(["server", "--help"], tmp_path)
     assert done.returncode == 0
     assert done.stdout.startswith("usage: skiplint server [-h] [--debounce MS]")
     assert "docs/editors.md" in done.stdout
