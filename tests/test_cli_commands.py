@@ -6,7 +6,6 @@ where the test is about one: a closed standard output, what a fresh interpreter 
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
@@ -18,7 +17,6 @@ import pytest
 
 from skiplint import cli, config, filenoqa, rules, sources
 from tests import inprocess
-from tests.test_flake8_plugin import flake8_here
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -50,15 +48,8 @@ class Stash(nn.Module):
 
 
 def skiplint(cwd: Path, *args: str, stdin: Optional[bytes] = None) -> subprocess.CompletedProcess[str]:
-    """`skiplint ARGS` in `cwd`, run in this process (tests/inprocess.py); `stdin`: the bytes its
-    standard input holds (read through sys.stdin.buffer, as a process reads them)."""
-    saved = sys.stdin
-    if stdin is not None:
-        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8", errors="strict")
-    try:
-        return inprocess.skiplint(args, cwd)
-    finally:
-        sys.stdin = saved
+    """`skiplint ARGS` in `cwd`, run in this process."""
+    return inprocess.skiplint(args, cwd, stdin)
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -275,7 +266,7 @@ def test_flake8_agrees_on_file_level_noqa(tmp_path: Path) -> None:
     for i, (comment, _) in enumerate(FILE_NOQA):
         write(tmp_path, {f"m{i}.py": UNDECLARED.replace("from torch import nn\n",
                                                           "from torch import nn\n" + comment + "\n")})
-    done = flake8_here(["--isolated", "--select", "SKP", "-j", "1", "."], tmp_path)
+    done = inprocess.flake8(["--isolated", "--select", "SKP", "-j", "1", "."], tmp_path)
     flagged = {line.split(":")[0].lstrip("./") for line in done.stdout.splitlines()}
     assert flagged == {f"m{i}.py" for i, (_, skipped) in enumerate(FILE_NOQA) if not skipped}
 
@@ -293,7 +284,7 @@ def test_flake8_honours_skiplint_noqa(tmp_path: Path) -> None:
     """`# skiplint: noqa` on its own line silences the plugin too; in a code line it does not."""
     write(tmp_path, {"quiet.py": UNDECLARED + "# skiplint: noqa\n",
                      "loud.py": UNDECLARED + "x = 1  # skiplint: noqa\n"})
-    done = flake8_here(["--isolated", "--select", "SKP", "-j", "1", "."], tmp_path)
+    done = inprocess.flake8(["--isolated", "--select", "SKP", "-j", "1", "."], tmp_path)
     assert done.stdout.splitlines() == ["./loud.py:" + FINDING]
 
 

@@ -27,7 +27,6 @@ import pytest
 
 from skiplint import rules
 from tests import inprocess
-from tests.test_fix import skiplint_bytes
 
 REPO = Path(__file__).resolve().parent.parent
 DOCUMENTS = [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md"))
@@ -166,6 +165,6 @@ def test_skp900_is_documented_where_it_is_reported(tmp_path: Path) -> None:
                          ids=["nul", "binary", "syntax-error"])
 def test_standard_input_without_the_api_is_not_read_past_its_bytes(tmp_path: Path, data: bytes) -> None:
     for argv in (["-"], ["fix", "-"]):
-        done = skiplint_bytes([*argv, "--isolated"], tmp_path, data)
+        done = inprocess.skiplint_bytes([*argv, "--isolated"], tmp_path, data)
         assert (done.returncode, done.stderr) == (0, b""), argv
         assert done.stdout == (data if argv[0] == "fix" else b"")

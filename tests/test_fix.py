@@ -5,7 +5,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import difflib
-import io
 import os
 import re
 import shutil
@@ -18,7 +17,7 @@ import pytest
 from skiplint import cli, config, fix, parallel, parsing, rules
 from skiplint.rules import base
 from skiplint.diagnostics import Diagnostic
-from tests.test_flake8_plugin import flake8_here
+from tests import inprocess
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p for code in ("skp106", "skp107", "skp401") for p in (REPO / "fixtures").glob(f"{code}_*.py"))
@@ -353,29 +352,8 @@ def test_an_edit_that_adds_lines_is_compared_line_for_line(monkeypatch: pytest.M
 
 # -- standard input --------------------------------------------------------------------------------
 
-def skiplint_bytes(argv: list[str], cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
-    """`skiplint ARGV` with `stdin` on standard input, run in this process as tests/inprocess.py runs
-    the CLI: its exit status and the bytes it writes (a source passed through keeps its own encoding)."""
-    given = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8", errors="strict")
-    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", newline="\n", write_through=True)
-    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", newline="\n",
-                           write_through=True)
-    saved = sys.stdin, sys.stdout, sys.stderr, os.getcwd()
-    sys.stdin, sys.stdout, sys.stderr = given, out, err
-    os.chdir(cwd)
-    try:
-        status = cli.main(list(argv))
-    except SystemExit as stop:  # argparse's usage errors
-        status = stop.code if isinstance(stop.code, int) else 2
-    finally:
-        sys.stdin, sys.stdout, sys.stderr = saved[:3]
-        os.chdir(saved[3])
-    return subprocess.CompletedProcess(["skiplint", *argv], status,
-                                       out.buffer.getvalue(), err.buffer.getvalue())  # type: ignore[attr-defined]
-
-
 def fix_stdin(data: bytes, *args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    return skiplint_bytes(["fix", "-", *args], cwd, data)
+    return inprocess.skiplint_bytes(["fix", "-", *args], cwd, data)
 
 
 LOOSE = HEAD + '''@skippable(pop=["p"])
@@ -552,7 +530,7 @@ def test_flake8_reports_nothing_new_after_the_fixes(tmp_path: Path) -> None:
     assert [p.name for p in sorted(after.iterdir()) if p.read_bytes() != (before / p.name).read_bytes()]
 
     def flake8(root: Path) -> collections.Counter[str]:
-        done = flake8_here(["--isolated", "--select", "E,F,W", "."], root)
+        done = inprocess.flake8(["--isolated", "--select", "E,F,W", "."], root)
         assert done.returncode in (0, 1), done.stderr
         # path:line: CODE, columns aside (an inserted `yield ` moves what follows it on its line).
         return collections.Counter(re.sub(r"^(\S+?:\d+):\d+: (\w+) .*", r"\1: \2", line)

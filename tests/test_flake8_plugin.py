@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import argparse
 import ast
-import io
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Sequence, Union
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -21,6 +18,7 @@ from hypothesis import strategies as st
 
 from skiplint import engine
 from skiplint.flake8_plugin import SkiplintChecker
+from tests import inprocess
 
 SOURCE = '''\
 from torch import nn
@@ -47,35 +45,9 @@ def plugin_results(source: str, filename: str = "model.py") -> list[tuple[int, i
             SkiplintChecker(tree, lines, filename).run()]
 
 
-def flake8_here(argv: Sequence[str], cwd: Union[str, Path]) -> subprocess.CompletedProcess[str]:
-    """`flake8 ARGV` run in this process in `cwd`: its exit status and what it writes, as
-    tests/inprocess.py gives the CLI's. The plugin's class-wide settings (parse_options sets them
-    from each run's options) are given back afterwards, as a process would leave them."""
-    from flake8.main import cli as flake8_cli
-
-    kept = {name: SkiplintChecker.__dict__[name] for name in ("overrides", "finder", "selected_codes", "stdin_name")}
-    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", newline="\n", write_through=True)
-    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", newline="\n",
-                           write_through=True)
-    saved = sys.stdout, sys.stderr, os.getcwd()
-    sys.stdout, sys.stderr = out, err
-    os.chdir(cwd)
-    try:
-        status = flake8_cli.main(list(argv))
-    except SystemExit as stop:  # --version, --help, usage errors
-        status = stop.code if isinstance(stop.code, int) else 2
-    finally:
-        sys.stdout, sys.stderr = saved[0], saved[1]
-        os.chdir(saved[2])
-        for name, value in kept.items():
-            setattr(SkiplintChecker, name, value)
-    return subprocess.CompletedProcess(["flake8", *argv], status, out.buffer.getvalue().decode("utf-8"),
-                                       err.buffer.getvalue().decode("utf-8"))
-
-
 def flake8(tmp_path: Path, source: str, *args: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "model.py").write_text(source, encoding="utf-8")
-    return flake8_here(["--isolated", *args, "model.py"], tmp_path)
+    return inprocess.flake8(["--isolated", *args, "model.py"], tmp_path)
 
 
 def skp_lines(output: str) -> list[str]:
@@ -219,7 +191,7 @@ def test_plugin_shows_internal_errors_as_skp902(monkeypatch: pytest.MonkeyPatch)
 # -- flake8 itself --------------------------------------------------------------------------------
 
 def test_flake8_lists_the_plugin(tmp_path: Path) -> None:
-    done = flake8_here(["--version"], tmp_path)
+    done = inprocess.flake8(["--version"], tmp_path)
     assert "skiplint" in done.stdout
 
 

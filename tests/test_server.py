@@ -6,11 +6,9 @@ runs in this process (tests/inprocess.py: the door `python -m skiplint` has its 
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,20 +63,10 @@ def copy_fixture(tmp_path: Path, name: str) -> Path:
     return target
 
 
-def skiplint(argv: list[str], cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
-    """The CLI in this process (tests/inprocess.py), with `stdin` the bytes its standard input holds
-    (read through sys.stdin.buffer, as a process reads them)."""
-    saved = sys.stdin
-    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8", errors="strict")
-    try:
-        return inprocess.skiplint(argv, cwd)
-    finally:
-        sys.stdin = saved
-
-
 def cli_json(text: str, name: str, cwd: Path, *options: str) -> list[dict[str, Any]]:
     """What `skiplint --format json - --stdin-display-name NAME` reports for `text`."""
-    done = skiplint(["--format", "json", *options, "-", "--stdin-display-name", name], cwd, text.encode("utf-8"))
+    done = inprocess.skiplint(["--format", "json", *options, "-", "--stdin-display-name", name], cwd,
+                              text.encode("utf-8"))
     assert done.returncode in (0, 1, 2), done.stderr
     return list(json.loads(done.stdout)["diagnostics"])
 
@@ -492,7 +480,8 @@ def test_configuration_problems_are_shown_once_as_the_cli_words_them(tmp_path: P
 # -- code actions ---------------------------------------------------------------------------------------
 
 def fix_cli(path: Path, *options: str) -> str:
-    return skiplint(["fix", *options, "-", "--stdin-display-name", str(path)], path.parent, path.read_bytes()).stdout
+    return inprocess.skiplint(["fix", *options, "-", "--stdin-display-name", str(path)], path.parent,
+                              path.read_bytes()).stdout
 
 
 async def actions(session: Session, address: str, diagnostic: types.Diagnostic,
