@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -172,11 +171,20 @@ def run(coroutine: Any) -> Any:
     return asyncio.run(coroutine)
 
 
+def run_side_by_side(*coroutines: Any) -> list[Any]:
+    """Run the coroutines concurrently in one event loop (each scenario with its own server)."""
+    async def together() -> list[Any]:
+        return list(await asyncio.gather(*coroutines))
+    return run(together())
+
+
 def cli_json(text: str, name: str, cwd: Path, *options: str) -> list[dict[str, Any]]:
-    """What `skiplint --format json - --stdin-display-name NAME` reports for `text`."""
-    done = subprocess.run([sys.executable, "-m", "skiplint", "--format", "json", *options, "-",
-                           "--stdin-display-name", name], input=text.encode("utf-8"), capture_output=True,
-                          cwd=cwd, timeout=PATIENCE_S)
+    """What `skiplint --format json - --stdin-display-name NAME` reports for `text` (the CLI in this
+    process: the door `python -m skiplint` has process tests of its own)."""
+    from tests import inprocess
+
+    done = inprocess.skiplint(["--format", "json", *options, "-", "--stdin-display-name", name], cwd,
+                              text.encode("utf-8"))
     assert done.returncode in (0, 1, 2), done.stderr
     return list(json.loads(done.stdout)["diagnostics"])
 

@@ -25,8 +25,9 @@ def env_list() -> list[str]:
 
 
 def quick_label() -> list[str]:
-    labels = dict(line.split("=", 1) for line in tox_ini()["tox"]["labels"].strip().splitlines())
-    return [name.strip() for name in labels["quick "].split(",")]
+    labels = {label.strip(): names for label, names in (
+        line.split("=", 1) for line in tox_ini()["tox"]["labels"].strip().splitlines())}
+    return [name.strip() for name in labels["quick"].split(",")]
 
 
 def supported_pythons() -> list[str]:

@@ -1,7 +1,7 @@
 """The flake8 plugin: same findings as the CLI, 0-based columns handed to flake8, never raises.
 
-flake8 itself runs in this process (flake8_here) where a process proves nothing more; one test runs
-`python -m flake8` as a process, the door as a user opens it."""
+flake8 itself runs in this process (tests/inprocess.py) where a process proves nothing more; one
+test runs `python -m flake8` as a process, the door as a user opens it."""
 
 from __future__ import annotations
 

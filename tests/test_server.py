@@ -22,7 +22,7 @@ from lsprotocol import types  # noqa: E402
 from tests import inprocess  # noqa: E402
 from tests.test_lsp_features import BLOCKS  # noqa: E402
 from tests.lsp_harness import (  # noqa: E402
-    Session, apply, as_cli, cli_rows, edits_of, full_capabilities, run, uri)
+    Session, apply, as_cli, cli_json, cli_rows, edits_of, full_capabilities, run, run_side_by_side, uri)
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -61,14 +61,6 @@ def copy_fixture(tmp_path: Path, name: str) -> Path:
     target = tmp_path / Path(name).name
     shutil.copyfile(FIXTURES / name, target)
     return target
-
-
-def cli_json(text: str, name: str, cwd: Path, *options: str) -> list[dict[str, Any]]:
-    """What `skiplint --format json - --stdin-display-name NAME` reports for `text`."""
-    done = inprocess.skiplint(["--format", "json", *options, "-", "--stdin-display-name", name], cwd,
-                              text.encode("utf-8"))
-    assert done.returncode in (0, 1, 2), done.stderr
-    return list(json.loads(done.stdout)["diagnostics"])
 
 
 # -- the extra ----------------------------------------------------------------------------------------
@@ -261,9 +253,7 @@ def test_positions_are_in_the_negotiated_encoding(tmp_path: Path) -> None:
         finally:
             assert await session.stop() == 0
 
-    async def every() -> None:  # a server per encoding, side by side
-        await asyncio.gather(*(scenario(encoding) for encoding in expected))
-    run(every())
+    run_side_by_side(*(scenario(encoding) for encoding in expected))  # a server per encoding
 
 
 def test_a_5000_line_file(tmp_path: Path) -> None:
@@ -472,9 +462,7 @@ def test_configuration_problems_are_shown_once_as_the_cli_words_them(tmp_path: P
         finally:
             assert await session.stop() == 0
 
-    async def both() -> None:  # a server for each, side by side
-        await asyncio.gather(scenario(), unusable())
-    run(both())
+    run_side_by_side(scenario(), unusable())
 
 
 # -- code actions ---------------------------------------------------------------------------------------
@@ -627,9 +615,7 @@ def test_hover_on_a_finding_shows_its_rule(tmp_path: Path) -> None:
         finally:
             assert await session.stop() == 0
 
-    async def both() -> None:  # a server per client, side by side
-        await asyncio.gather(scenario(True), scenario(False))
-    run(both())
+    run_side_by_side(scenario(True), scenario(False))  # a server per client
 
 
 # -- layout ---------------------------------------------------------------------------------------------
@@ -694,9 +680,7 @@ def test_shutdown_then_exit_ends_with_0_and_exit_alone_with_1(tmp_path: Path) ->
         stdin.close()  # the editor went away
         assert await asyncio.wait_for(session.process.wait(), 60) == 1
 
-    async def each() -> None:  # a server for each, side by side
-        await asyncio.gather(shutdown_then_exit(), exit_alone(), editor_gone())
-    run(each())
+    run_side_by_side(shutdown_then_exit(), exit_alone(), editor_gone())
 
 
 def test_untitled_buffers_and_other_languages(tmp_path: Path) -> None:
