@@ -77,3 +77,14 @@ def test_the_long_runs_are_marked_slow() -> None:
     assert "slow:" in tox_ini()["pytest"]["markers"]
     assert test_properties.pytestmark.name == "slow"
     assert "slow" in [mark.name for mark in test_fuzz.test_fuzz_input_ends_cleanly.pytestmark]
+
+
+def test_no_test_looks_for_the_bare_word_skiplint_in_output() -> None:
+    # A clone, a tox environment or a temporary folder may be named skiplint/: a test that asserts
+    # "skiplint" is (not) in some output passes or fails by the folder it runs from. Tests look for
+    # the plugin's frames by module (test_hostile.plugin_frames) or for a whole phrase instead.
+    bare = re.compile(r"""["']skiplint["']\s+(?:not\s+)?in\b""")
+    found = [f"{path.relative_to(REPO)}:{number}" for path in sorted((REPO / "tests").rglob("*.py"))
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if bare.search(line)]
+    assert found == []

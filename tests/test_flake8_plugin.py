@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import skiplint
 from skiplint import engine
 from skiplint.flake8_plugin import SkiplintChecker
 from tests import inprocess
@@ -192,7 +193,7 @@ def test_plugin_shows_internal_errors_as_skp902(monkeypatch: pytest.MonkeyPatch)
 
 def test_flake8_lists_the_plugin(tmp_path: Path) -> None:
     done = inprocess.flake8(["--version"], tmp_path)
-    assert "skiplint" in done.stdout
+    assert f"skiplint: {skiplint.__version__}" in done.stdout, done.stdout
 
 
 def test_flake8_prints_1_based_columns(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import ast
 import functools
 import importlib.metadata
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -866,6 +867,31 @@ def _nul_is_a_value_error() -> bool:
     return False
 
 
+def plugin_frames(stderr: str) -> list[str]:
+    """The traceback frames of `stderr` that are in skiplint's own modules, by module path: the
+    path of a clone or a tox environment (`skiplint/.tox/lowest/...`) names no module of the package."""
+    package = Path(sources.__file__).resolve().parent
+    modules = {path.relative_to(package.parent).as_posix() for path in package.rglob("*.py")}
+    frames = re.findall(r'^\s*File "([^"]+)", line \d+', stderr, re.M)
+    return [frame for frame in frames
+            if any(frame.replace(os.sep, "/").endswith("/" + module) for module in modules)]
+
+
+def test_plugin_frames_are_found_by_module_not_by_the_folder_a_clone_is_in() -> None:
+    flake8_crash = ('Traceback (most recent call last):\n'
+                    '  File "/home/u/skiplint/.tox/lowest/lib/python3.9/site-packages/flake8/checker.py", '
+                    'line 1, in run\n'
+                    '  File "/home/u/skiplint/.tox/lowest/lib/python3.9/ast.py", line 47, in parse\n'
+                    'ValueError: source code string cannot contain null bytes\n')
+    assert plugin_frames(flake8_crash) == []
+    plugin_crash = flake8_crash.replace(
+        "ast.py", "site-packages/skiplint/flake8_plugin.py").replace(
+        "/lib/python3.9/site-packages/flake8/checker.py", "/skiplint/interpret/core.py")
+    assert plugin_frames(plugin_crash) == [
+        "/home/u/skiplint/.tox/lowest/skiplint/interpret/core.py",
+        "/home/u/skiplint/.tox/lowest/lib/python3.9/site-packages/skiplint/flake8_plugin.py"]
+
+
 def test_flake8_run_over_hostile_tree_reports_no_plugin_failure(tmp_path: Path) -> None:
     for name, data in (("nul.py", API.encode() + b"\0\n"), ("latin.py", API.encode() + b"x = '\xe9'\n"),
                        ("deep.py", (API + "x = " + "(" * 5000 + ")" * 5000 + "\n").encode()),
@@ -876,7 +902,7 @@ def test_flake8_run_over_hostile_tree_reports_no_plugin_failure(tmp_path: Path) 
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert "failed during execution" not in done.stderr, done.stderr
     if "Traceback" in done.stderr:  # flake8 itself, where this Python's ast.parse raises ValueError on NUL
-        assert _nul_is_a_value_error() and "skiplint" not in done.stderr.replace("skiplint-", "")
+        assert _nul_is_a_value_error() and plugin_frames(done.stderr) == [], done.stderr
         assert done.stderr.rstrip().endswith("ValueError: source code string cannot contain null bytes")
         (tmp_path / "nul.py").unlink()
         done = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "-j", "1", "--select", "SKP,E9",
