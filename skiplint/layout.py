@@ -1,11 +1,12 @@
 """`skiplint layout PATH[:NAME]`: each composition's layers, partitions and skip arcs, statically.
 
 The route table is the static equivalent of `inspect_skip_layout` for a balance: which partition
-stashes and which pops every (namespace, name). Namespaces are labelled `ns1`, `ns2`, ... in the
-order of the first layer that stashes into them (then by skip name), the default one `None`, so a
-table computed from a live model (see `label_namespaces`) compares equal as a plain value. Each pop
-is drawn from the stash it takes at run time, and what the lint reports about a composition is
-said under it in the lint's words.
+stashes and which pops every (namespace, name). In the picture and the command's JSON a namespace
+is named as the source names it (`ns2`, `namespaces[1]`); `route_table`, for the runtime companion,
+labels them `ns1`, `ns2`, ... in the order of the first layer that stashes into them (then by skip
+name), the default one `None`, so a table computed from a live model (see `label_namespaces`)
+compares equal as a plain value. Each pop is drawn from the stash it takes at run time, and what
+the lint reports about a composition is said under it in the lint's words.
 """
 
 from __future__ import annotations
@@ -60,6 +61,14 @@ def label_namespaces(entries: Iterable[tuple[Hashable, str, Optional[int]]]) -> 
             count += 1
             labels[ns] = f"ns{count}"
     return labels
+
+
+def namespace_name(ns: Optional[int], composition: Composition) -> Optional[str]:
+    """How the source refers to namespace number `ns` (`ns2`, `namespaces[1]`, `Namespace() of
+    line 7`), None for the default namespace: what the picture and the JSON name a skip's namespace by."""
+    if ns is None:
+        return None
+    return dict(composition.namespaces).get(ns, f"#{ns}")
 
 
 def route_rows(composition: Composition, balance: Optional[Sequence[int]]) -> list[dict[str, Any]]:
@@ -232,18 +241,16 @@ def render_json(path: str, model: Model, balance: Optional[Sequence[int]]) -> di
     composition = model.composition
     problem = unresolved(composition)
     part = _partition_of(balance, len(composition.layers))
-    rows = route_rows(composition, balance) if problem is None else []
-    names = dict(composition.namespaces)
-    labels = label_namespaces((r.ns, r.name, r.stash_layer) for r in drawn_routes(composition))
+    found = drawn_routes(composition, balance) if problem is None else []
+    rows = [dict(_row(r, {}), ns=namespace_name(r.ns, composition),
+                 crosses=r.stash_partition != r.pop_partition if r.stash_partition is not None else None)
+            for r in found]
     return {
         "path": path, "name": model.name, "pipe": model.pipe,
         "balance": list(balance) if balance is not None else None,
         "layers": [{"index": layer.index, "key": layer.key, "label": layer.label, "kind": layer.kind,
                     "partition": part[layer.index]} for layer in composition.layers],
-        "routes": [dict(row, crosses=row["stash_partition"] != row["pop_partition"]
-                        if row["stash_partition"] is not None else None) for row in rows],
-        "namespaces": {label: names.get(ns, "") if isinstance(ns, int) else "" for ns, label in labels.items()
-                       if label is not None},
+        "routes": rows,
         "unresolved": problem,
         "balance_problem": balance_problem(balance, len(composition.layers)),
         "notes": lint_notes(model),
@@ -284,7 +291,6 @@ def render_text(path: str, model: Model, balance: Optional[Sequence[int]]) -> st
     every = sorted(drawn_routes(composition, balance) if problem is None else [],
                    key=lambda r: (r.stash_layer if r.stash_layer is not None else -1, r.pop_layer or 0))
     found = [r for r in every if r.stash_layer is not None]
-    labels = label_namespaces((r.ns, r.name, r.stash_layer) for r in found)
     lanes = _lanes(found)
     width = max(lanes, default=-1) + 1
     part = _partition_of(balance, len(composition.layers))
@@ -298,8 +304,8 @@ def render_text(path: str, model: Model, balance: Optional[Sequence[int]]) -> st
     previous: Optional[int] = -1
 
     def skip_name(route: SkipRoute) -> str:
-        ns = labels.get(route.ns)
-        return repr(route.name) + (f" @{ns}" if ns else "")
+        ns = namespace_name(route.ns, composition)
+        return repr(route.name) + (f" @{ns}" if ns is not None else "")
 
     for layer in composition.layers:
         p = part[layer.index]

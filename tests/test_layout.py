@@ -23,7 +23,7 @@ def test_text_draws_every_skip_with_partitions(capsys) -> None:
     status, out = run(capsys, f"{UNET}:pipe")
     assert status == 0
     assert "partition 0" in out and "partition 2" in out
-    assert out.count("stash 'skip' @ns") == 3 and out.count("pop 'skip' @ns") == 3
+    assert out.count("stash 'skip' @namespaces[") == 3 and out.count("pop 'skip' @namespaces[") == 3
     assert "[crosses partition 0 → 2]" in out
 
 
@@ -33,8 +33,8 @@ def test_json_route_table(capsys) -> None:
     [model] = json.loads(out)
     routes = [(r["ns"], r["stash_layer"], r["pop_layer"], r["stash_partition"], r["pop_partition"])
               for r in model["routes"]]
-    assert routes == [("ns3", 2, 4, 0, 1), ("ns2", 1, 5, 0, 2), ("ns1", 0, 6, 0, 2)]
-    assert model["namespaces"] == {"ns1": "namespaces[0]", "ns2": "namespaces[1]", "ns3": "namespaces[2]"}
+    assert routes == [("namespaces[2]", 2, 4, 0, 1), ("namespaces[1]", 1, 5, 0, 2), ("namespaces[0]", 0, 6, 0, 2)]
+    assert "namespaces" not in model
 
 
 def test_route_table_api_matches_json() -> None:
@@ -62,6 +62,55 @@ def test_unresolvable_model_says_why(capsys, tmp_path: Path) -> None:
 def test_missing_name(capsys) -> None:
     status, _ = run(capsys, f"{UNET}:nothing_here")
     assert status == 1
+
+
+NAMESPACE_MIX_UP = """\
+from torch import nn
+from torchgpipe.skip import Namespace, pop, skippable, stash
+
+
+@skippable(stash=["skip"])
+class Down(nn.Module):
+    def forward(self, x):
+        yield stash("skip", x)
+        return x
+
+
+@skippable(pop=["skip"])
+class Up(nn.Module):
+    def forward(self, x):
+        skip = yield pop("skip")
+        return x + skip
+
+
+ns1, ns2 = Namespace(), Namespace()
+model = nn.Sequential(Down().isolate(ns1), Down().isolate(ns2), nn.ReLU(), Up().isolate(ns2), Up().isolate(ns2))
+"""
+
+
+def test_the_picture_names_namespaces_as_the_source_does(capsys, tmp_path: Path) -> None:
+    # Layers 1, 3 and 4 are in ns2: the only arc is ns2's, though ns2 is the first namespace stashed into.
+    source = tmp_path / "mixup.py"
+    source.write_text(NAMESPACE_MIX_UP, encoding="utf-8")
+    status, out = run(capsys, f"{source}:model")
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[2].split("  ")[-1] == "stash 'skip' @ns2 → layer 3"
+    assert lines[4].split("  ")[-1] == "pop 'skip' @ns2 ← layer 1"
+    assert "@ns1" not in "\n".join(lines[:6])
+
+
+def test_the_json_names_namespaces_as_the_source_does(capsys, tmp_path: Path) -> None:
+    source = tmp_path / "mixup.py"
+    source.write_text(NAMESPACE_MIX_UP, encoding="utf-8")
+    status, out = run(capsys, f"{source}:model", "--format", "json")
+    assert status == 0
+    [model] = json.loads(out)
+    assert [(r["ns"], r["stash_layer"], r["pop_layer"]) for r in model["routes"]] == [("ns2", 1, 3), ("ns2", None, 4)]
+    _, mermaid = run(capsys, f"{source}:model", "--format", "mermaid")
+    assert '  L1 -. "skip (ns2)" .-> L3' in mermaid.splitlines()
+    # The Python API keeps the order labels a live model is compared by: ns2 is stashed into first.
+    assert [r["ns"] for r in layout.route_table(str(source), "model")] == ["ns1", "ns1"]
 
 
 def test_label_namespaces_is_order_based() -> None:
