@@ -118,7 +118,7 @@ def lint_notes(model: Model) -> list[str]:
         for key, index in pipes.unpopped(composition):
             text = pipes.layer_text(layers[index])
             if (text, key[1]) not in reported:
-                out.append(STASH_NEVER_POPPED.text(layer=text, skip=pipes.skip_text(key, composition)))
+                out.append(STASH_NEVER_POPPED.text(layer=text, skip=pipes.skip_text(key, composition), instead=""))
     return out
 
 

@@ -221,6 +221,43 @@ def test_second_stash_and_second_pop_are_reported_on_plain_compositions():
     assert codes("model = nn.Sequential(S(), P(), P())\n") == [(1, "SKP204")]
 
 
+def message_texts(body: str) -> list[str]:
+    text = HEADER + textwrap.dedent(body)
+    return sorted(d.message for d in engine.check_text(text, "t.py").diagnostics)
+
+
+def test_a_second_pop_isolated_in_the_wrong_namespace_names_the_stash_it_is_likely_meant_for():
+    # Layer 4 should be in ns1, where layer 0's stash waits: SKP204 says where the stash is, and
+    # the stash's SKP202 points back to the pop.
+    assert message_texts("ns1, ns2 = Namespace(), Namespace()\n"
+                    "model = nn.Sequential(S().isolate(ns1), S().isolate(ns2), nn.ReLU(), P().isolate(ns2),"
+                    " P().isolate(ns2))\n") == [
+        "SKP202 layer 0 (S) stashes 'skip' in namespace ns1 but no later layer pops it; "
+        "layer 4 (P) pops 'skip' in namespace ns2 instead",
+        "SKP204 layer 4 (P) pops 'skip' in namespace ns2 again (first popped by layer 3 (P)); "
+        "the stash no layer pops is layer 0 (S)'s, in namespace ns1"]
+    assert message_texts("ns2 = Namespace()\n"
+                    "model = nn.Sequential(S(), S().isolate(ns2), P().isolate(ns2), P().isolate(ns2))\n") == [
+        "SKP202 layer 0 (S) stashes 'skip' but no later layer pops it; "
+        "layer 3 (P) pops 'skip' in namespace ns2 instead",
+        "SKP204 layer 3 (P) pops 'skip' in namespace ns2 again (first popped by layer 2 (P)); "
+        "the stash no layer pops is layer 0 (S)'s, in the default namespace"]
+
+
+def test_a_second_pop_with_no_stash_waiting_is_told_how_to_isolate_it():
+    assert message_texts("model = nn.Sequential(S(), P(), P())\n") == [
+        "SKP204 layer 2 (P) pops 'skip' again (first popped by layer 1 (P)); isolate it with a Namespace"]
+    assert message_texts("ns = Namespace()\nmodel = nn.Sequential(S().isolate(ns), P().isolate(ns), P().isolate(ns))\n") == [
+        "SKP204 layer 2 (P) pops 'skip' in namespace ns again (first popped by layer 1 (P)); "
+        "isolate it, and a stash for it, in a Namespace of its own"]
+    # A stash in another namespace that a later layer pops is not the one the second pop wants.
+    assert message_texts("ns1, ns2 = Namespace(), Namespace()\n"
+                    "model = nn.Sequential(S().isolate(ns1), S().isolate(ns2), P().isolate(ns2), P().isolate(ns2),"
+                    " P().isolate(ns1))\n") == [
+        "SKP204 layer 3 (P) pops 'skip' in namespace ns2 again (first popped by layer 2 (P)); "
+        "isolate it, and a stash for it, in a Namespace of its own"]
+
+
 # -- partitions given to inspect_skip_layout --------------------------------------------------
 
 LAYOUT = "from torchgpipe.skip.layout import inspect_skip_layout\n"

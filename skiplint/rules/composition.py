@@ -3,7 +3,7 @@ the skip tracker raise."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from skiplint.findings import Finding
 from skiplint.rules.base import Rule, checks
@@ -39,7 +39,7 @@ POP_BEFORE_STASH = Rule(
 
 STASH_NEVER_POPPED = Rule(
     code='SKP202', name='stash-never-popped',
-    template='layer {layer} stashes {skip} but no later layer pops it',
+    template='layer {layer} stashes {skip} but no later layer pops it{instead}',
     summary='a layer stashes (ns, name) and no later layer pops it',
     failure="TypeError: no module declared '{name}' as poppable but stashed",
     reported_at="the stashing layer's expression",
@@ -63,10 +63,14 @@ RESTASH_WITHOUT_NAMESPACE = Rule(
 
 REPOP_WITHOUT_NAMESPACE = Rule(
     code='SKP204', name='repop-without-namespace',
-    template='layer {layer} pops {skip} again (first popped by layer {first}); isolate it with a Namespace',
+    template='layer {layer} pops {skip} again (first popped by layer {first}); {advice}',
     summary='(ns, name) is popped again by a second layer without namespace isolation',
     failure="TypeError: redeclared '{name}' as poppable but not isolated by namespace",
     reported_at='the second popping layer',
+    when='the advice names the stash the pop is likely meant for where an earlier layer stashes the name in '
+         "another namespace and no layer pops that stash (a pop isolated in the wrong namespace: that stash's "
+         'SKP202 points back to the pop); else a pop in the default namespace is told to isolate itself with a '
+         'Namespace, and one already isolated to move, with a stash for it, to a Namespace of its own',
     predicts=(r"\* '(?P<layer>.*)' redeclared '(?P<name>.*)' as poppable but not isolated by namespace",),
 )
 
@@ -131,6 +135,9 @@ def direct_children(composition: Composition, verified: bool) -> Iterator[Findin
     layer_text, skip_text = pipes.layer_text, pipes.skip_text
     stashed: dict[SkipKey, Layer] = {}
     popped: dict[SkipKey, Layer] = {}
+    ever_popped = _popped_keys(composition)
+    #: An unpopped stash -> the second pop of its name in another namespace that names it (SKP204).
+    repopped_instead: dict[SkipKey, tuple[SkipKey, Layer]] = {}
     unmatched: dict[str, list[tuple[SkipKey, Layer]]] = {}  # by name, in order
     truncated = not composition.complete
     for layer in composition.layers:
@@ -153,8 +160,19 @@ def direct_children(composition: Composition, verified: bool) -> Iterator[Findin
             if key[1] in hidden_names:
                 continue
             if first is not None:
+                meant = next(((k, stasher) for k, stasher in stashed.items()
+                              if k[1] == key[1] and k[0] != key[0] and k not in ever_popped
+                              and k not in repopped_instead and stasher.index < layer.index), None)
+                if meant is not None:
+                    repopped_instead[meant[0]] = (key, layer)
+                    advice = (f"the stash no layer pops is layer {layer_text(meant[1])}'s, "
+                              f"in {_namespace_text(meant[0][0], composition)}")
+                elif key[0] is None:
+                    advice = "isolate it with a Namespace"
+                else:
+                    advice = "isolate it, and a stash for it, in a Namespace of its own"
                 yield REPOP_WITHOUT_NAMESPACE.at(layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
-                                                 first=layer_text(first), name=key[1])
+                                                 first=layer_text(first), advice=advice, name=key[1])
             elif key not in stashed:
                 unmatched.setdefault(key[1], []).append((key, layer))
                 yield POP_BEFORE_STASH.at(layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
@@ -176,4 +194,26 @@ def direct_children(composition: Composition, verified: bool) -> Iterator[Findin
             continue
         if not verified:
             continue
-        yield STASH_NEVER_POPPED.at(layer.site, layer=layer_text(layer), skip=skip_text(key, composition), name=key[1])
+        repop = repopped_instead.get(key)
+        instead = (f"; layer {layer_text(repop[1])} pops {skip_text(repop[0], composition)} instead"
+                   if repop is not None else "")
+        yield STASH_NEVER_POPPED.at(layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
+                                    instead=instead, name=key[1])
+
+
+def _popped_keys(composition: Composition) -> set[SkipKey]:
+    """The (namespace, name) keys some layer pops after a layer stashed them, up to the first layer
+    that cannot be known: the stashes that do not end up unpopped."""
+    stashed: set[SkipKey] = set()
+    popped: set[SkipKey] = set()
+    for layer in composition.layers:
+        if layer.kind == "unknown":
+            break
+        if layer.kind == "skippable":
+            stashed.update(layer.stash)
+            popped.update(key for key in layer.pop if key in stashed)
+    return popped
+
+
+def _namespace_text(ns: Optional[int], composition: Composition) -> str:
+    return "the default namespace" if ns is None else f"namespace {dict(composition.namespaces).get(ns, ns)}"
