@@ -104,3 +104,13 @@ def test_the_rule_command_prints_the_renderers_text(capsys: pytest.CaptureFixtur
     assert capsys.readouterr().out == doc.rule_text("SKP106")
     assert cli.main(["rule", "--format", "json", "SKP401"]) == 0
     assert json.loads(capsys.readouterr().out) == [doc.rule_json("SKP401")]
+
+
+def test_every_fixable_rule_titles_its_fix_with_a_short_verb_phrase() -> None:
+    # ruff-style titles: what the edit does in a few words, never the finding's message again.
+    titled = {code: rule.title((("value", "skip"),), "torchgpipe") for code, rule in rules.RULES.items()
+              if rule.fix_title is not None}
+    assert set(titled) == {code for code, rule in rules.RULES.items() if rule.fixer is not None}
+    assert titled == {"SKP106": "Wrap `'skip'` in a list", "SKP107": "Add `yield`",
+                      "SKP401": "Import from `torchgpipe`"}
+    assert all(len(title.split()) <= 5 and title[0].isupper() for title in titled.values())

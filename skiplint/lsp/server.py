@@ -678,9 +678,7 @@ class SkiplintServer:
                       protocol: Optional[types.Diagnostic], target: str = "torchgpipe") -> Optional[types.CodeAction]:
         if what == "fix":
             assert finding is not None
-            title = f"Fix {finding.code}: {features.message_text(finding)}"
-            if finding.code == REMOVED_TORCH_PIPELINE.code:
-                title = f"Fix {finding.code}: import the skip API from {target}"
+            title = rules.RULES[finding.code].title(finding.args, target)
             kind: str = types.CodeActionKind.QuickFix
         elif what == "noqa":
             assert finding is not None

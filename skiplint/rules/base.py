@@ -52,6 +52,9 @@ class Rule:
     #: `* ...` line of verify_skippables' TypeError. Named groups give the failure's `name` (or
     #: `names`, several quoted), `layer` and `op`.
     predicts: tuple[str, ...] = ()
+    #: The title of its fix as an editor offers it: a short verb phrase ("Add `yield`"), a
+    #: str.format template of the finding's arguments and `target` (`--target`); None: no fixer.
+    fix_title: Optional[str] = None
     #: The template's fields, in order: the rule's arguments.
     fields: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
@@ -67,6 +70,13 @@ class Rule:
         """`skiplint fix`'s rewrite of a finding of this rule (registered beside the rule with
         `@fixes(RULE)`), or None when the rule has no mechanical fix."""
         return FIXERS.get(self.code)
+
+    def title(self, args: Iterable[tuple[str, str]], target: str) -> str:
+        """The fix's title for a finding with `args`, fixed for `target` (the rule's code where it
+        has no title)."""
+        if self.fix_title is None:
+            return f"Fix {self.code}"
+        return self.fix_title.format(**dict(args), target=target)
 
     def format(self, **args: object) -> str:
         """The whole message: the code, then the template filled with the arguments."""

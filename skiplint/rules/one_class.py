@@ -76,6 +76,7 @@ BARE_STRING_DECLARATION = Rule(
     summary='stash=/pop= is given a bare string, which declares its characters',
     failure='the intended name fails as undeclared, with single letters in the message',
     reported_at='the `stash=`/`pop=` argument',
+    fix_title='Wrap `{value!r}` in a list',
 )
 
 
@@ -85,6 +86,7 @@ COMMAND_NOT_YIELDED = Rule(
     summary='a stash(...)/pop(...) command is built but not yielded',
     failure="silent: the skip never moves; then 'must be stashed/popped but have not'",
     reported_at='the call',
+    fix_title='Add `yield`',
 )
 
 

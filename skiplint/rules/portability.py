@@ -23,6 +23,7 @@ REMOVED_TORCH_PIPELINE = Rule(
     summary='import of torch.distributed.pipeline.sync, removed in PyTorch 2.4',
     failure='ModuleNotFoundError on torch >= 2.4',
     reported_at='the import',
+    fix_title='Import from `{target}`',
 )
 
 
