@@ -19,7 +19,7 @@ from skiplint import __version__, rules, sources
 from skiplint.diagnostics import Diagnostic, FileResult, shown
 
 #: Version of the JSON report's layout (docs/json-schema.json); bumped on any incompatible change.
-JSON_SCHEMA_VERSION = 2
+JSON_SCHEMA_VERSION = 3
 #: Where each rule is documented; a rule's anchor is its code in lower case.
 HELP_URL = "https://github.com/skiplint/skiplint/blob/main/docs/rules.md"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -184,6 +184,13 @@ def nothing(report: Report) -> str:
     return "".join(line + "\n" for line in statistics_lines(report)) if report.statistics else ""
 
 
+def message_text(d: Diagnostic) -> str:
+    """The message without its leading code, for the formats that carry the code in a field of its
+    own (JSON, SARIF, GitHub's title)."""
+    prefix = d.code + " "
+    return d.message[len(prefix):] if d.message.startswith(prefix) else d.message
+
+
 # -- JSON ------------------------------------------------------------------------------------------
 
 def json_payload(report: Report) -> dict[str, object]:
@@ -194,7 +201,7 @@ def json_payload(report: Report) -> dict[str, object]:
         item: dict[str, object] = {
             "path": shown(d.path), "line": d.line, "column": d.col + 1,
             "end_line": end_line, "end_column": end_col + 1, "code": d.code,
-            "name": rules.RULES[d.code].name, "message": shown(d.message), "url": help_uri(d.code),
+            "name": rules.RULES[d.code].name, "message": shown(message_text(d)), "url": help_uri(d.code),
             "fixable": d.code in fixable,
         }
         if report.show_source:
@@ -270,7 +277,7 @@ def sarif_payload(report: Report) -> dict[str, object]:
             "ruleId": d.code,
             "ruleIndex": index[d.code],
             "level": level(d.code),
-            "message": {"text": shown(d.message)},
+            "message": {"text": shown(message_text(d))},
             "locations": [{"physicalLocation": {"artifactLocation": location, "region": region}}],
             "properties": {"fixable": d.code in fixable},
         })
@@ -325,7 +332,7 @@ def github(report: Report) -> str:
             f"file={_escape_property(shown(d.path))}", f"line={d.line}", f"col={d.col + 1}",
             f"title={_escape_property(d.code + ' ' + rules.RULES[d.code].name)}",
         ))
-        out.append(f"::{command} {props}::{_escape_data(shown(d.message))}")
+        out.append(f"::{command} {props}::{_escape_data(shown(message_text(d)))}")
     if report.statistics:
         out.extend(statistics_lines(report))
     return "".join(line + "\n" for line in out)

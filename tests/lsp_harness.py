@@ -193,7 +193,7 @@ def as_cli(params: types.PublishDiagnosticsParams) -> list[dict[str, Any]]:
     """The published diagnostics in the CLI's JSON terms (1-based columns: an ASCII text's)."""
     return [{"line": d.range.start.line + 1, "column": d.range.start.character + 1,
              "end_line": d.range.end.line + 1, "end_column": d.range.end.character + 1,
-             "code": d.code, "message": f"{d.code} {d.message}"} for d in params.diagnostics]
+             "code": d.code, "message": d.message} for d in params.diagnostics]
 
 
 def cli_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

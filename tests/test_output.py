@@ -156,14 +156,14 @@ def test_names_are_escaped_in_every_format(fmt: str, tmp_path: Path) -> None:
             f"m.py:9:15: SKP101 {SURROGATE_NAME} is stashed but not declared in stash=[...]"]
     elif fmt == "github":
         assert [line.rsplit("::", 1)[1] for line in done.stdout.splitlines()] == [
-            f"SKP101 {NEWLINE_NAME} is stashed but not declared in stash=[...]",
-            f"SKP101 {SURROGATE_NAME} is stashed but not declared in stash=[...]"]
+            f"{NEWLINE_NAME} is stashed but not declared in stash=[...]",
+            f"{SURROGATE_NAME} is stashed but not declared in stash=[...]"]
     else:
         payload = json.loads(done.stdout)
         found = payload["diagnostics"] if fmt == "json" else payload["runs"][0]["results"]
         texts = [d["message"] if fmt == "json" else d["message"]["text"] for d in found]
-        assert texts == [f"SKP101 {NEWLINE_NAME} is stashed but not declared in stash=[...]",
-                         f"SKP101 {SURROGATE_NAME} is stashed but not declared in stash=[...]"]
+        assert texts == [f"{NEWLINE_NAME} is stashed but not declared in stash=[...]",
+                         f"{SURROGATE_NAME} is stashed but not declared in stash=[...]"]
 
 
 @pytest.mark.skipif(sys.platform == "darwin" or os.name == "nt", reason="file names must be bytes")
