@@ -235,6 +235,11 @@ def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
         x.shape == y.shape and torch.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True) for x, y in _pairs(a, b))
 
 
+def gradients(count: int) -> str:
+    """`1 gradient`, `13 gradients`: the count of gradients a run compared, for its detail line."""
+    return f"{count} gradient" if count == 1 else f"{count} gradients"
+
+
 class Runner:
     #: The model and its sample, once built (or the model a verify_skippables of the target's own rejected).
     model: nn.Sequential
@@ -514,7 +519,7 @@ class Runner:
             grads = {n: p.grad.detach().cpu().clone() for n, p in model.named_parameters() if p.grad is not None}
             if x.grad is not None:
                 grads["<input>"] = x.grad.detach().cpu().clone()
-            out["detail"] = f"forward and backward, {len(grads)} gradients"
+            out["detail"] = f"forward and backward, {gradients(len(grads))}"
             return RunResult(h, grads)
 
     def pipe(self, mode: str, reference: RunResult) -> None:
@@ -571,7 +576,7 @@ class Runner:
             extra = f"; gradients present in only one run: {', '.join(missing)}" if missing else ""
             out["status"], out["detail"] = "failed", f"differs from the plain Sequential{extra}"
         else:
-            out["detail"] = f"matches the plain Sequential ({len(grads)} gradients)"
+            out["detail"] = f"matches the plain Sequential ({gradients(len(grads))})"
 
     def static(self) -> None:
         """The lint over the model's source files, once each; the findings of the classes and

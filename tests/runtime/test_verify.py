@@ -100,3 +100,44 @@ def test_a_pop_in_the_wrong_namespace_is_one_predicted_mistake(tmp_path):
     assert report.to_text().splitlines()[-1] == (
         "1 static finding(s), 1 confirmed; 2 runtime failure(s), 0 missed by the static pass")
     assert report.exit_code == 1
+
+
+ONE_GRADIENT = '''\
+import torch
+from torch import nn
+from torchgpipe.skip import pop, skippable, stash
+
+
+@skippable(stash=["skip"])
+class Save(nn.Module):
+    def forward(self, x):
+        yield stash("skip", x)
+        return x * 2
+
+
+@skippable(pop=["skip"])
+class Add(nn.Module):
+    def forward(self, x):
+        skip = yield pop("skip")
+        return x + skip
+
+
+def build():
+    return nn.Sequential(Save(), Add()), torch.randn(4, 8)
+'''
+
+
+def test_a_run_with_one_gradient_says_one_gradient(tmp_path):
+    # No parameters: the input's gradient is the only one compared.
+    import torch
+
+    torch.set_num_threads(1)
+    path = tmp_path / "one_gradient.py"
+    path.write_text(ONE_GRADIENT)
+    report = verify(f"{path}:build", checkpoint=("never",))
+    text = report.to_text()
+    assert report.exit_code == 0, text
+    details = [line.split("  ")[-1] for line in text.splitlines() if line.startswith("  plain Sequential")
+               or line.startswith("  Pipe forward+backward")]
+    assert details == ["forward and backward, 1 gradient", "matches the plain Sequential (1 gradient)"], text
+    assert "1 gradients" not in text
