@@ -161,9 +161,10 @@ def rule_parser() -> argparse.ArgumentParser:
         description="Explain rules: what each finds, why it fails at run time, where it is "
                     "reported, a bad example and its fix (the text of docs/rules.md). With no "
                     "code, list every rule: its code, name and what it finds, one line each.",
-        epilog="Exit status: 0 explained, 2 a code or prefix that matches no rule.")
+        epilog="Exit status: 0 explained, 2 a code, prefix or name that matches no rule.")
     parser.add_argument("codes", nargs="*", metavar="CODE",
-                        help="codes or prefixes, e.g. SKP101 or SKP2")
+                        help="codes, prefixes or rule names, alone or separated by commas, e.g. "
+                             "SKP101, SKP2, undeclared-stash or SKP101,SKP102")
     parser.add_argument("--all", action="store_true", help="explain every rule")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text (default) or json (a list of objects; every rule when no code "
@@ -388,11 +389,15 @@ def run_rule(argv: Sequence[str]) -> int:
     args = parser.parse_args(list(argv))
     if not args.codes and not args.all and args.format == "text":
         return _emit(rule_list(), None)
-    wanted = [code.strip().upper() for code in args.codes]
-    unknown = [word for word, code in zip(args.codes, wanted) if not config.known_code(code)]
+    words = [word.strip() for arg in args.codes for word in arg.split(",") if word.strip()]
+    by_name = {rule.name: code for code, rule in rules.RULES.items()}
+    wanted = [by_name.get(word.lower(), word.upper()) for word in words]
+    unknown = [word for word, code in zip(words, wanted) if not config.known_code(code)]
+    if args.codes and not words:
+        unknown = [",".join(args.codes)]
     if unknown:
         for word in unknown:
-            _say(f"skiplint rule: {config.unknown_code(word)}")
+            _say(f"skiplint rule: {unknown_rule(word, by_name)}")
         return EXIT_UNCHECKED
     codes = [c for c in rules.RULES if args.all or not wanted or c.startswith(tuple(wanted))]
     if args.format == "json":
@@ -402,6 +407,17 @@ def run_rule(argv: Sequence[str]) -> int:
     else:
         output = "\n".join(doc.rule_text(code) for code in codes)
     return _emit(output, None)
+
+
+def unknown_rule(word: str, by_name: dict[str, str]) -> str:
+    """The complaint about a word of `skiplint rule` that is no code, prefix or rule name: a word
+    that looks like a code gets the codes' words, a name the nearest rule name."""
+    if word[:3].upper() == "SKP" or not any(c.isalpha() for c in word) or word.isalnum() and word[-1].isdigit():
+        return config.unknown_code(word)
+    lowered = word.lower().replace("_", "-")
+    near = min(by_name, key=lambda name: (_distance(lowered, name), name))
+    hint = f"did you mean {near}?" if _distance(lowered, near) <= 3 else "`skiplint rule` lists them"
+    return f"unknown rule {word!r}: no rule has this name, code or prefix; {hint}"
 
 
 def _distance(a: str, b: str) -> int:

@@ -155,6 +155,36 @@ def test_rule_all_and_prefix_and_json(inproc) -> None:
     assert payload[0]["failure"] == rules.RULES["SKP116"].failure
 
 
+@pytest.mark.parametrize("code", list(rules.RULES))
+def test_rule_takes_every_rules_name_as_its_code(inproc, code: str) -> None:
+    by_code = inproc("rule", "--format", "json", code)
+    by_name = inproc("rule", "--format", "json", rules.RULES[code].name)
+    assert by_name == by_code and by_name[0] == 0
+    assert [item["code"] for item in json.loads(by_name[1])] == [code]
+
+
+def test_rule_takes_a_comma_separated_list_of_codes_and_names(inproc) -> None:
+    status, out, err = inproc("rule", "--format", "json", "SKP101,SKP102")
+    assert (status, err) == (0, "") and [item["code"] for item in json.loads(out)] == ["SKP101", "SKP102"]
+    status, out, _ = inproc("rule", "--format", "json", "undeclared-pop, SKP3", "SKP101")
+    assert status == 0
+    assert [item["code"] for item in json.loads(out)] == [
+        "SKP101", "SKP102", *(c for c in rules.RULES if c.startswith("SKP3"))]
+    status, out, _ = inproc("rule", "Undeclared-Stash,stash-never-popped")
+    assert status == 0
+    assert [line.split()[0] for line in out.splitlines() if line.split() and line.split()[0] in rules.RULES
+            and len(line.split()) == 2] == ["SKP101", "SKP202"]
+
+
+def test_rule_with_an_unknown_name_names_the_nearest(inproc) -> None:
+    assert inproc("rule", "undeclared-stsh") == (
+        2, "", "skiplint rule: unknown rule 'undeclared-stsh': no rule has this name, code or prefix; "
+               "did you mean undeclared-stash?\n")
+    assert inproc("rule", "SKP101,nothing-like-it") == (
+        2, "", "skiplint rule: unknown rule 'nothing-like-it': no rule has this name, code or prefix; "
+               "`skiplint rule` lists them\n")
+
+
 def test_rule_with_an_unknown_code_names_the_nearest(inproc) -> None:
     assert inproc("rule", "SKP1O1") == (
         2, "", "skiplint rule: unknown code 'SKP1O1': no rule has this code or prefix; did you mean SKP101?\n")
