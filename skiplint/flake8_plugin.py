@@ -100,8 +100,10 @@ class SkiplintChecker:
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
-        if sources.too_large(self.size(text)) is not None:
-            return  # the CLI reports SKP900 for it; flake8 has no such code to show, so: silence
+        refused = sources.too_large(self.size(text))
+        if refused is not None:  # the CLI's finding, word for word: same file, same SKP900
+            yield 1, 0, UNCHECKED_FILE.format(reason=refused), type(self)
+            return
         settings = self.settings_for(self.filename)
         with prefilter.using_aliases(settings.api_aliases):
             try:

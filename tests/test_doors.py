@@ -425,8 +425,8 @@ def test_endless_standard_input_is_refused_after_the_size_limit(tmp_path: Path, 
 def test_a_source_over_the_size_limit_is_refused_alike_by_every_door(tmp_path: Path) -> None:
     """4.5 MB of CJK text in a module that uses the API: 1.5 million characters, 4.5 million
     bytes. The path and standard input refuse it; the flake8 plugin counted characters and
-    analysed it, and now counts bytes as they do."""
-    text = TYPO.replace("mypkg.api", "torchgpipe.skip") + "".join(
+    analysed it, then counted bytes and stayed silent, and now says the CLI's SKP900 word for word."""
+    text = textwrap.dedent(TYPO).replace("mypkg.api", "torchgpipe.skip") + "".join(
         f"# {'漢字' * 40}\n" for _ in range(18_000))
     write(tmp_path, {"big.py": text})
     data = (tmp_path / "big.py").read_bytes()
@@ -439,9 +439,16 @@ def test_a_source_over_the_size_limit_is_refused_alike_by_every_door(tmp_path: P
     assert stdin.returncode == 2 and b"too large to check (more than 4.2 MB" in stdin.stdout
     from skiplint.flake8_plugin import SkiplintChecker
 
-    assert list(SkiplintChecker(None, text.splitlines(keepends=True), str(tmp_path / "big.py")).run()) == []
+    finding = f"SKP900 could not check this file: {reason}"
+    assert list(SkiplintChecker(None, text.splitlines(keepends=True), str(tmp_path / "big.py")).run()) == [
+        (1, 0, finding, SkiplintChecker)]
     flake8 = run("-m", "flake8", "--isolated", "--select", "SKP", "big.py", cwd=tmp_path)
-    assert (flake8.returncode, flake8.stdout, flake8.stderr) == (0, "", "")
+    assert (flake8.returncode, flake8.stdout, flake8.stderr) == (1, f"big.py:1:1: {finding}\n", "")
+    # Standard input: flake8 has all of it, so it gives the size (the CLI stops reading past the limit).
+    piped = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "SKP", "-",
+                            "--stdin-display-name", "big.py"], cwd=tmp_path, input=data, capture_output=True,
+                           timeout=300)
+    assert (piped.returncode, piped.stdout) == (1, f"big.py:1:1: {finding}\n".encode())
 
 
 @pytest.mark.parametrize("argv", [["layout", "m.py"], ["fix", "--diff", "--isolated", "m.py"],

@@ -13,11 +13,11 @@ BLURB = 'What skiplint could not check.'
 UNCHECKED_FILE = Rule(
     code='SKP900', name='unchecked-file',
     template='could not check this file: {reason}',
-    summary='a file could not be read or parsed (CLI only)',
+    summary='a file could not be read or parsed',
     failure='',
     reported_at="where the file stops being checkable: a syntax error's line and column, as the running "
                 "Python's parser puts them, or the token past a parser limit; line 1 for a file that cannot "
-                'be read or decoded (the command line only; flake8 reports unparsable files as E999)',
+                'be read or decoded, or one past the size limit (flake8 reports what Python cannot parse as E999)',
     when='the file cannot be read at all (missing, unreadable, not a regular file, larger than the size '
          'limit), or it may use the API (it imports an API module, or composes skippable classes imported '
          'from its own project) and cannot be decoded or parsed. A file whose bytes name no API module is '
