@@ -844,15 +844,17 @@ def test_flake8_plugin_never_raises(text: str) -> None:
 
 
 def test_flake8_plugin_on_ten_megabytes_returns_quickly(tmp_path: Path, ten_megabytes: bytes) -> None:
-    """flake8 hands the plugin whatever it read; the plugin gives up on what the CLI refuses."""
+    """flake8 hands the plugin whatever it read; the plugin gives up on what the CLI refuses, with
+    the CLI's SKP900."""
     (tmp_path / "huge.py").write_bytes(ten_megabytes)
     code = ("import sys; from skiplint.flake8_plugin import SkiplintChecker; "
             "lines = open(sys.argv[1], encoding='utf-8').readlines(); "
-            "print(len(list(SkiplintChecker(None, lines, 'huge.py').run())))")
+            "print([result[:3] for result in SkiplintChecker(None, lines, sys.argv[1]).run()])")
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "huge.py")], capture_output=True,
                           text=True, timeout=15)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "0"
+    reason = sources.too_large(len(ten_megabytes))
+    assert done.stdout.strip() == repr([(1, 0, f"SKP900 could not check this file: {reason}")])
 
 
 def _nul_is_a_value_error() -> bool:
