@@ -46,7 +46,8 @@ STASH_NEVER_POPPED = Rule(
     when='the composition may be verified: it is given to a pipe or `verify_skippables`, or it leaves its '
          'module (bound at module level, or returned by a module-level function, so an importer may pipe it). '
          'A model built and only run plainly inside a function is not reported: the skip tracker tolerates a '
-         'stash nobody pops',
+         'stash nobody pops. Where a later layer pops the name a second time in another namespace (SKP204 '
+         'names this stash there), the message names that pop',
     predicts=(r"\* no module declared '(?P<name>.*)' as poppable but stashed",),
 )
 
