@@ -22,7 +22,7 @@ from skiplint import checks, config, engine, parsing, pipes, prefilter, rules, s
 from skiplint.diagnostics import error_text
 from skiplint.facts import Composition, Layer, ModelFacts, ModuleFacts, SkipKey, SkipRoute
 from skiplint.rules.analyzer import INTERNAL_ERROR
-from skiplint.rules.composition import STASH_NEVER_POPPED
+from skiplint.rules.composition import REPOP_WITHOUT_NAMESPACE, STASH_NEVER_POPPED
 
 #: 1: no composition found, or a balance that leaves layers in no partition (the pipe would fail).
 EXIT_OK, EXIT_NOT_FOUND, EXIT_UNCHECKED = 0, 1, 2
@@ -113,12 +113,15 @@ def lint_notes(model: Model) -> list[str]:
     found = list(checks.composition_findings(composition, verified=model.verified))
     out = [rules.RULES[f.code].format(**dict(f.args)) for f in found]
     reported = {(f.arg("layer"), f.arg("name")) for f in found if f.code == STASH_NEVER_POPPED.code}
+    repops = {(f.arg("meant_for"), f.arg("name")): f for f in found if f.code == REPOP_WITHOUT_NAMESPACE.code}
     if unresolved(composition) is None:
         layers = {layer.index: layer for layer in composition.layers}
         for key, index in pipes.unpopped(composition):
             text = pipes.layer_text(layers[index])
             if (text, key[1]) not in reported:
-                out.append(STASH_NEVER_POPPED.text(layer=text, skip=pipes.skip_text(key, composition), instead=""))
+                repop = repops.get((text, key[1]))
+                instead = f"; layer {repop.arg('layer')} pops {repop.arg('skip')} instead" if repop is not None else ""
+                out.append(STASH_NEVER_POPPED.text(layer=text, skip=pipes.skip_text(key, composition), instead=instead))
     return out
 
 

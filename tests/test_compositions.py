@@ -247,7 +247,8 @@ def test_a_second_pop_isolated_in_the_wrong_namespace_names_the_stash_it_is_like
 def test_a_second_pop_with_no_stash_waiting_is_told_how_to_isolate_it():
     assert message_texts("model = nn.Sequential(S(), P(), P())\n") == [
         "SKP204 layer 2 (P) pops 'skip' again (first popped by layer 1 (P)); isolate it with a Namespace"]
-    assert message_texts("ns = Namespace()\nmodel = nn.Sequential(S().isolate(ns), P().isolate(ns), P().isolate(ns))\n") == [
+    assert message_texts("ns = Namespace()\n"
+                         "model = nn.Sequential(S().isolate(ns), P().isolate(ns), P().isolate(ns))\n") == [
         "SKP204 layer 2 (P) pops 'skip' in namespace ns again (first popped by layer 1 (P)); "
         "isolate it, and a stash for it, in a Namespace of its own"]
     # A stash in another namespace that a later layer pops is not the one the second pop wants.

@@ -113,6 +113,21 @@ def test_the_json_names_namespaces_as_the_source_does(capsys, tmp_path: Path) ->
     assert [r["ns"] for r in layout.route_table(str(source), "model")] == ["ns1", "ns1"]
 
 
+def test_the_notes_pair_the_pop_in_the_wrong_namespace_with_the_stash_it_leaves(capsys, tmp_path: Path) -> None:
+    # Built and run inside a function: no SKP202 is reported, and the note on the stash still points to the pop.
+    source = tmp_path / "local.py"
+    body = NAMESPACE_MIX_UP.replace("ns1, ns2 = Namespace(), Namespace()\nmodel = ",
+                                    "def run(x):\n    ns1, ns2 = Namespace(), Namespace()\n    model = ")
+    source.write_text(body + "    return model(x)\n", encoding="utf-8")
+    status, out = run(capsys, f"{source}:model")
+    assert status == 0
+    assert [line for line in out.splitlines() if line.startswith("  note: ")] == [
+        "  note: SKP204 layer 4 (Up) pops 'skip' in namespace ns2 again (first popped by layer 3 (Up)); "
+        "the stash no layer pops is layer 0 (Down)'s, in namespace ns1",
+        "  note: layer 0 (Down) stashes 'skip' in namespace ns1 but no later layer pops it; "
+        "layer 4 (Up) pops 'skip' in namespace ns2 instead"]
+
+
 def test_label_namespaces_is_order_based() -> None:
     labels = layout.label_namespaces([("b", "x", 3), ("a", "x", 1), (None, "y", 0)])
     assert labels == {None: None, "a": "ns1", "b": "ns2"}

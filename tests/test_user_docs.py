@@ -82,7 +82,8 @@ def test_the_editor_setups_cover_old_and_new_neovim_and_helix() -> None:
     assert 'vim.lsp.config("skiplint", {' in editors and 'vim.lsp.enable("skiplint")' in editors  # 0.11
     assert "vim.lsp.start_client({" in editors and "vim.lsp.buf_attach_client(" in editors  # 0.7 to 0.10
     helix = editors[editors.index("### Helix"):]
-    assert "`languages.toml`" in helix and '[language-server.skiplint]\ncommand = "skiplint"\nargs = ["server"]' in helix
+    assert "`languages.toml`" in helix
+    assert '[language-server.skiplint]\ncommand = "skiplint"\nargs = ["server"]' in helix
 
 
 def test_the_changelog_lists_the_language_server() -> None:

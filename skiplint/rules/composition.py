@@ -164,16 +164,19 @@ def direct_children(composition: Composition, verified: bool) -> Iterator[Findin
                 meant = next(((k, stasher) for k, stasher in stashed.items()
                               if k[1] == key[1] and k[0] != key[0] and k not in ever_popped
                               and k not in repopped_instead and stasher.index < layer.index), None)
+                meant_for = ""  # the unpopped stash's layer, for the SKP202 that points back here
                 if meant is not None:
                     repopped_instead[meant[0]] = (key, layer)
-                    advice = (f"the stash no layer pops is layer {layer_text(meant[1])}'s, "
-                              f"in {_namespace_text(meant[0][0], composition)}")
+                    meant_for = layer_text(meant[1])
+                    where = _namespace_text(meant[0][0], composition)
+                    advice = f"the stash no layer pops is layer {meant_for}'s, in {where}"
                 elif key[0] is None:
                     advice = "isolate it with a Namespace"
                 else:
                     advice = "isolate it, and a stash for it, in a Namespace of its own"
                 yield REPOP_WITHOUT_NAMESPACE.at(layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
-                                                 first=layer_text(first), advice=advice, name=key[1])
+                                                 first=layer_text(first), advice=advice, name=key[1],
+                                                 meant_for=meant_for)
             elif key not in stashed:
                 unmatched.setdefault(key[1], []).append((key, layer))
                 yield POP_BEFORE_STASH.at(layer.site, layer=layer_text(layer), skip=skip_text(key, composition),
