@@ -11,6 +11,7 @@ import math
 import os
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, Callable, Iterator, Optional
 
 import torch
@@ -18,8 +19,8 @@ from torch import nn
 
 from skiplint.runtime import backends, join as joining, messages, static as static_pass, target
 from skiplint.runtime.errors import CannotRun, Stopped, is_stop, one_line, stop_cause, whole
-from skiplint.runtime.options import CHECKPOINTS, Options, is_file_target as options_is_file
-from skiplint.runtime.report import Comparison, Observation, Report, Route, Step
+from skiplint.runtime.options import CHECKPOINTS, DEFAULT_CHUNKS, Options, is_file_target as options_is_file
+from skiplint.runtime.report import Comparison, Observation, Report, Route, StaticFinding, Step
 from skiplint.runtime.result import RunResult
 
 __all__ = ["CHECKPOINTS", "Options", "Runner", "RunResult", "TOLERANCES"]
@@ -121,6 +122,10 @@ def _rejected_module(error: BaseException) -> tuple[Optional[str], Optional[nn.S
     return None, None
 
 
+def _key(finding: StaticFinding) -> tuple[str, int, int, str]:
+    return finding.path, finding.line, finding.col, finding.code
+
+
 class _Escaped(Exception):
     """A sys.exit or KeyboardInterrupt in a layer's forward, carried as an Exception through the
     pipe's worker threads (which let BaseExceptions kill the thread and hang the pipe)."""
@@ -135,6 +140,14 @@ def _wrapped_class(layer: nn.Module, lib: Optional[backends.SkipLibrary]) -> typ
     if lib is not None and isinstance(layer, lib.Skippable):
         return type(layer.module)
     return type(layer)
+
+
+def _here(name: str) -> bool:
+    """Whether a device of this name exists here."""
+    device = torch.device(name)
+    if device.type == "cpu":
+        return True
+    return f"{device.type}:{device.index if device.index is not None else 0}" in devices_here()
 
 
 def _default_devices(partitions: int) -> list[torch.device]:
@@ -243,6 +256,10 @@ class Runner:
     def __init__(self, options: Options, progress: Optional[Callable[[Step], None]] = None,
                  begin: Optional[Callable[[str], None]] = None) -> None:
         self.options = options
+        #: The options as given (`options` takes the settled chunks and checkpoint modes).
+        self.given = options
+        self.chunks = options.chunks or DEFAULT_CHUNKS
+        self.checkpoints = options.checkpoints or CHECKPOINTS
         self.report = Report(options.target, tolerances=dict(TOLERANCES))
         self.steps = _Steps(self.report, progress, begin)
         self.reach = joining.Reach()
@@ -250,6 +267,9 @@ class Runner:
         self.lib: Optional[backends.SkipLibrary] = None
         self.verified = False
         self.balanced = False
+        self.static_ran = False
+        #: Findings (path, line, column, code) of the target's compositions that never ran.
+        self.unrun: set[tuple[str, int, int, str]] = set()
         #: The step (import or build) in which the target's own code ran verify_skippables (a
         #: module-level GPipe(...)) and it rejected the model; None when it did not.
         self.rejected: Optional[str] = None
@@ -270,7 +290,7 @@ class Runner:
         unpopped = self._unpopped()
         for failure in messages.parse_forward(error, poppable):
             at = failure.layer if failure.layer is not None else layer
-            if at is None and failure.code == joining.UNPOPPED:
+            if at is None and messages.subject(failure.code) == "stashing layer":
                 # verify_skippables names no layer for a stash never popped: the first stashing layer.
                 at = next((child for child, name in unpopped if name == failure.name), None)
                 unpopped = [item for item in unpopped if item[0] != at or item[1] != failure.name]
@@ -316,6 +336,7 @@ class Runner:
             raise error
         self.raw.extend(found)
         self.reach.verify_ran = True
+        self.reach.performed("verify", step)
         self.rejected = step
         out["status"], out["detail"] = "failed", f"verify_skippables rejected the model: {len(found)} mismatch(es)"
 
@@ -347,6 +368,8 @@ class Runner:
             self.built = built
             libs = backends.libraries_of(type(layer) for layer in self.model.children())
             backend = self.options.backend
+            if backend == "auto" and not libs and built.pipe is not None and built.pipe.library in backends.SKIP_ROOTS:
+                libs = {built.pipe.library}
             if len(libs) > 1:
                 raise CannotRun("the model mixes skippable layers of torchgpipe and fairscale; "
                                 "each library's Pipe sees only its own")
@@ -362,30 +385,65 @@ class Runner:
             self.report.backend = backend
             for name, layer in self.model.named_children():
                 self.reach.layers[name] = _wrapped_class(layer, self.lib).__name__
-            layers = len(self.model)
-            opts = self.options
-            if opts.balance is not None:
-                balance = tuple(opts.balance)
-            else:
-                given = len(opts.devices) if opts.devices and len(opts.devices) > 1 else 0
-                balance = _even_balance(layers, given or default_partitions())
-            if opts.devices:
-                devices = [torch.device(d) for d in opts.devices]  # names checked by check_devices
-                if len(devices) == 1:
-                    devices = devices * len(balance)
-                elif len(devices) < len(balance):
-                    raise CannotRun(f"{len(balance)} partitions but only {len(devices)} devices "
-                                    f"({', '.join(opts.devices)}); give one device for every partition, "
-                                    "or a single device for all of them")
-            else:
-                devices = _default_devices(len(balance))
-            self.balance, self.devices = balance, devices[:len(balance)]
-            self.report.balance = balance
-            self.report.chunks = opts.chunks
-            self.report.checkpoints = tuple(opts.checkpoints) if backend != "pipelining" else ("n/a",)
-            self.report.devices = tuple(str(d) for d in self.devices)
-            out["detail"] = (f"{layers} layers, {sum(isinstance(m, self.lib.Skippable) for m in self.model.children())} "
+            self._settle(built)
+            out["detail"] = (f"{len(self.model)} layers, "
+                             f"{sum(isinstance(m, self.lib.Skippable) for m in self.model.children())} "
                              f"skippable, sample {tuple(self.sample.shape)}")
+
+    def _settle(self, built: target.Built, tied: Optional[Any] = None, where: str = "") -> None:
+        """The run's balance, chunks, checkpoint modes and devices: each option given wins; then
+        the pipe the target gave (`built.pipe`) or, for a Sequential, the pipe the lint ties to it
+        in the project (`tied`, a facts.Pipe found at `where`); then the defaults."""
+        opts = self.options
+        pipe = built.pipe
+        layers = len(self.model)
+        origin = f"the {pipe.library} pipe the target gave" if pipe is not None else f"the pipe at {where}"
+        taken: list[str] = []
+        balance = opts.balance
+        chunks = opts.chunks
+        checkpoints = opts.checkpoints
+        source = pipe if pipe is not None else tied
+        if source is not None:
+            if balance is None and source.balance is not None:
+                balance = tuple(source.balance)
+                taken.append("balance")
+            if chunks is None and source.chunks is not None:
+                chunks = source.chunks
+                taken.append("chunks")
+            if checkpoints is None and source.checkpoint is not None and pipe is not None:
+                checkpoints = (source.checkpoint,)
+                taken.append("checkpoint")
+        if balance is None:
+            given = len(opts.devices) if opts.devices and len(opts.devices) > 1 else 0
+            balance = _even_balance(layers, given or default_partitions())
+        if opts.devices:
+            devices = [torch.device(d) for d in opts.devices]  # names checked by check_devices
+            if len(devices) == 1:
+                devices = devices * len(balance)
+            elif len(devices) < len(balance):
+                raise CannotRun(f"{len(balance)} partitions but only {len(devices)} devices "
+                                f"({', '.join(opts.devices)}); give one device for every partition, "
+                                "or a single device for all of them")
+        elif pipe is not None and pipe.devices and len(pipe.devices) >= len(balance) \
+                and all(_here(d) for d in pipe.devices):
+            devices = [torch.device(d) for d in pipe.devices]
+            taken.append("devices")
+        else:
+            devices = _default_devices(len(balance))
+        notes = [f"{', '.join(taken)} from {origin}"] if taken else []
+        if pipe is not None and "devices" not in taken and not opts.devices:
+            wanted = ", ".join(pipe.devices or ()) or "none"
+            notes.append(f"its devices ({wanted}) are not all here: the devices here are used")
+        if built.pipe_failure:
+            notes.append(f"its constructor raised {built.pipe_failure}")
+        self.chunks, self.checkpoints = chunks or DEFAULT_CHUNKS, tuple(checkpoints or CHECKPOINTS)
+        self.options = replace(opts, chunks=self.chunks, checkpoints=self.checkpoints)
+        self.balance, self.devices = balance, devices[:len(balance)]
+        self.report.balance = balance
+        self.report.chunks = self.chunks
+        self.report.checkpoints = self.checkpoints if self.report.backend != "pipelining" else ("n/a",)
+        self.report.devices = tuple(str(d) for d in self.devices)
+        self.report.settings = "; ".join(notes)
 
     def check_balance(self) -> None:
         """A --balance that does not cover the model is a usage error, unless the static pass
@@ -405,6 +463,7 @@ class Runner:
         assert self.lib is not None
         with self.steps.timed("verify_skippables") as out:
             self.reach.verify_ran = True
+            self.reach.performed("verify", "verify_skippables")
             try:
                 self.lib.verify_skippables(self.model)
                 self.verified = True
@@ -426,6 +485,7 @@ class Runner:
                 out["status"], out["detail"] = "skipped", "verify_skippables failed"
                 return
             self.reach.layout_ran = True
+            self.reach.performed("partition", pipelining.STEP_SPLIT)
             done = pipelining.split(self.model, self.lib, self.balance,
                                     lambda error, layer: self._observe(pipelining.STEP_SPLIT, error, layer))
             self.raw.extend(done.observations)
@@ -443,6 +503,7 @@ class Runner:
         assert self.lib is not None
         with self.steps.timed("inspect_skip_layout") as out:
             self.reach.layout_ran = True
+            self.reach.performed("partition", "inspect_skip_layout")
             self.balanced = False
             try:
                 partitions, _, _ = self.lib.split_module(copy.deepcopy(self.model), list(self.balance),
@@ -482,6 +543,7 @@ class Runner:
     def plain(self) -> Optional[RunResult]:
         """The plain Sequential, layer by layer on the first device: the reference every run is compared with."""
         with self.steps.timed("plain Sequential") as out:
+            self.reach.performed("forward", "plain Sequential")
             device = self.devices[0]
             model = copy.deepcopy(self.model).to(device)
             x = self.sample.clone().to(device)
@@ -524,9 +586,11 @@ class Runner:
             model = copy.deepcopy(self.model)
             labels = _label_layers(model)
             self.reach.pipe_ran = True
+            self.reach.performed("forward", name)
+            self.reach.performed("pipe", name)
             try:
                 pipe = self.lib.Pipe(model, balance=list(self.balance), devices=list(self.devices),
-                                     chunks=self.options.chunks, checkpoint=mode)
+                                     chunks=self.chunks, checkpoint=mode)
                 x = self.sample.clone().to(self.devices[0])
                 if x.is_floating_point():
                     x.requires_grad_(True)
@@ -577,12 +641,44 @@ class Runner:
         """The lint over the model's source files, once each; the findings of the classes and
         compositions the target builds are joined, the others listed apart."""
         with self.steps.timed(STEP_STATIC) as out:
+            self.static_ran = True
             files = self._source_files()
             self.analysis = static_pass.analyse(files)
             self.static_target = self._static_target()
             self.report.static, self.report.elsewhere = self.static_target.split(self.analysis)
+            if self.rejected == STEP_IMPORT:
+                self._import_ran()
+            built = getattr(self, "built", None)
+            if built is not None and built.pipe is None and self.lib is not None \
+                    and (self.options.balance is None or self.options.chunks is None):
+                tied = self.static_target.pipe(self.analysis)
+                if tied is not None:
+                    self.options = self.given  # what was given, not what the build settled
+                    self._settle(built, tied[1], tied[0])
             apart = f", {len(self.report.elsewhere)} not part of this target" if self.report.elsewhere else ""
             out["detail"] = f"{len(files)} file(s), {len(self.report.static)} finding(s){apart}"
+
+    def _import_ran(self) -> None:
+        """Importing the target's module built a pipe that rejected its model: what ran is that
+        composition, so its findings are joined (the import's failure confirms them), and the
+        target's own findings of compositions that never ran are not exercised."""
+        ran = replace(self.static_target, factory="")
+        ran_findings, _ = ran.split(self.analysis)
+        ran_keys = {_key(f) for f in ran_findings}
+        own = self.report.static
+        self.unrun = {_key(f) for f in own if _key(f) not in ran_keys
+                      and all(o.kind == "composition" for o in f.owners) and f.owners}
+        mine = {_key(f) for f in own}
+        self.report.static = own + [f for f in ran_findings if _key(f) not in mine]
+        joined = {_key(f) for f in self.report.static}
+        self.report.elsewhere = [f for f in self.report.elsewhere if _key(f) not in joined]
+
+    def _unrun(self, finding: StaticFinding) -> StaticFinding:
+        """A finding of a composition that never ran (its build came after the failed import)."""
+        if finding.verdict == "confirmed" or _key(finding) not in self.unrun:
+            return finding
+        return replace(finding, verdict="not exercised", step="",
+                       note="its composition never ran: importing the module failed first")
 
     def _static_target(self) -> static_pass.Target:
         """The target as the static pass tells its findings apart: its file and factory, and the
@@ -651,13 +747,20 @@ class Runner:
         return [Observation(None, step.name, None, None, None, step.detail or "failed")
                 for step in self.report.steps if step.status == "failed" and step.name not in explained]
 
+    def _join(self) -> None:
+        """The observations joined with the static findings, into the report."""
+        self.raw.extend(self._unexplained())
+        observations, static = joining.join(self.raw, self.report.static, self.reach)
+        if self.rejected == STEP_IMPORT:
+            static = [self._unrun(s) for s in static]
+        self.report.observations, self.report.static = observations, static
+
     def finish(self) -> None:
         with self.steps.timed("join") as out:
             if self.report.runtime_routes is not None:
                 self.compare_routes()
-            self.raw.extend(self._unexplained())
-            observations, static = joining.join(self.raw, self.report.static, self.reach)
-            self.report.observations, self.report.static = observations, static
+            self._join()
+            observations, static = self.report.observations, self.report.static
             confirmed = sum(s.verdict == "confirmed" for s in static)
             missed = sum(not o.predicted for o in observations)
             out["detail"] = (f"{confirmed}/{len(static)} static finding(s) confirmed, "
@@ -690,7 +793,7 @@ class Runner:
             self.verify()
             self.layout()
             reference = self.plain()
-            for mode in self.options.checkpoints:
+            for mode in self.checkpoints:
                 if reference is None or not self.verified or not self.balanced:
                     self.steps.add(f"Pipe forward+backward [{mode}]", "skipped", 0.0,
                                    "an earlier step failed")
@@ -704,6 +807,8 @@ class Runner:
         except CannotRun as error:
             self.report.reason = str(error)
             self.report.cause = error.__cause__ or error
+            if self.raw and self.static_ran:  # what earlier steps found is kept, joined
+                self._join()
         except BrokenPipeError:
             raise
         except Exception as error:  # a failure outside what the steps expect still ends in one line
