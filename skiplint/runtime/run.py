@@ -650,7 +650,7 @@ class Runner:
                 self._import_ran()
             built = getattr(self, "built", None)
             if built is not None and built.pipe is None and self.lib is not None \
-                    and (self.options.balance is None or self.options.chunks is None):
+                    and (self.given.balance is None or self.given.chunks is None):
                 tied = self.static_target.pipe(self.analysis)
                 if tied is not None:
                     self.options = self.given  # what was given, not what the build settled
