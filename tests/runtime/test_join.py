@@ -147,3 +147,14 @@ def test_the_step_that_exercised_each_finding():
     _, verdicts = join([], static, reach)
     assert [(v.verdict, v.step) for v in verdicts] == [
         ("not reproduced", "verify_skippables"), ("not reproduced", "plain Sequential"), ("not exercised", "")]
+
+
+def test_every_contract_is_whole():
+    """One subject per rule; every failure a finding accounts for is a failure some rule predicts."""
+    from skiplint.rules import RULES
+
+    for code, rule in RULES.items():
+        assert len({f.subject for f in rule.predicts}) <= 1, code
+        for entry in rule.accounts_for:
+            assert RULES[entry.code].predicts, (code, entry.code)
+            assert all(key in rule.fields or key in ("name",) for key, _ in entry.when), (code, entry)
