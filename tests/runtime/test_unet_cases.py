@@ -196,3 +196,46 @@ def test_the_json_locates_each_static_finding_as_the_lint_does(tmp_path, capsys,
     keys = ("path", "line", "column", "end_line", "end_column", "code", "name", "message")
     assert [{k: s[k] for k in keys} for s in payload["static"]] == [{k: d[k] for k in keys} for d in lint]
     assert [(d["code"], d["column"]) for d in lint] == [("SKP107", 16), ("SKP203", 34), ("SKP204", 48)]
+
+
+def test_a_child_named_like_a_label_is_that_child(tmp_path, capsys, monkeypatch):
+    """The finding's layer is typed (index, key, class) from the composition: a child named `x (y`
+    is confirmed at that child, not read back from `'x (y' (Down)`."""
+    path = tmp_path / "odd_names.py"
+    path.write_text(
+        "from collections import OrderedDict\n\nimport torch\nfrom torch import nn\n"
+        "from torchgpipe.skip import pop, skippable, stash\n\n\n"
+        "@skippable(stash=['skip'])\nclass Down(nn.Module):\n    def forward(self, x):\n"
+        "        yield stash('skip', x)\n        return x\n\n\n"
+        "@skippable(pop=['skip'])\nclass Up(nn.Module):\n    def forward(self, x):\n"
+        "        skip = yield pop('skip')\n        return x + skip\n\n\n"
+        "def build():\n"
+        "    return nn.Sequential(OrderedDict([('a', Down()), ('x (y', Down()), ('up', Up())])), torch.ones(2, 4)\n")
+    status, payload = verify_json(capsys, monkeypatch, str(path), "build", "--checkpoint", "never")
+    assert status == 1
+    assert [(s["code"], s["layer"], s["verdict"]) for s in payload["static"]] == [
+        ("SKP203", {"index": 1, "key": "x (y", "cls": "Down"}, "confirmed")]
+    assert observed(payload) == [("SKP203", "verify_skippables", "x (y", "Down", True)]
+
+
+def test_evidence_before_a_step_that_stops_the_run_is_kept(tmp_path, capsys, monkeypatch):
+    """The sample does not fit (exit 2), but verify_skippables had already found the restash: it is
+    still joined and shown."""
+    path = tmp_path / "misfit.py"
+    path.write_text(
+        "import torch\nfrom torch import nn\nfrom torchgpipe.skip import pop, skippable, stash\n\n\n"
+        "@skippable(stash=['skip'])\nclass Down(nn.Module):\n    def forward(self, x):\n"
+        "        yield stash('skip', x)\n        return x\n\n\n"
+        "@skippable(pop=['skip'])\nclass Up(nn.Module):\n    def forward(self, x):\n"
+        "        skip = yield pop('skip')\n        return x + skip\n\n\n"
+        "def build():\n"
+        "    return nn.Sequential(nn.Linear(5, 5), Down(), Down(), Up()), torch.ones(2, 4)\n")
+    status, payload = verify_json(capsys, monkeypatch, str(path), "build", "--checkpoint", "never")
+    assert status == 2 and payload["reason"].startswith("the sample does not fit the model: layer '0' (Linear)")
+    assert verdicts(payload) == [("SKP203", "confirmed", "verify_skippables")]
+    assert observed(payload) == [("SKP203", "verify_skippables", "2", "Down", True)]
+    capsys.readouterr()
+    assert main(["verify", "misfit.py:build", "--checkpoint", "never"]) == 2
+    out, err = capsys.readouterr()
+    assert "static finding confirmed by verify_skippables" in out
+    assert err.startswith("skiplint verify: the sample does not fit the model: layer '0' (Linear)")
