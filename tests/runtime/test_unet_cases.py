@@ -239,3 +239,20 @@ def test_evidence_before_a_step_that_stops_the_run_is_kept(tmp_path, capsys, mon
     out, err = capsys.readouterr()
     assert "static finding confirmed by verify_skippables" in out
     assert err.startswith("skiplint verify: the sample does not fit the model: layer '0' (Linear)")
+
+
+def test_the_pipes_own_balance_is_never_a_usage_error(tmp_path, capsys, monkeypatch):
+    """A balance the lint cannot read (computed) that does not fit: the run meets the pipe's
+    BalanceError, a failure the static pass missed (exit 1), not a usage error of an option never given."""
+    path = tmp_path / "computed.py"
+    path.write_text(
+        "import torch\nfrom torch import nn\nfrom torchgpipe import GPipe\n\n\n"
+        "def make_pipe():\n    sizes = [int(s) for s in '2 2'.split()]\n"
+        "    return GPipe(nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4)),\n"
+        "                 balance=sizes)\n")
+    status, payload = verify_json(capsys, monkeypatch, str(path), "make_pipe", "--input-shape", "2,4",
+                                  "--checkpoint", "never")
+    assert status == 1 and payload["reason"] is None
+    assert (payload["balance"], payload["chunks"]) == ([2, 2], 1)
+    assert payload["static"] == []
+    assert observed(payload) == [("SKP301", "inspect_skip_layout", None, None, False)]
