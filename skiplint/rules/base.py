@@ -24,6 +24,57 @@ if TYPE_CHECKING:
     from skiplint.edits import Edit, Source
 
 
+#: The steps of `skiplint verify` where a library failure appears (a rule's run-time contract):
+#: verify_skippables over the whole Sequential; a layer's forward (or the backward it starts), in
+#: the plain Sequential or in the pipe; splitting the Sequential at the balance; the pipe's own
+#: forward and backward across partitions (never met by the plain Sequential).
+Step = Literal["verify", "forward", "partition", "pipe"]
+#: What tells whose failure it is: the failing layer's class is the finding's class ("class"); the
+#: failing child is the finding's layer ("layer"), named by the message or, when the message names
+#: none, the first child that stashes the name with no later pop ("stashing layer"); the pipe as a
+#: whole ("model": the same code in the model's files is the prediction).
+Subject = Literal["class", "layer", "stashing layer", "model"]
+#: Where a failure a finding accounts for sits: at the finding's own subject, or at an earlier layer.
+Place = Literal["same", "earlier layer"]
+
+
+@dataclass(frozen=True)
+class Fails:
+    """One library failure a rule predicts: what `skiplint verify` reads back into the rule's code
+    (skiplint.runtime.contract)."""
+
+    #: Where in a run it appears.
+    step: Step
+    #: A regular expression matched in full (re.S) against the failure as the library words it:
+    #: `Type: message` for an exception (`Type (raised in PATH)` for one with no message), or one
+    #: `* ...` line of verify_skippables' TypeError. Named groups give the failure's skip `name`
+    #: (or `names`, several quoted), `layer` (the child's name) and `op`; a failure with no name
+    #: group is matched by its subject alone.
+    pattern: str
+    subject: Subject
+    #: The finding's arguments that must hold for its failure to be this one (e.g. a pop, not a
+    #: stash, of SKP110): (argument, value) pairs.
+    when: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Accounts:
+    """A library failure of another rule's code that a finding of this rule accounts for: one
+    mistake that the library words as another rule's failure."""
+
+    #: The code the library's failure is read as.
+    code: str
+    #: Where that failure sits relative to the finding's subject.
+    place: Place = "same"
+    #: The finding's arguments that must hold: (argument, value) pairs.
+    when: tuple[tuple[str, str], ...] = ()
+    #: The failure names the finding's skip name (False: the subject alone tells).
+    same_name: bool = True
+    #: The failure confirms the finding and is shown under its code (True), or only shows that
+    #: the finding predicted it (False: the finding's own failure confirms it).
+    confirms: bool = True
+
+
 @dataclass(frozen=True)
 class Rule:
     code: str
@@ -46,12 +97,11 @@ class Rule:
     #: twice (one mistake at one place is one finding, whichever builds it): by default the skip's
     #: bare name (a rule without one: one finding per node).
     distinct_by: tuple[str, ...] = ("name",)
-    #: The library failures this rule predicts, what verify's join matches (skiplint.runtime.messages):
-    #: regular expressions, each matched in full against one failure as the library words it:
-    #: `Type: message` for an exception (`Type (raised in PATH)` for one with no message), or one
-    #: `* ...` line of verify_skippables' TypeError. Named groups give the failure's `name` (or
-    #: `names`, several quoted), `layer` and `op`.
-    predicts: tuple[str, ...] = ()
+    #: The rule's run-time contract, what `skiplint verify` joins (skiplint.runtime.contract): the
+    #: library failures it predicts, each with its step and subject ...
+    predicts: tuple[Fails, ...] = ()
+    #: ... and the failures of other codes that its findings account for.
+    accounts_for: tuple[Accounts, ...] = ()
     #: The title of its fix as an editor offers it: a short verb phrase ("Add `yield`"), a
     #: str.format template of the finding's arguments and `target` (`--target`); None: no fixer.
     fix_title: Optional[str] = None

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 import skiplint.rules.analyzer as analyzer
 from skiplint.findings import Finding, OwnerRef
 from skiplint.rules.base import Rule, checks, combines, fixes, run
+from skiplint.rules.base import Accounts, Fails
 
 if TYPE_CHECKING:
     import ast
@@ -26,7 +27,7 @@ UNDECLARED_STASH = Rule(
     summary='stash(name, ...) is yielded for a name not declared in stash=',
     failure="RuntimeError: '{name}' has not been declared as stashable",
     reported_at='the `stash(...)` call',
-    predicts=(r"RuntimeError: '(?P<name>.*)' has not been declared as stashable",),
+    predicts=(Fails("forward", r"RuntimeError: '(?P<name>.*)' has not been declared as stashable", "class"),),
 )
 
 
@@ -36,7 +37,7 @@ UNDECLARED_POP = Rule(
     summary='pop(name) is yielded for a name not declared in pop=',
     failure="RuntimeError: '{name}' has not been declared as poppable",
     reported_at='the `pop(...)` call',
-    predicts=(r"RuntimeError: '(?P<name>.*)' has not been declared as poppable",),
+    predicts=(Fails("forward", r"RuntimeError: '(?P<name>.*)' has not been declared as poppable", "class"),),
 )
 
 
@@ -46,7 +47,7 @@ UNUSED_STASH_DECLARATION = Rule(
     summary='a name declared in stash= is never stashed by forward',
     failure="RuntimeError: '{name}' must be stashed but have not",
     reported_at="the name in the decorator's `stash=` (its string or constant)",
-    predicts=(r"RuntimeError: (?P<names>'.*') must be stashed but have not",),
+    predicts=(Fails("forward", r"RuntimeError: (?P<names>'.*') must be stashed but have not", "class"),),
 )
 
 
@@ -56,7 +57,7 @@ UNUSED_POP_DECLARATION = Rule(
     summary='a name declared in pop= is never popped by forward',
     failure="RuntimeError: '{name}' must be popped but have not",
     reported_at="the name in the decorator's `pop=` (its string or constant)",
-    predicts=(r"RuntimeError: (?P<names>'.*') must be popped but have not",),
+    predicts=(Fails("forward", r"RuntimeError: (?P<names>'.*') must be popped but have not", "class"),),
 )
 
 
@@ -66,7 +67,8 @@ STASH_AND_POP_DECLARATION = Rule(
     summary='a name is declared both in stash= and in pop=',
     failure="TypeError from verify_skippables: declared '{name}' both as stashable and as poppable",
     reported_at='the second of the two declarations',
-    predicts=(r"\* '(?P<layer>.*)' declared '(?P<name>.*)' both as stashable and as poppable",),
+    predicts=(Fails("verify", r"\* '(?P<layer>.*)' declared '(?P<name>.*)' both as stashable and as poppable",
+                    "class"),),
 )
 
 
@@ -87,6 +89,16 @@ COMMAND_NOT_YIELDED = Rule(
     failure="silent: the skip never moves; then 'must be stashed/popped but have not'",
     reported_at='the call',
     fix_title='Add `yield`',
+    # The command object itself reaching a tensor operation, as torch words it.
+    predicts=tuple(Fails("forward", pattern, "class") for pattern in (
+        r"TypeError: expected Tensor as element \d+ in argument \d+, but got (?:pop|stash)",
+        r"TypeError: .*\(\): argument '.*' \(position \d+\) must be Tensor, not (?:pop|stash)",
+        r"TypeError: unsupported operand type\(s\) for .*: (?:'(?:pop|stash)' and '.*'|'.*' and '(?:pop|stash)')",
+        r"TypeError: .*\(\) received an invalid combination of arguments - got \((?:.*, )?(?:pop|stash)(?:, .*)?\)"
+        r", but expected .*",
+        r"AttributeError: '(?:pop|stash)' object has no attribute '.*'")),
+    accounts_for=(Accounts("SKP103", when=(("kind", "stash"),), same_name=False),
+                  Accounts("SKP104", when=(("kind", "pop"),), same_name=False)),
 )
 
 
@@ -96,7 +108,7 @@ NON_COMMAND_YIELD = Rule(
     summary='a skippable forward yields something that is not a stash/pop command',
     failure='TypeError: ... is not a command from @skippable',
     reported_at='the `yield`',
-    predicts=(r'TypeError: (?P<op>.*) is not a command from @skippable',),
+    predicts=(Fails("forward", r'TypeError: (?P<op>.*) is not a command from @skippable', "class"),),
 )
 
 
@@ -115,7 +127,7 @@ REPEATED_COMMAND = Rule(
     summary='the same name is stashed twice, or popped twice, on one path through forward',
     failure='pop twice: KeyError; stash twice: the first tensor is lost',
     reported_at='the second call',
-    predicts=(r"KeyError: '(?P<name>.*)'",),
+    predicts=(Fails("forward", r"KeyError: '(?P<name>.*)'", "class", when=(("verb", "popped"),)),),
 )
 
 
@@ -125,6 +137,7 @@ CONDITIONAL_COMMAND = Rule(
     summary='a declared name is stashed/popped on some paths through forward but not all',
     failure="RuntimeError: '{name}' must be stashed/popped but have not, on the other paths",
     reported_at='the `def forward` line; the message names the line of the conditional',
+    accounts_for=(Accounts("SKP103", when=(("verb", "stashed"),)), Accounts("SKP104", when=(("verb", "popped"),))),
 )
 
 
@@ -134,7 +147,7 @@ COMMAND_ARITY = Rule(
     summary='stash/pop called with the wrong arguments',
     failure='TypeError at the call',
     reported_at='the call',
-    predicts=(r'TypeError: (?:stash|pop)\.__init__\(\) (?:missing|takes).*',),
+    predicts=(Fails("forward", r'TypeError: (?:stash|pop)\.__init__\(\) (?:missing|takes).*', "class"),),
 )
 
 
@@ -153,7 +166,7 @@ FORWARD_ARITY = Rule(
     summary='forward of a skippable class requires more than one positional input',
     failure='TypeError: forward() missing ... required positional argument',
     reported_at='the `def forward` line',
-    predicts=(r'TypeError: .*forward\(\) missing \d+ required positional argument.*',),
+    predicts=(Fails("forward", r'TypeError: .*forward\(\) missing \d+ required positional argument.*', "class"),),
 )
 
 
@@ -190,6 +203,7 @@ LATE_BOUND_SKIP_NAME = Rule(
     reported_at='the `stash(...)`/`pop(...)` call that reads the variable',
     # One mistake: the names it makes disagree are not reported apart.
     supersedes=('SKP101', 'SKP102', 'SKP103', 'SKP104', 'SKP105', 'SKP110', 'SKP111'),
+    accounts_for=(Accounts("SKP101"), Accounts("SKP102")),
     when="the module runs the class statement (the loop, or the factory's call) with names it can read, and "
          'the variable forward reads holds another name once the code that built the model has run; where the '
          'names agree (the last class of a loop), nothing is reported. A function that rebinds the variable '

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 import skiplint.rules.composition as composition_rules
 from skiplint.findings import Finding
 from skiplint.rules.base import Rule, checks, run
+from skiplint.rules.base import Fails
 
 if TYPE_CHECKING:
     from skiplint.facts import Composition, Pipe, SkipRoute
@@ -22,7 +23,7 @@ BALANCE_MISMATCH = Rule(
     summary='balance does not sum to the number of layers of the composition',
     failure='BalanceError: module and sum of balance have different length',
     reported_at='the pipe call',
-    predicts=(r'BalanceError: module and sum of balance have different length.*',),
+    predicts=(Fails("partition", r'BalanceError: module and sum of balance have different length.*', "model"),),
 )
 
 
@@ -91,7 +92,7 @@ DISCARDED_CROSS_PARTITION_POP = Rule(
          "libraries: no gradient reaches the portal), and the pipe's literal balance puts the pop in another "
          'partition than its stash',
     supersedes=('SKP116',),
-    predicts=(r'AssertionError \(raised in (?:.*/)?skip/portal\.py\)',),
+    predicts=(Fails("pipe", r'AssertionError \(raised in (?:.*/)?skip/portal\.py\)', "model"),),
 )
 
 

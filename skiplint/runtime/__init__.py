@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
-from skiplint.runtime.options import CHECKPOINTS, DEFAULT_TIMEOUT, check
+from skiplint.runtime.options import DEFAULT_TIMEOUT, check
 
 if TYPE_CHECKING:
     from skiplint.runtime.report import Report, Step
@@ -15,11 +15,13 @@ __all__ = ["verify", "Report"]
 
 
 def verify(target: str, *, sample: Optional[str] = None, input_shape: Optional[Sequence[int]] = None,
-           backend: str = "auto", balance: Optional[Sequence[int]] = None, chunks: int = 2,
-           checkpoint: "Sequence[str] | str" = CHECKPOINTS, devices: Optional[Sequence[str]] = None,
+           backend: str = "auto", balance: Optional[Sequence[int]] = None, chunks: Optional[int] = None,
+           checkpoint: "Optional[Sequence[str] | str]" = None, devices: Optional[Sequence[str]] = None,
            timeout: float = DEFAULT_TIMEOUT, progress: "Optional[Callable[[Step], None]]" = None,
            isolate: bool = True, verbose: bool = False) -> "Report":
     """Run the check on TARGET (`file.py:NAME` or `module:NAME`); see docs/runtime.md for the options.
+    `balance`, `chunks` and `checkpoint` left None are the pipe's the target gives (or that the lint
+    ties to its Sequential), else the defaults.
 
     The model runs in a child process: an exit, a crash or a hang of its code (each step has
     `timeout` seconds) becomes the report's `reason`, exit status 2. `isolate=False` runs it in

@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
-from skiplint.runtime.options import CHECKPOINTS, DEFAULT_TIMEOUT
+from skiplint.runtime.options import CHECKPOINTS, DEFAULT_CHUNKS, DEFAULT_TIMEOUT
 from skiplint.runtime.report import EXIT_NOT_RUN, Report, Step, format_step
 
 #: Ctrl-C: the conventional status of a process ended by SIGINT.
@@ -46,11 +46,12 @@ def parser() -> argparse.ArgumentParser:
                         help="a random normal sample of this shape, e.g. 8,3,32,32")
     p.add_argument("--backend", choices=("auto", "torchgpipe", "fairscale", "pipelining"), default="auto",
                    help="auto: the library the model's skippable classes come from (default)")
-    p.add_argument("--balance", type=_ints, metavar="N,N,...", help="layers per partition (default: even split "
-                   "over the devices, 2 partitions on CPU)")
-    p.add_argument("--chunks", type=int, default=2, help="micro-batches per mini-batch (default: 2)")
+    p.add_argument("--balance", type=_ints, metavar="N,N,...", help="layers per partition (default: the pipe's, "
+                   "else an even split over the devices, 2 partitions on CPU)")
+    p.add_argument("--chunks", type=int, default=None,
+                   help=f"micro-batches per mini-batch (default: the pipe's, else {DEFAULT_CHUNKS})")
     p.add_argument("--checkpoint", action="append", choices=CHECKPOINTS, metavar="MODE",
-                   help="never, except_last or always; repeat for several (default: all three)")
+                   help="never, except_last or always; repeat for several (default: the pipe's, else all three)")
     p.add_argument("--devices", type=_list, metavar="DEV,DEV,...",
                    help="devices for the partitions, or one device for all of them (default: every CUDA "
                         "device round-robin; CPU when none)")
@@ -64,13 +65,16 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    given_chunks = args.chunks
+    if args.chunks is None:  # a torchrun rank reads the number itself
+        args.chunks = DEFAULT_CHUNKS
     # -- torchrun: this process is one rank of a distributed verify (skiplint/runtime/distributed.py) --
     from skiplint.runtime import distributed
     if distributed.launched_by_torchrun():
         return distributed.main(args)
     # -- end torchrun --
     try:
-        return _run(args)
+        return _run(args, given_chunks)
     except BrokenPipeError:  # `skiplint verify ... | head`
         sys.stderr.close()
         return 1
@@ -82,11 +86,13 @@ def _stop(args: argparse.Namespace, report: Report) -> int:
         sys.stderr.write(report.traceback)
     if args.format == "json":
         print(report.to_json(), flush=True)
+    elif report.observations or report.static:  # what the steps before found, joined
+        print(report.summary_text(), flush=True)
     print(f"skiplint verify: {report.reason}", file=sys.stderr, flush=True)
     return EXIT_NOT_RUN
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, chunks: Optional[int]) -> int:
     from skiplint.runtime import verify
 
     text = args.format == "text"
@@ -99,7 +105,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"skiplint verify {args.target}", flush=True)
     try:
         report = verify(args.target, sample=args.sample, input_shape=args.input_shape, backend=args.backend,
-                        balance=args.balance, chunks=args.chunks, checkpoint=tuple(args.checkpoint or CHECKPOINTS),
+                        balance=args.balance, chunks=chunks,
+                        checkpoint=tuple(args.checkpoint) if args.checkpoint else None,
                         devices=args.devices, timeout=args.timeout, progress=progress, verbose=args.verbose)
     except ValueError as error:
         return _stop(args, Report(args.target, reason=str(error)))

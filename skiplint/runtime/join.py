@@ -1,9 +1,13 @@
-"""Join runtime failures with static findings: a pure function of the two and of what the run reached.
+"""Join runtime failures with static findings: a pure function of the two, of what the run reached,
+and of each rule's run-time contract (`Rule.predicts`, `Rule.accounts_for`, in skiplint/rules/).
 
-A static finding is `confirmed` only when a runtime failure maps to the same code, the same subject
-(class for SKP1xx, layer for SKP2xx) and the same skip name. A runtime failure is `predicted` when
-it confirms some static finding, or when a finding stands for it (STANDS_FOR: one mistake that the
-static pass reports once and the library twice), `missed` otherwise.
+A static finding is `confirmed` when a runtime failure is read as its code (or as a code it accounts
+for, `Accounts.confirms`) at its subject: the same class, the same layer, or the pipe as a whole,
+as the rule's `Fails.subject` says, and the same skip name when the failure names one. A runtime
+failure is `predicted` when it confirms some static finding, or when a finding accounts for it
+without confirming (one mistake that the library reports twice and the static pass once);
+`missed` otherwise. An unconfirmed finding is `not reproduced` when the step where its failure
+would appear ran over its subject, `not exercised` when it did not.
 """
 
 from __future__ import annotations
@@ -11,50 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-from skiplint.rules import RULES, Rule, composition, one_class, pipe
+from skiplint.rules import RULES, Rule, pipe
+from skiplint.rules.base import Accounts
 from skiplint.runtime import messages
 from skiplint.runtime.report import Observation, StaticFinding
 
-#: Codes of the rules about one @skippable class (their subject is the class, not a layer).
-_CLASS_CODES = frozenset(rule.code for rule in vars(one_class).values() if isinstance(rule, Rule))
-#: The late-bound name and the conditional command: static findings that explain a failure the
-#: library words as another code's (an undeclared stash or pop; a declared name not stashed or popped).
-_LATE = one_class.LATE_BOUND_SKIP_NAME.code
-CONDITIONAL = one_class.CONDITIONAL_COMMAND.code
-#: An undeclared stash or pop that a late-bound name (SKP117) explains when the static pass said so.
-_BY_LATE = frozenset({one_class.UNDECLARED_STASH.code, one_class.UNDECLARED_POP.code})
-#: Forward failures that a conditional (SKP111) explains when the static pass said so, with the
-#: verb the finding must have.
-_BY_CONDITION = {one_class.UNUSED_STASH_DECLARATION.code: "stashed", one_class.UNUSED_POP_DECLARATION.code: "popped"}
-#: Codes whose failure a run can show: those whose rule predicts a library failure, and those
-#: that explain one; the others are silent or happen before a run can start.
-OBSERVABLE = frozenset(code for code in RULES if messages.predicting(code)) | {_LATE, CONDITIONAL}
-#: Codes checked by verify_skippables over the whole Sequential at once.
-VERIFY_CODES = messages.verify_codes()
+#: The code whose failure is a balance that does not cover the model (read by the partition steps).
 BALANCE = pipe.BALANCE_MISMATCH.code
-DISCARDED_POP = pipe.DISCARDED_CROSS_PARTITION_POP.code
-#: Codes whose runtime failure names neither layer nor skip: the same code in the model's files is
-#: the prediction.
-PIPE_LEVEL = frozenset({BALANCE, DISCARDED_POP})
-#: Codes about one class whose failure needs no skip name to match.
-UNNAMED = frozenset(code for code in OBSERVABLE - messages.naming_codes() - PIPE_LEVEL - {_LATE, CONDITIONAL})
 VERIFY_STEP = "verify_skippables"
-UNPOPPED = composition.STASH_NEVER_POPPED.code
-_REPEAT = one_class.REPEATED_COMMAND.code
-
-
-#: Where a failing layer sits, relative to the layer of a finding that stands for its failure.
-EARLIER = "an earlier layer"
-#: Runtime failures that a static finding of another code stands for, keyed by the finding's code:
-#: {finding's code: {failure's code: where the failing layer sits}}; the skip name is the same.
-#: A pop in the wrong namespace is one mistake that verify_skippables reports twice: at the pop
-#: (SKP201) and at the stash that nothing pops then (SKP202, an earlier layer). The static pass
-#: reports it once, at the pop, and leaves the stash's SKP202 out by design
-#: (skiplint.pipes.composition_findings): that SKP201 predicts both failures.
-STANDS_FOR: dict[str, dict[str, str]] = {
-    composition.POP_BEFORE_STASH.code: {UNPOPPED: EARLIER},
-}
-
 
 @dataclass
 class Reach:
@@ -69,114 +37,156 @@ class Reach:
     layout_ran: bool = False
     #: A Pipe (or a pipelining schedule) ran forward and backward to its end or to a failure.
     pipe_ran: bool = False
+    #: A step of the rules' contracts ("verify", "partition", "forward", "pipe") -> the first step
+    #: of the run that performed it, as its step line names it.
+    ran: dict[str, str] = field(default_factory=dict)
+
+    def performed(self, step: str, name: str) -> None:
+        """The run's step `name` performs the contract's `step` (the first one is kept)."""
+        self.ran.setdefault(step, name)
 
 
-def _strip(text: Optional[str]) -> Optional[str]:
-    return text.strip("'\"") if text is not None else None
+def _rule(code: Optional[str]) -> Optional[Rule]:
+    return RULES.get(code) if code is not None else None
 
 
-def _is_class_code(code: str) -> bool:
-    return code in _CLASS_CODES
+def _holds(when: tuple[tuple[str, str], ...], finding: StaticFinding) -> bool:
+    return all(finding.args.get(key) == value for key, value in when)
 
 
-def _layer_key(static_layer: str) -> tuple[Optional[str], str]:
-    """The static pass writes a layer as `KEY (Label)`: its child name, then what it is."""
-    head, _, label = static_layer.partition(" (")
-    return _strip(head), label
-
-
-def _layer_matches(static_layer: Optional[str], obs: Observation) -> bool:
-    """A static finding's layer (its child name, or the class expression) is the observed layer."""
-    if static_layer is None or obs.layer is None:
+def observable(finding: StaticFinding) -> bool:
+    """Whether a run can show this finding's failure: its rule predicts one (under the finding's
+    arguments), or accounts for another rule's."""
+    rule = _rule(finding.code)
+    if rule is None:
         return False
-    head, label = _layer_key(static_layer)
-    if head != obs.layer:
-        return False
-    label = label.rstrip(")")
-    return not label or obs.cls is None or label.split(".")[-1].split("(")[0] == obs.cls
+    return (any(_holds(f.when, finding) for f in rule.predicts)
+            or any(_holds(a.when, finding) for a in rule.accounts_for))
 
 
-def matches(s: StaticFinding, o: Observation) -> bool:
-    if o.code is None or s.code != o.code:
+def _layer_is(finding: StaticFinding, layer: Optional[str], cls: Optional[str]) -> bool:
+    """The finding's layer (typed: its child name and class) is the observed child."""
+    if finding.layer is None or layer is None:
         return False
-    if o.code in PIPE_LEVEL:
+    return finding.layer.key == layer and (cls is None or finding.layer.cls == cls)
+
+
+def _at_subject(finding: StaticFinding, o: Observation, subject: Optional[str]) -> bool:
+    """The failure is at the finding's subject, as the failure's own rule tells whose it is."""
+    if subject == "model":
         return True
-    if o.code not in UNNAMED and s.name != o.name:
+    if subject == "class":
+        return finding.cls is not None and finding.cls == o.cls
+    return _layer_is(finding, o.layer, o.cls) or (finding.layer is None and finding.cls is not None
+                                                  and finding.cls == o.cls)
+
+
+def _predicts(finding: StaticFinding, o: Observation) -> bool:
+    """The finding's own contract reads this failure: same code, same subject, same name."""
+    if o.code is None or finding.code != o.code:
         return False
-    if _is_class_code(o.code):
-        return s.cls is not None and s.cls == o.cls
-    return _layer_matches(s.layer, o) or (s.layer is None and s.cls is not None and s.cls == o.cls)
-
-
-def stands_for(s: StaticFinding, o: Observation, reach: Reach) -> bool:
-    """Whether the finding predicts a failure of another code (STANDS_FOR): the same skip name, at a
-    layer of the model where the table puts it relative to the finding's layer."""
-    where = STANDS_FOR.get(s.code, {}).get(o.code or "")
-    if where is None or o.name is None or s.name != o.name or s.layer is None or o.layer is None:
+    rule = _rule(o.code)
+    if rule is not None and rule.predicts and not any(_holds(f.when, finding) for f in rule.predicts):
         return False
-    order = list(reach.layers)
-    own = _layer_key(s.layer)[0]
-    if own not in order or o.layer not in order:
+    if messages.names_skip(o.code) and finding.name != o.name:
         return False
-    if where == EARLIER:
-        return order.index(o.layer) < order.index(own)
-    raise ValueError(f"STANDS_FOR: unknown place {where!r}")
+    return _at_subject(finding, o, messages.subject(o.code))
 
 
-def _explained(o: Observation, static: list[StaticFinding]) -> Observation:
-    """The observation under the code of the static finding that explains it better: a late-bound
-    name (SKP117) for an undeclared stash or pop, a conditional (SKP111) for one not done."""
-    if o.code in _BY_LATE and any(s.code == _LATE and s.cls == o.cls and s.name == o.name for s in static):
-        return replace(o, code=_LATE)
-    verb = _BY_CONDITION.get(o.code) if o.code is not None else None
-    if verb is None:
-        return o
-    for s in static:
-        if s.code == CONDITIONAL and s.cls == o.cls and s.name == o.name and s.args.get("verb") == verb:
-            return replace(o, code=CONDITIONAL)
-    return o
+def _accounts(finding: StaticFinding, o: Observation, order: list[str]) -> Optional[Accounts]:
+    """The entry of the finding's contract that accounts for this failure of another code, if any."""
+    rule = _rule(finding.code)
+    if rule is None or o.code is None or o.code == finding.code:
+        return None
+    for entry in rule.accounts_for:
+        if entry.code != o.code or not _holds(entry.when, finding):
+            continue
+        if entry.same_name and (o.name is None or finding.name != o.name):
+            continue
+        if entry.place == "same" and _at_subject(finding, o, messages.subject(o.code)):
+            return entry
+        if entry.place == "earlier layer" and finding.layer is not None and o.layer in order \
+                and finding.layer.key in order and order.index(o.layer) < order.index(finding.layer.key):
+            return entry
+    return None
 
 
-def _unconfirmed(s: StaticFinding, reach: Reach) -> tuple[str, str]:
-    if s.code == DISCARDED_POP:
-        return ("not reproduced", "") if reach.pipe_ran else ("not exercised", "no Pipe ran forward and backward")
-    if s.code not in OBSERVABLE or (s.code == _REPEAT and s.args.get("verb") == "stashed"):
-        return "not exercised", "its failure is silent at run time or happens before a run"
-    if s.code == BALANCE:
-        return ("not reproduced", "") if reach.layout_ran else ("not exercised", "the partitioning step did not run")
+def _step_ran(step: str, reach: Reach) -> str:
+    """The step of the run that performed this contract step ("" when none did)."""
+    if step in reach.ran:
+        return reach.ran[step]
+    done = {"verify": reach.verify_ran, "partition": reach.layout_ran, "pipe": reach.pipe_ran,
+            "forward": bool(reach.completed or reach.failed)}[step]
+    return step if done else ""
+
+
+def _steps_of(finding: StaticFinding) -> list[str]:
+    """The contract steps where the finding's failure would appear, the earliest first."""
+    rule = _rule(finding.code)
+    if rule is None:
+        return []
+    found: set[str] = {f.step for f in rule.predicts if _holds(f.when, finding)}
+    found |= {step for entry in rule.accounts_for if _holds(entry.when, finding)
+              for step in messages.steps(entry.code)}
+    return [step for step in ("verify", "partition", "forward", "pipe") if step in found]
+
+
+def _unconfirmed(s: StaticFinding, reach: Reach) -> tuple[str, str, str]:
+    """(verdict, note, the step that exercised it) of a finding no failure confirms."""
+    if not observable(s):
+        return "not exercised", "its failure is silent at run time or happens before a run", ""
+    steps = _steps_of(s)
     classes = set(reach.layers.values())
-    if s.code in VERIFY_CODES:
+    step = steps[0]
+    ran = _step_ran(step, reach)
+    if step == "pipe":
+        return ("not reproduced", "", ran) if ran else (
+            "not exercised", "no Pipe ran forward and backward", "")
+    if step == "partition":
+        return ("not reproduced", "", ran) if ran else (
+            "not exercised", "the partitioning step did not run", "")
+    if step == "verify":
         if s.cls is not None and s.cls not in classes:
-            return "not exercised", f"'{s.cls}' is not a layer of this model"
-        return ("not reproduced", "") if reach.verify_ran else ("not exercised", "verify_skippables did not run")
+            return "not exercised", f"'{s.cls}' is not a layer of this model", ""
+        return ("not reproduced", "", ran) if ran else (
+            "not exercised", "verify_skippables did not run", "")
     if s.cls is None or s.cls not in classes:
-        return "not exercised", f"'{s.cls}' is not a layer of this model" if s.cls else "not about a layer of this model"
+        return "not exercised", f"'{s.cls}' is not a layer of this model" if s.cls else "not about a layer of this model", ""
     if s.cls in reach.failed:
-        return "not exercised", f"the forward of '{s.cls}' failed first with another error"
+        return "not exercised", f"the forward of '{s.cls}' failed first with another error", ""
     if s.cls in reach.completed:
-        return "not reproduced", ""
-    return "not exercised", f"the run did not reach '{s.cls}'"
+        return "not reproduced", "", ran
+    return "not exercised", f"the run did not reach '{s.cls}'", ""
 
 
 def join(observations: list[Observation], static: list[StaticFinding],
          reach: Reach) -> tuple[list[Observation], list[StaticFinding]]:
     """Mark each observation predicted/missed and give each static finding its verdict."""
     joined_obs = []
-    confirmed: set[int] = set()
+    confirmed: dict[int, str] = {}
+    order = list(reach.layers)
     for o in observations:
-        o = _explained(o, static)
-        hits = [i for i, s in enumerate(static) if matches(s, o)]
-        confirmed.update(hits)
-        # A finding that stands for this failure predicts it; only one of its own code confirms it.
-        predicted = bool(hits) or any(stands_for(s, o, reach) for s in static)
+        hits = [i for i, s in enumerate(static) if _predicts(s, o)]
+        predicted = bool(hits)
+        for i, s in enumerate(static):
+            entry = _accounts(s, o, order) if not hits else None
+            if entry is None:
+                continue
+            predicted = True
+            if entry.confirms:  # the failure is this finding's own, worded as another rule's
+                o = replace(o, code=s.code)
+                hits = [i]
+                break
+        for i in hits:
+            confirmed.setdefault(i, o.step)
         joined_obs.append(replace(o, predicted=predicted))
     joined_static = []
     for i, s in enumerate(static):
         if i in confirmed:
-            joined_static.append(replace(s, verdict="confirmed", note=""))
+            joined_static.append(replace(s, verdict="confirmed", note="", step=confirmed[i]))
         else:
-            verdict, note = _unconfirmed(s, reach)
-            joined_static.append(replace(s, verdict=verdict, note=note))  # type: ignore[arg-type]
+            verdict, note, step = _unconfirmed(s, reach)
+            joined_static.append(replace(s, verdict=verdict, note=note, step=step))  # type: ignore[arg-type]
     return _dedupe(joined_obs), joined_static
 
 

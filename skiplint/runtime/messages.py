@@ -1,10 +1,10 @@
 """Read the libraries' own run-time failures back into skiplint codes (R1-R6, V1-V5 in
 docs/runtime.md).
 
-Pure string work: no torch. The failures each rule predicts are the rule's own (`Rule.predicts`,
-in skiplint/rules/): a failure is described as the library words it (`Type: message`, or one line
-of verify_skippables' TypeError) and read by the first rule, in the order of the codes, that
-predicts it. Each parser returns `Failure`s carrying that rule's code, the layer (child name in the
+Pure string work: no torch. The failures each rule predicts are the rule's own contract
+(`Rule.predicts`, in skiplint/rules/): a failure is described as the library words it (`Type:
+message`, or one line of verify_skippables' TypeError) and read by the first rule, in the order of
+the codes, that predicts it at that step. Each parser returns `Failure`s carrying that rule's code, the layer (child name in the
 Sequential) when the message names one, and the skip name.
 """
 
@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Optional
 
 from skiplint.rules import RULES
+from skiplint.rules.base import Fails
 
 
 @dataclass(frozen=True)
@@ -32,20 +33,32 @@ class Failure:
 VERIFY_HEADER = "one or more pairs of stash and pop do not match:"
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """One predicted failure of a rule, its pattern compiled."""
+
+    code: str
+    fails: Fails
+    pattern: re.Pattern[str]
+
+
 @lru_cache(maxsize=None)
-def _predicted() -> tuple[tuple[re.Pattern[str], str], ...]:
-    """(pattern, code) for every failure a rule predicts, in the order of the codes."""
-    return tuple((re.compile(pattern, re.S), rule.code)
-                 for rule in sorted(RULES.values(), key=lambda r: r.code) for pattern in rule.predicts)
+def _readings() -> tuple[_Reading, ...]:
+    """Every failure a rule predicts, in the order of the codes."""
+    return tuple(_Reading(rule.code, fails, re.compile(fails.pattern, re.S))
+                 for rule in sorted(RULES.values(), key=lambda r: r.code) for fails in rule.predicts)
 
 
-def _read(described: str) -> Optional[tuple[str, dict[str, str]]]:
-    """The code of the first rule that predicts this failure, with what the rule's pattern read
-    from it (name, names, layer, op); None when no rule predicts it."""
-    for pattern, code in _predicted():
-        match = pattern.fullmatch(described)
+def _read(described: str, verify_line: bool) -> Optional[tuple[str, dict[str, str]]]:
+    """The code of the first rule that predicts this failure (a line of verify_skippables' error,
+    or an exception of a later step), with what the rule's pattern read from it (name, names,
+    layer, op); None when no rule predicts it."""
+    for reading in _readings():
+        if (reading.fails.step == "verify") != verify_line:
+            continue
+        match = reading.pattern.fullmatch(described)
         if match:
-            return code, {key: value for key, value in match.groupdict().items() if value is not None}
+            return reading.code, {key: value for key, value in match.groupdict().items() if value is not None}
     return None
 
 
@@ -54,15 +67,22 @@ def predicting(code: str) -> bool:
     return code in RULES and bool(RULES[code].predicts)
 
 
-def verify_codes() -> frozenset[str]:
-    """Codes whose failure is a line of verify_skippables' TypeError (whole-Sequential checks)."""
-    return frozenset(code for code, rule in RULES.items() if any(p.startswith(r"\*") for p in rule.predicts))
+def steps(code: str) -> frozenset[str]:
+    """The steps where the failures this code's rule predicts appear (its contract)."""
+    rule = RULES.get(code)
+    return frozenset(fails.step for fails in rule.predicts) if rule is not None else frozenset()
 
 
-def naming_codes() -> frozenset[str]:
-    """Codes whose failure names the skip."""
-    return frozenset(code for code, rule in RULES.items()
-                     if any("?P<name>" in p or "?P<names>" in p for p in rule.predicts))
+def subject(code: str) -> Optional[str]:
+    """What tells whose failure of this code it is (one subject per rule); None: it predicts none."""
+    rule = RULES.get(code)
+    return rule.predicts[0].subject if rule is not None and rule.predicts else None
+
+
+def names_skip(code: str) -> bool:
+    """Whether the failures of this code name the skip (their patterns read a name)."""
+    return any(reading.code == code and ({"name", "names"} & set(reading.pattern.groupindex))
+               for reading in _readings())
 
 
 def _split_names(text: str) -> list[str]:
@@ -84,7 +104,7 @@ def parse_verify(message: str) -> list[Failure]:
         line = line.strip()
         if not line.startswith("* "):
             continue
-        read = _read(line)
+        read = _read(line, verify_line=True)
         if read is not None:
             code, groups = read
             failures.append(Failure(code, groups.get("name"), groups.get("layer"), line[2:]))
@@ -127,7 +147,7 @@ def parse_forward(error: BaseException, poppable: frozenset[str] = frozenset()) 
             return []
     elif is_verify_error(error):
         return parse_verify(text)
-    read = _read(_described(error))
+    read = _read(_described(error), verify_line=False)
     if read is None:
         return []
     code, groups = read

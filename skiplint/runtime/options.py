@@ -12,6 +12,8 @@ BACKENDS = ("torchgpipe", "fairscale", "pipelining")
 CHECKPOINTS = ("never", "except_last", "always")
 #: Seconds each step may take (`--timeout`).
 DEFAULT_TIMEOUT = 300.0
+#: Micro-batches when neither --chunks nor the user's pipe says (`--chunks`).
+DEFAULT_CHUNKS = 2
 
 
 @dataclass(frozen=True)
@@ -21,8 +23,9 @@ class Options:
     input_shape: Optional[tuple[int, ...]] = None
     backend: str = "auto"
     balance: Optional[tuple[int, ...]] = None
-    chunks: int = 2
-    checkpoints: tuple[str, ...] = CHECKPOINTS
+    #: None (and checkpoints None): not given; the run takes the user's pipe's, or the default.
+    chunks: Optional[int] = None
+    checkpoints: Optional[tuple[str, ...]] = None
     devices: Optional[tuple[str, ...]] = None
     #: Seconds each step may take before the run is stopped.
     timeout: float = DEFAULT_TIMEOUT
@@ -71,20 +74,20 @@ def _target(option: str, spec: str) -> None:
 
 
 def check(target: str, *, sample: Optional[str] = None, input_shape: Optional[Sequence[int]] = None,
-          backend: str = "auto", balance: Optional[Sequence[int]] = None, chunks: int = 2,
-          checkpoint: Sequence[str] | str = CHECKPOINTS, devices: Optional[Sequence[str]] = None,
+          backend: str = "auto", balance: Optional[Sequence[int]] = None, chunks: Optional[int] = None,
+          checkpoint: Optional[Sequence[str] | str] = None, devices: Optional[Sequence[str]] = None,
           timeout: float = DEFAULT_TIMEOUT) -> Options:
     """The options of a run, or ValueError with the one line that says what is wrong."""
     _target("", target)
     if sample is not None:
         _target("--sample", sample)
-    modes = (checkpoint,) if isinstance(checkpoint, str) else tuple(checkpoint)
-    for mode in modes:
+    modes = None if checkpoint is None else (checkpoint,) if isinstance(checkpoint, str) else tuple(checkpoint)
+    for mode in modes or ():
         if mode not in CHECKPOINTS:
             raise ValueError(f"--checkpoint must be one of {', '.join(CHECKPOINTS)}, not {mode!r}")
     if backend not in ("auto", *BACKENDS):
         raise ValueError(f"--backend must be auto or one of {', '.join(BACKENDS)}, not {backend!r}")
-    if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+    if chunks is not None and (isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1):
         raise ValueError(f"--chunks {chunks}: the number of micro-batches must be at least 1")
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (0 < timeout < math.inf):
         raise ValueError(f"--timeout {timeout:g}: the seconds each step may take must be more than 0"

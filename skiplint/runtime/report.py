@@ -50,6 +50,16 @@ class Observation:
 
 
 @dataclass(frozen=True)
+class LayerRef:
+    """A direct child of the Sequential, typed: its position, its name in named_children() and its
+    class (for a skippable layer, the class it wraps)."""
+
+    index: int
+    key: str
+    cls: str
+
+
+@dataclass(frozen=True)
 class StaticFinding:
     """A diagnostic of the static pass, with the subject it is about, and its verdict after the run."""
 
@@ -59,16 +69,23 @@ class StaticFinding:
     code: str
     message: str
     cls: Optional[str] = None
-    layer: Optional[str] = None
+    #: The child of the composition the finding is about (SKP2xx), when the static pass knows it.
+    layer: Optional[LayerRef] = None
     name: Optional[str] = None
     verdict: Verdict = "not exercised"
     note: str = ""
+    #: The step of the run that exercised the finding: the one whose failure confirmed it, or the
+    #: one that ran without it ("not reproduced"); "" when none did ("not exercised").
+    step: str = ""
     #: The rule's arguments (name -> text), as the message was rendered from them: what the join
     #: and the run read, never the message.
     args: dict[str, str] = field(default_factory=dict)
     #: What the finding belongs to: its class, or the compositions it was found in with the
     #: module-level functions that return each (how verify tells its target's findings apart).
     owners: tuple[Owner, ...] = ()
+    #: Line and 0-based column just after the reported node, as the lint has them (0: not known).
+    end_line: int = 0
+    end_col: int = 0
 
 
 @dataclass(frozen=True)
@@ -128,6 +145,9 @@ class Report:
     crossings: Optional[list[Crossing]] = None
     comparisons: list[Comparison] = field(default_factory=list)
     tolerances: dict[str, float] = field(default_factory=dict)
+    #: Where the settings above come from, when not all from the options and defaults (the
+    #: user's pipe), in one line.
+    settings: str = ""
     #: Set when the run could not happen (exit status 2): the reason in one line.
     reason: Optional[str] = None
     #: The exception behind `reason`, when the run happened in this process (not serialised).
@@ -193,6 +213,8 @@ class Report:
         for item in payload["observations"]:
             rule = RULES.get(item["code"]) if item["code"] is not None else None
             item["rule"] = rule.name if rule is not None else None
+        payload["static"] = [static_json(s) for s in self.static]
+        payload["elsewhere"] = [static_json(s) for s in self.elsewhere]
         return json.dumps(payload, indent=2)
 
     def to_text(self) -> str:
@@ -207,6 +229,8 @@ class Report:
             lines.append("")
             lines.append(f"backend {self.backend}, balance {list(self.balance)}, chunks {self.chunks}, "
                          f"checkpoint {', '.join(self.checkpoints)}, devices {', '.join(self.devices)}")
+            if self.settings:
+                lines.append(f"settings: {self.settings}")
         if self.comparisons:
             lines.append("")
             lines.append("compared with the plain Sequential (output and every gradient; "
@@ -235,8 +259,10 @@ class Report:
             lines.append("")
         for s in self.static:
             note = f" ({s.note})" if s.note else ""
+            step = {"confirmed": f" by {s.step}", "not reproduced": f": {s.step} ran without it"}.get(
+                s.verdict, "") if s.step else ""
             lines.append(f"{s.path}:{s.line}:{s.col + 1}: {s.message}")
-            lines.append(f"  static finding {s.verdict}{note}")
+            lines.append(f"  static finding {s.verdict}{step}{note}")
         for o in self.observations:
             where = f"layer '{o.layer}'" if o.layer is not None else "the pipe"
             if o.cls:
@@ -268,7 +294,24 @@ def _static_finding(payload: dict[str, Any]) -> StaticFinding:
     data["args"] = dict(data.get("args") or {})
     data["owners"] = tuple(Owner(o["kind"], o["name"], o.get("line", 0), tuple(o.get("factories") or ()))
                            for o in data.get("owners") or ())
+    if isinstance(data.get("layer"), dict):
+        data["layer"] = LayerRef(**data["layer"])
     return StaticFinding(**data)
+
+
+def static_json(finding: StaticFinding) -> dict[str, Any]:
+    """A static finding as verify's JSON gives it: first the lint's own fields (path, 1-based line
+    and column, end, code, the rule's name, message), then what the join adds."""
+    end_line, end_col = (finding.end_line, finding.end_col) if finding.end_line else (finding.line, finding.col)
+    return {
+        "path": finding.path, "line": finding.line, "column": finding.col + 1,
+        "end_line": end_line, "end_column": end_col + 1, "code": finding.code,
+        "name": RULES[finding.code].name if finding.code in RULES else None, "message": finding.message,
+        "verdict": finding.verdict, "note": finding.note, "step": finding.step,
+        "skip": finding.name, "cls": finding.cls,
+        "layer": asdict(finding.layer) if finding.layer is not None else None,
+        "args": dict(finding.args), "owners": [asdict(owner) for owner in finding.owners],
+    }
 
 
 def format_step(step: Step) -> str:

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from skiplint import config, engine, parallel
 from skiplint.diagnostics import Diagnostic
-from skiplint.runtime.report import StaticFinding
+from skiplint.pipes import layer_text
+from skiplint.runtime.report import LayerRef, StaticFinding
 from skiplint.runtime.target import shown_path
 
 if TYPE_CHECKING:
-    from skiplint.facts import Composition, ModelFacts
+    from skiplint.facts import Composition, ModelFacts, Pipe
 
 
 @dataclass
@@ -30,17 +31,34 @@ class Analysis:
     findings: list[StaticFinding] = field(default_factory=list)
     #: The compositions of each analysed file, by the path the lint prints.
     compositions: dict[str, tuple[Composition, ...]] = field(default_factory=dict)
+    #: The pipes (and balancers) of each analysed file, by the path the lint prints.
+    pipes: dict[str, tuple[Pipe, ...]] = field(default_factory=dict)
 
 
-def finding_of(d: Diagnostic) -> StaticFinding:
-    """A diagnostic as the join reads it: its subject from its owners and arguments, never its text."""
+def finding_of(d: Diagnostic, compositions: tuple[Composition, ...] = ()) -> StaticFinding:
+    """A diagnostic as the join reads it: its subject from its owners and arguments, never its text;
+    its layer typed from the composition it was found in (`compositions`: those of its file)."""
     args = dict(d.args)
     cls = next((o.name for o in d.owners if o.kind == "class"), None) or args.get("cls")
     # A composition's finding names the skip's bare name; a late-bound name (SKP117), the name
     # the variable holds when forward runs.
     name = args.get("name") or args.get("now")
-    return StaticFinding(d.path, d.line, d.col, d.code, d.message, cls=cls, layer=args.get("layer"),
-                         name=name, args=args, owners=d.owners)
+    return StaticFinding(d.path, d.line, d.col, d.code, d.message, cls=cls, layer=_layer_of(d, compositions),
+                         name=name, args=args, owners=d.owners, end_line=d.end_line, end_col=d.end_col)
+
+
+def _layer_of(d: Diagnostic, compositions: tuple[Composition, ...]) -> Optional[LayerRef]:
+    """The layer a composition's finding is about: the child of one of the compositions that own it,
+    reported where the finding is and shown as its `layer` argument; None when no one child is."""
+    shown = d.arg("layer")
+    if shown is None:
+        return None
+    owned = {(o.name, o.line) for o in d.owners if o.kind == "composition"}
+    found = {LayerRef(layer.index, layer.key, label_class(layer.label))
+             for c in compositions if (c.name, c.site.position[0] if c.site is not None else 0) in owned
+             for layer in c.layers
+             if layer_text(layer) == shown and (layer.site is None or layer.site.position == (d.line, d.col))}
+    return found.pop() if len(found) == 1 else None
 
 
 def analyse(paths: Iterable[str], finder: Optional[config.Finder] = None) -> Analysis:
@@ -50,30 +68,32 @@ def analyse(paths: Iterable[str], finder: Optional[config.Finder] = None) -> Ana
     finder = finder or config.Finder()
     out = Analysis()
     models: dict[str, ModelFacts] = {}
+    diagnostics: list[Diagnostic] = []
     with engine.keeping_models(models):
         for path in sorted({shown_path(p) for p in paths}):
             settings = finder.for_file(path)
             if settings.excludes_named(path):
                 continue
-            result = parallel.check_one((path, settings))
-            out.findings.extend(finding_of(d) for d in result.diagnostics)
+            diagnostics.extend(parallel.check_one((path, settings)).diagnostics)
     out.compositions = {path: facts.compositions for path, facts in models.items()}
+    out.pipes = {path: facts.pipes for path, facts in models.items()}
+    out.findings = [finding_of(d, out.compositions.get(d.path, ())) for d in diagnostics]
     for problem in finder.problems:
         print(problem, file=sys.stderr)
     return out
 
 
-def static_findings(paths: Iterable[str], finder: Optional[config.Finder] = None) -> list[StaticFinding]:
-    """The findings of `analyse`."""
-    return analyse(paths, finder).findings
-
-
 # -- the target ---------------------------------------------------------------------------------
 
 
-def _label_class(label: str) -> str:
+def label_class(label: str) -> str:
     """The class a layer's label names: `Stash()` and `blocks.Stash(3)` are `Stash`."""
     return label.split("(")[0].split(".")[-1].strip()
+
+
+def _where(path: str, composition: Composition) -> tuple[str, str, tuple[int, int]]:
+    """A composition as its file, name and place tell it (the same expression, whoever returns it)."""
+    return path, composition.name, composition.site.position if composition.site is not None else (0, 0)
 
 
 def matches_children(composition: Composition, children: list[tuple[str, str, bool]]) -> bool:
@@ -84,7 +104,7 @@ def matches_children(composition: Composition, children: list[tuple[str, str, bo
     for layer, (key, cls, skippable) in zip(composition.layers, children):
         if layer.key != key:
             return False
-        if skippable and (layer.kind != "skippable" or _label_class(layer.label) != cls):
+        if skippable and (layer.kind != "skippable" or label_class(layer.label) != cls):
             return False
     return True
 
@@ -134,6 +154,20 @@ class Target:
                      and owner.line == c.site.position[0] for path, c in compositions):
                 return True
         return False
+
+    def pipe(self, analysis: Analysis) -> Optional[tuple[str, Pipe]]:
+        """(where, pipe): the one pipe of the analysed files that the lint ties to the target's
+        composition, GPipe or fairscale's Pipe with a literal balance; None when there is no such
+        pipe, or several that disagree."""
+        own = {_where(path, c) for path, c in self.compositions(analysis)}
+        found = {(p.balance, p.chunks): (path, p) for path, pipes in analysis.pipes.items() for p in pipes
+                 if p.kind in ("GPipe", "FairscalePipe", "TorchPipe") and p.balance is not None
+                 and p.composition is not None and _where(path, p.composition) in own}
+        if len(found) != 1:
+            return None
+        path, pipe = next(iter(found.values()))
+        line = pipe.site.position[0] if pipe.site is not None else 0
+        return f"{path}:{line}", pipe
 
     def split(self, analysis: Analysis) -> tuple[list[StaticFinding], list[StaticFinding]]:
         """(the target's findings, the findings of its files that are not the target's)."""

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable, Iterator, Optional
 
-from skiplint.runtime.errors import CannotRun, Stopped, is_stop, stop_cause, whole
+from skiplint.runtime import userpipe
+from skiplint.runtime.errors import CannotRun, Stopped, is_stop, one_line, stop_cause, whole
+from skiplint.runtime.userpipe import UserPipe
 from skiplint.runtime.options import is_file_target, split_target as _split
 
 #: How many of a module's callables a "has no attribute" message lists.
@@ -129,6 +131,11 @@ class Built:
     origin: Any
     #: The file the target was imported from, when known.
     source_file: Optional[str]
+    #: The pipe the target gave (its library, balance, chunks, checkpoint and devices), when it
+    #: gave one rather than a Sequential; also when the pipe's constructor raised.
+    pipe: Optional[UserPipe] = None
+    #: The pipe's constructor raised this (one line): the run uses the pipe's settings instead.
+    pipe_failure: str = ""
 
 
 def _call(factory: Callable[[], Any], role: str, spec: str, argv0: str) -> Any:
@@ -163,14 +170,27 @@ def build(spec: str, sample_spec: Optional[str] = None,
 
     module, origin = loaded if loaded is not None else load(spec)
     where, _ = split_target(spec)
-    obj = origin
+    got: Optional[UserPipe] = None
+    failure = ""
     if callable(origin) and not isinstance(origin, nn.Module):
-        obj = _call(origin, "the model factory", spec, where)
-    sample = None
-    if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], nn.Module):
-        obj, sample = obj
-    if not isinstance(obj, nn.Sequential):
-        raise CannotRun(f"{spec} gave {type(obj).__name__}, not an nn.Sequential or a (model, sample) pair")
+        try:
+            got = userpipe.unpack(_call(origin, "the model factory", spec, where))
+        except CannotRun as error:
+            # A pipe the factory built, whose constructor raised (on a machine without the devices
+            # it names, or with a balance that does not fit): the run builds that pipe itself.
+            cause = error.__cause__
+            got = userpipe.failed_pipe(cause) if cause is not None and not _rejects(cause) else None
+            if got is None or cause is None:
+                raise
+            failure = one_line(cause)
+        except userpipe.NotAModel as error:
+            raise CannotRun(f"{spec} gave {error}") from None
+    else:
+        try:
+            got = userpipe.unpack(origin)
+        except userpipe.NotAModel as error:
+            raise CannotRun(f"{spec} is {error}") from None
+    obj, sample = got.model, got.sample
     if len(obj) == 0:
         raise CannotRun(f"{spec} gave an empty nn.Sequential: it has no layer to check")
     if sample_spec is not None:
@@ -187,4 +207,11 @@ def build(spec: str, sample_spec: Optional[str] = None,
     if not isinstance(sample, torch.Tensor):
         raise CannotRun(f"the sample is a {type(sample).__name__}, not a tensor")
     source = getattr(module, "__file__", None)
-    return Built(obj, sample, origin, source)
+    return Built(obj, sample, origin, source, got if got.is_pipe else None, failure)
+
+
+def _rejects(error: BaseException) -> bool:
+    """verify_skippables' TypeError: the pipe rejected the model itself (what verify joins)."""
+    from skiplint.runtime.messages import is_verify_error
+
+    return is_verify_error(error)

@@ -1,7 +1,7 @@
 """The join is exact: same code, same subject, same name; everything else keeps its own verdict."""
 
 from skiplint.runtime.join import Reach, join
-from skiplint.runtime.report import Observation, StaticFinding
+from skiplint.runtime.report import LayerRef, Observation, StaticFinding
 
 
 def finding(code, cls=None, layer=None, name=None, message="", **args):
@@ -31,7 +31,7 @@ def test_a_different_name_is_missed():
 
 
 def test_layer_findings_match_by_child_name():
-    static = [finding("SKP201", layer="2 (Load)", name="x")]
+    static = [finding("SKP201", layer=LayerRef(2, "2", "Load"), name="x")]
     observations, verdicts = join([obs("SKP201", "2", "Load", "x", "verify_skippables")], static, REACH)
     assert observations[0].predicted and verdicts[0].verdict == "confirmed"
     observations, verdicts = join([obs("SKP201", "0", "Save", "x", "verify_skippables")], static, REACH)
@@ -61,14 +61,14 @@ def test_forward_failure_behind_a_verify_failure_is_one_root_cause():
 
 
 def test_silent_rules_and_absent_classes_are_not_exercised():
-    static = [finding("SKP107", cls="Save", name="x"), finding("SKP101", cls="Other", name="x")]
+    static = [finding("SKP109", cls="Save", kind="stash"), finding("SKP101", cls="Other", name="x")]
     _, verdicts = join([], static, REACH)
     assert [v.verdict for v in verdicts] == ["not exercised", "not exercised"]
 
 
 def test_a_failure_no_rule_reads_is_missed_whatever_the_static_pass_says():
     failure = Observation(None, "Pipe forward+backward [never]", None, None, None, "AssertionError")
-    static = [finding("SKP116", cls="Drop", name="a"), finding("SKP202", layer="0 (Save)", name="a")]
+    static = [finding("SKP116", cls="Drop", name="a"), finding("SKP202", layer=LayerRef(0, "0", "Save"), name="a")]
     observations, _ = join([failure], static, REACH)
     assert [(o.code, o.predicted) for o in observations] == [(None, False)]
 
@@ -86,7 +86,7 @@ def test_failures_no_rule_reads_are_kept_apart_by_their_message():
 def test_a_pop_in_the_wrong_namespace_stands_for_the_stash_nothing_pops():
     """verify_skippables names both halves of one mistake (SKP201 at the pop, SKP202 at the stash);
     the static pass reports it once, at the pop: that finding predicts both failures."""
-    static = [finding("SKP201", layer="2 (Load)", name="x")]
+    static = [finding("SKP201", layer=LayerRef(2, "2", "Load"), name="x")]
     failures = [obs("SKP201", "2", "Load", "x", "verify_skippables"),
                 obs("SKP202", "0", "Save", "x", "verify_skippables")]
     observations, verdicts = join(failures, static, REACH)
@@ -101,11 +101,60 @@ def test_a_pop_in_the_wrong_namespace_stands_for_the_stash_nothing_pops():
         assert verdicts[0].verdict == "not reproduced"  # a stand-in predicts; it never confirms
 
 
-def test_only_the_table_says_what_stands_for_what():
-    from skiplint.runtime.join import STANDS_FOR
+def test_only_the_rules_contracts_say_what_accounts_for_what():
+    from skiplint.rules import RULES
 
-    assert STANDS_FOR == {"SKP201": {"SKP202": "an earlier layer"}}
+    accounts = {code: [(a.code, a.place, a.confirms) for a in rule.accounts_for]
+                for code, rule in RULES.items() if rule.accounts_for}
+    assert accounts == {"SKP107": [("SKP103", "same", True), ("SKP104", "same", True)],
+                        "SKP111": [("SKP103", "same", True), ("SKP104", "same", True)],
+                        "SKP117": [("SKP101", "same", True), ("SKP102", "same", True)],
+                        "SKP201": [("SKP202", "earlier layer", False)]}
     # SKP202 does not stand for SKP201: the other way round is no known mistake.
     observations, _ = join([obs("SKP201", "2", "Load", "x", "verify_skippables")],
-                           [finding("SKP202", layer="0 (Save)", name="x")], REACH)
+                           [finding("SKP202", layer=LayerRef(0, "0", "Save"), name="x")], REACH)
     assert not observations[0].predicted
+
+
+def test_a_child_named_like_a_label_round_trips():
+    """A layer is its index, key and class: a child named `x (y` is that child, nothing parsed."""
+    static = [finding("SKP203", layer=LayerRef(1, "x (y", "Save"), name="a")]
+    reach = Reach(layers={"0": "Save", "x (y": "Save"}, verify_ran=True)
+    observations, verdicts = join([obs("SKP203", "x (y", "Save", "a", "verify_skippables")], static, reach)
+    assert observations[0].predicted and verdicts[0].verdict == "confirmed"
+    assert verdicts[0].step == "verify_skippables"
+    observations, verdicts = join([obs("SKP203", "x", "Save", "a", "verify_skippables")], static, reach)
+    assert not observations[0].predicted and verdicts[0].verdict == "not reproduced"
+
+
+def test_an_unyielded_command_reaching_a_tensor_op_is_skp107_at_its_class():
+    static = [finding("SKP107", cls="Load", name="'x'", kind="pop")]
+    observations, verdicts = join([obs("SKP107", "2", "Load", None)], static, REACH)
+    assert observations[0].predicted and verdicts[0].verdict == "confirmed"
+    # The pop never done, worded by the library as an unused pop declaration, is the same mistake.
+    observations, verdicts = join([obs("SKP104", "2", "Load", "x")], static, REACH)
+    assert (observations[0].code, observations[0].predicted, verdicts[0].verdict) == ("SKP107", True, "confirmed")
+    observations, verdicts = join([obs("SKP103", "2", "Load", "x")], static, REACH)  # a stash: not this pop
+    assert (observations[0].code, observations[0].predicted) == ("SKP103", False)
+
+
+def test_the_step_that_exercised_each_finding():
+    reach = Reach(layers=REACH.layers, completed={"Save"}, verify_ran=True)
+    reach.performed("verify", "verify_skippables")
+    reach.performed("forward", "plain Sequential")
+    static = [finding("SKP202", layer=LayerRef(0, "0", "Save"), name="x"), finding("SKP101", cls="Save", name="x"),
+              finding("SKP301", total="4", count="3")]
+    _, verdicts = join([], static, reach)
+    assert [(v.verdict, v.step) for v in verdicts] == [
+        ("not reproduced", "verify_skippables"), ("not reproduced", "plain Sequential"), ("not exercised", "")]
+
+
+def test_every_contract_is_whole():
+    """One subject per rule; every failure a finding accounts for is a failure some rule predicts."""
+    from skiplint.rules import RULES
+
+    for code, rule in RULES.items():
+        assert len({f.subject for f in rule.predicts}) <= 1, code
+        for entry in rule.accounts_for:
+            assert RULES[entry.code].predicts, (code, entry.code)
+            assert all(key in rule.fields or key in ("name",) for key, _ in entry.when), (code, entry)

@@ -45,3 +45,23 @@ def test_key_error_is_a_second_pop_only_for_a_declared_name():
 def test_other_errors_are_not_skip_failures():
     assert parse_forward(RuntimeError("mat1 and mat2 shapes cannot be multiplied")) == []
     assert parse_forward(ValueError("'a' has not been stashed")) == []
+
+
+def test_a_command_object_reaching_a_tensor_op_is_skp107():
+    """torch's own words for a pop/stash object given where a tensor goes (measured on torch 2.13)."""
+    cases = [
+        TypeError("expected Tensor as element 1 in argument 0, but got pop"),
+        TypeError("unsupported operand type(s) for +: 'Tensor' and 'pop'"),
+        TypeError("unsupported operand type(s) for *: 'stash' and 'Tensor'"),
+        TypeError("relu(): argument 'input' (position 1) must be Tensor, not pop"),
+        TypeError("conv2d() received an invalid combination of arguments - got (pop, Tensor), but expected one of:\n"
+                  " * (Tensor input, Tensor weight)"),
+        AttributeError("'pop' object has no attribute 'view'"),
+    ]
+    for error in cases:
+        assert [(f.code, f.name) for f in parse_forward(error)] == [("SKP107", None)], error
+    # ... and never a call of the command's own constructor, or a tensor op on anything else.
+    assert [f.code for f in parse_forward(TypeError("pop.__init__() takes 2 positional arguments but 3 were given"))] \
+        == ["SKP112"]
+    assert parse_forward(TypeError("expected Tensor as element 1 in argument 0, but got popcorn")) == []
+    assert parse_forward(TypeError("unsupported operand type(s) for +: 'Tensor' and 'NoneType'")) == []

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from skiplint.runtime import verify
+from skiplint.runtime.report import LayerRef
 
 from .conftest import FIXTURES
 
@@ -94,7 +95,7 @@ def test_a_pop_in_the_wrong_namespace_is_one_predicted_mistake(tmp_path):
         "def build():\n    ns = Namespace()\n"
         "    return nn.Sequential(Down().isolate(ns), nn.Linear(4, 4), Up()), torch.ones(4, 4)\n")
     report = verify(f"{path}:build", checkpoint="never")
-    assert [(s.code, s.layer, s.verdict) for s in report.static] == [("SKP201", "2 (Up)", "confirmed")]
+    assert [(s.code, s.layer, s.verdict) for s in report.static] == [("SKP201", LayerRef(2, "2", "Up"), "confirmed")]
     assert [(o.code, o.layer, o.name, o.predicted) for o in report.observations] == [
         ("SKP201", "2", "skip", True), ("SKP202", "0", "skip", True)]
     assert report.to_text().splitlines()[-1] == (

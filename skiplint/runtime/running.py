@@ -1,0 +1,290 @@
+"""The steps that run the model: verify_skippables, the partitioning, the plain Sequential and the
+pipe per checkpoint mode, compared with the plain run."""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any, Callable, Optional
+
+import torch
+from torch import nn
+
+from skiplint.runtime import join as joining, messages
+from skiplint.runtime.errors import CannotRun, Stopped, is_stop, stop_cause, whole
+from skiplint.runtime.report import Comparison, Observation, Route
+from skiplint.runtime.result import RunResult
+from skiplint.runtime.state import TOLERANCES, RunState
+from skiplint.runtime.steps import _failure_text
+
+
+class _Escaped(Exception):
+    """A sys.exit or KeyboardInterrupt in a layer's forward, carried as an Exception through the
+    pipe's worker threads (which let BaseExceptions kill the thread and hang the pipe)."""
+
+    def __init__(self, layer: str, stop: BaseException) -> None:
+        super().__init__(f"layer '{layer}' {stop_cause(stop)}")
+        self.layer = layer
+        self.stop = stop
+
+def _loss(output: Any, weights: list[torch.Tensor]) -> torch.Tensor:
+    outputs = output if isinstance(output, tuple) else (output,)
+    return sum(((o.float().cpu() * w).sum() for o, w in zip(outputs, weights)), torch.zeros(()))
+
+def _weights(output: Any) -> list[torch.Tensor]:
+    outputs = output if isinstance(output, tuple) else (output,)
+    bad = next((o for o in outputs if not isinstance(o, torch.Tensor)), None)
+    if bad is not None:
+        raise CannotRun(f"the model's output is a {type(bad).__name__}, not a tensor or a tuple of tensors")
+    gen = torch.Generator().manual_seed(1)
+    return [torch.randn(o.shape, generator=gen) for o in outputs]
+
+def _backward(loss: Any) -> None:
+    loss.backward()
+
+def _pairs(a: Any, b: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    a_t = a if isinstance(a, tuple) else (a,)
+    b_t = b if isinstance(b, tuple) else (b,)
+    return [(x.detach().float().cpu(), y.detach().float().cpu()) for x, y in zip(a_t, b_t)]
+
+def _max_diff(a: Any, b: Any) -> float:
+    """The largest absolute difference; equal values (NaN with NaN, inf with inf) differ by 0."""
+    worst = 0.0
+    for x, y in _pairs(a, b):
+        if x.shape != y.shape:
+            return math.inf
+        if x.numel():
+            same = (x == y) | (torch.isnan(x) & torch.isnan(y))
+            diff = torch.where(same, torch.zeros_like(x), (x - y).abs())
+            worst = max(worst, float(torch.nan_to_num(diff, nan=math.inf).max()))
+    return worst
+
+def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
+    """Elementwise close, NaN equal to NaN: a deterministic model's NaN is the same NaN in a pipe."""
+    a_t = a if isinstance(a, tuple) else (a,)
+    b_t = b if isinstance(b, tuple) else (b,)
+    return len(a_t) == len(b_t) and all(
+        x.shape == y.shape and torch.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True) for x, y in _pairs(a, b))
+
+
+def gradients(count: int) -> str:
+    """`1 gradient`, `13 gradients`: the count of gradients a run compared, for its detail line."""
+    return f"{count} gradient" if count == 1 else f"{count} gradients"
+
+
+class RunSteps(RunState):
+    """verify_skippables, the partitioning (inspect_skip_layout, or the pipelining backend's split),
+    the plain Sequential and the pipe."""
+
+    def verify(self) -> None:
+        assert self.lib is not None
+        with self.steps.timed("verify_skippables") as out:
+            self.reach.verify_ran = True
+            self.reach.performed("verify", "verify_skippables")
+            try:
+                self.lib.verify_skippables(self.model)
+                self.verified = True
+            except TypeError as error:
+                self.verified = False
+                found = self._observe("verify_skippables", error, None)
+                if not found:
+                    raise CannotRun(f"verify_skippables raised {whole(error)}") from error
+                self.raw.extend(found)
+                out["status"], out["detail"] = "failed", f"{len(found)} mismatch(es)"
+
+    def split(self) -> None:
+        """The pipelining backend's partitioning: the fx trace and split_module at the balance."""
+        from skiplint.runtime import pipelining
+
+        assert self.lib is not None
+        with self.steps.timed(pipelining.STEP_SPLIT) as out:
+            if not self.verified:
+                out["status"], out["detail"] = "skipped", "verify_skippables failed"
+                return
+            self.reach.layout_ran = True
+            self.reach.performed("partition", pipelining.STEP_SPLIT)
+            done = pipelining.split(self.model, self.lib, self.balance,
+                                    lambda error, layer: self._observe(pipelining.STEP_SPLIT, error, layer))
+            self.raw.extend(done.observations)
+            self.balanced = done.balanced
+            if done.failed_layer is not None and done.failed_layer in self.reach.layers:
+                self.reach.failed.add(self.reach.layers[done.failed_layer])
+            self.pipeline_inputs = done.inputs
+            if done.crossings is not None:
+                self.report.crossings, self.report.runtime_routes = done.crossings, done.routes
+            if not done.balanced:
+                out["status"] = "failed"
+            out["detail"] = done.detail
+
+    def layout(self) -> None:
+        assert self.lib is not None
+        with self.steps.timed("inspect_skip_layout") as out:
+            self.reach.layout_ran = True
+            self.reach.performed("partition", "inspect_skip_layout")
+            self.balanced = False
+            try:
+                partitions, _, _ = self.lib.split_module(copy.deepcopy(self.model), list(self.balance),
+                                                         [torch.device("cpu")] * len(self.balance))
+            except self.lib.BalanceError as error:
+                found = [f for f in messages.parse_forward(error) if f.code == joining.BALANCE]
+                if found:
+                    self.raw.append(Observation(found[0].code, "inspect_skip_layout", None, None, None,
+                                                found[0].message))
+                    out["status"], out["detail"] = "failed", "balance does not fit the model"
+                    return
+                raise CannotRun(f"bad --balance: {error}") from None
+            self.balanced = True
+            if not self.verified:
+                out["status"], out["detail"] = "skipped", "verify_skippables failed"
+                return
+            layout = self.lib.inspect_skip_layout(partitions)
+            self.report.runtime_routes = self._routes(layout)
+            crossing = sum(r.src_partition != r.dst_partition for r in self.report.runtime_routes)
+            out["detail"] = (f"balance {list(self.balance)}: {len(self.report.runtime_routes)} skip(s), "
+                             f"{crossing} crossing partitions")
+
+    def _routes(self, layout: Any) -> list[Route]:
+        assert self.lib is not None
+        stashed_at: dict[Any, str] = {}
+        routes = []
+        for name, layer in self.model.named_children():
+            if not isinstance(layer, self.lib.Skippable):
+                continue
+            for key in layer.stashable():
+                stashed_at[key] = name
+            for key in layer.poppable():
+                src_j, dst_j = layout.by_ns_name[key]
+                routes.append(Route(key[1], stashed_at[key], name, src_j, dst_j))
+        return routes
+
+    def plain(self) -> Optional[RunResult]:
+        """The plain Sequential, layer by layer on the first device: the reference every run is compared with."""
+        with self.steps.timed("plain Sequential") as out:
+            self.reach.performed("forward", "plain Sequential")
+            device = self.devices[0]
+            model = copy.deepcopy(self.model).to(device)
+            x = self.sample.clone().to(device)
+            if x.is_floating_point():
+                x.requires_grad_(True)
+            h: Any = x
+            with self._fresh_tracker():
+                for name, layer in model.named_children():
+                    cls = self.reach.layers[name]
+                    try:
+                        h = layer(h)
+                    except (torch.cuda.OutOfMemoryError, CannotRun):
+                        raise
+                    except Exception as error:
+                        self.reach.failed.add(cls)
+                        found = self._observe("plain Sequential", error, name)
+                        if not found:
+                            raise CannotRun(f"the sample does not fit the model: layer '{name}' ({cls}) "
+                                            f"raised {whole(error)}") from error
+                        self.raw.extend(found)
+                        out["status"], out["detail"] = "failed", f"layer '{name}' ({cls}): {found[0].message}"
+                        return None
+                    except BaseException as error:
+                        if not is_stop(error):
+                            raise
+                        raise Stopped(f"layer '{name}' ({cls}) {stop_cause(error)}") from error
+                    self.reach.completed.add(cls)
+            self.weights = _weights(h)
+            _backward(_loss(h, self.weights))
+            grads = {n: p.grad.detach().cpu().clone() for n, p in model.named_parameters() if p.grad is not None}
+            if x.grad is not None:
+                grads["<input>"] = x.grad.detach().cpu().clone()
+            out["detail"] = f"forward and backward, {gradients(len(grads))}"
+            return RunResult(h, grads)
+
+    def pipe(self, mode: str, reference: RunResult) -> None:
+        assert self.lib is not None
+        name = f"Pipe forward+backward [{mode}]"
+        with self.steps.timed(name) as out:
+            model = copy.deepcopy(self.model)
+            labels = _label_layers(model)
+            self.reach.pipe_ran = True
+            self.reach.performed("forward", name)
+            self.reach.performed("pipe", name)
+            try:
+                pipe = self.lib.Pipe(model, balance=list(self.balance), devices=list(self.devices),
+                                     chunks=self.chunks, checkpoint=mode)
+                x = self.sample.clone().to(self.devices[0])
+                if x.is_floating_point():
+                    x.requires_grad_(True)
+                output = pipe(x)
+                _backward(_loss(output, self.weights))
+            except (torch.cuda.OutOfMemoryError, CannotRun):
+                raise
+            except _Escaped as escaped:
+                cls = self.reach.layers.get(escaped.layer)
+                raise Stopped(f"layer '{escaped.layer}' ({cls}) {stop_cause(escaped.stop)}") from escaped.stop
+            except Exception as error:
+                layer = getattr(error, "_skiplint_layer", None)
+                found = self._observe(name, error, layer)
+                where = f" in layer '{layer}'" if layer is not None else ""
+                text = f"{_failure_text(error)}{where}"
+                if not found:
+                    cls = self.reach.layers.get(layer) if layer is not None else None
+                    found = [Observation(None, name, layer, cls, None, text)]
+                self.raw.extend(found)
+                out["status"], out["detail"] = "failed", text
+                return
+            finally:
+                labels.close()
+            grads = {n: p.grad.detach().cpu() for n, p in model.named_parameters() if p.grad is not None}
+            if x.grad is not None:
+                grads["<input>"] = x.grad.detach().cpu()
+            self.reach.completed.update(self.reach.layers.values())
+            self._compare(mode, output, grads, reference, out)
+
+    def _compare(self, mode: str, output: Any, grads: dict[str, torch.Tensor], reference: RunResult,
+                 out: dict[str, str]) -> None:
+        t = TOLERANCES
+        out_ok = _close(output, reference.output, t["output rtol"], t["output atol"])
+        grad_ok = grads.keys() == reference.grads.keys() and all(
+            _close(grads[k], reference.grads[k], t["gradient rtol"], t["gradient atol"]) for k in grads)
+        grad_diff = max((_max_diff(grads[k], reference.grads[k]) for k in grads.keys() & reference.grads.keys()),
+                        default=0.0)
+        comparison = Comparison(mode, _max_diff(output, reference.output), grad_diff, out_ok and grad_ok)
+        self.report.comparisons.append(comparison)
+        if not comparison.ok:
+            missing = sorted(reference.grads.keys() ^ grads.keys())
+            extra = f"; gradients present in only one run: {', '.join(missing)}" if missing else ""
+            out["status"], out["detail"] = "failed", f"differs from the plain Sequential{extra}"
+        else:
+            out["detail"] = f"matches the plain Sequential ({gradients(len(grads))})"
+
+
+class _Labels:
+    """Instance-level forward wrappers that tag an exception with the child it came from, and carry
+    a sys.exit or KeyboardInterrupt out of the pipe's threads as an _Escaped exception."""
+
+    def __init__(self, model: nn.Sequential) -> None:
+        self.layers = list(model.named_children())
+        for name, layer in self.layers:
+            layer.forward = self._wrap(name, layer.forward)  # type: ignore[method-assign, unused-ignore]
+
+    @staticmethod
+    def _wrap(name: str, forward: Callable[..., Any]) -> Callable[..., Any]:
+        def labelled(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return forward(*args, **kwargs)
+            except Exception as error:
+                if not hasattr(error, "_skiplint_layer"):
+                    try:
+                        error._skiplint_layer = name  # type: ignore[attr-defined]
+                    except AttributeError:
+                        pass
+                raise
+            except BaseException as error:
+                if not is_stop(error):
+                    raise
+                raise _Escaped(name, error) from error
+        return labelled
+
+    def close(self) -> None:
+        for _name, layer in self.layers:
+            layer.__dict__.pop("forward", None)
+
+def _label_layers(model: nn.Sequential) -> _Labels:
+    return _Labels(model)
