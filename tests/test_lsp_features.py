@@ -41,13 +41,28 @@ def test_columns_in_each_encoding(encoding: str, expected: int) -> None:
     line = "a\u00e9\U0001F600b c"
     assert documents.units(line[:4], encoding) == expected
     assert documents.column_from_units(line, expected, encoding) == 4
-    assert documents.column_from_units(line, 10_000, encoding) == len(line)
-    assert documents.column_from_units(line, -3, encoding) == 0
+    assert documents.column_from_units(line, 10_000, encoding) == len(line)  # past the end: the end
+    assert documents.column_from_units(line, -3, encoding) is None
 
 
-def test_a_unit_inside_a_character_gives_that_characters_column() -> None:
-    assert documents.column_from_units("\U0001F600x", 1, UTF16) == 1  # the low surrogate: after it
-    assert documents.column_from_units("\u00e9x", 1, UTF8) == 1
+def test_a_unit_inside_a_character_names_no_column() -> None:
+    assert documents.column_from_units("\U0001F600x", 1, UTF16) is None  # between the surrogates
+    assert documents.column_from_units("\U0001F600x", 2, UTF16) == 1
+    assert documents.column_from_units("\u00e9x", 1, UTF8) is None
+    assert documents.column_from_units("\u00e9x", 2, UTF8) == 1
+    assert documents.column_from_units("x\u00e9", 3, UTF8) == 2
+    assert documents.column_from_units("x\u00e9", 2, UTF8) is None  # inside the last character
+
+
+def test_a_ranged_edit_replaces_exactly_its_range_or_nothing() -> None:
+    document = Document("file:///m.py", "a\U0001F600 = 1\r\nbc\n", 1)
+    assert document.replaced((0, 3), (0, 3), "x", UTF16) == "a\U0001F600x = 1\r\nbc\n"
+    assert document.replaced((0, 7), (1, 1), "", UTF16) == "a\U0001F600 = 1c\n"
+    assert document.replaced((1, 99), (1, 99), "!", UTF16) == "a\U0001F600 = 1\r\nbc!\n"  # past the end: the end
+    assert document.replaced((2, 0), (2, 0), "d", UTF16) == "a\U0001F600 = 1\r\nbc\nd"
+    assert document.replaced((0, 2), (0, 3), "", UTF16) is None  # inside the surrogate pair
+    assert document.replaced((3, 0), (3, 0), "", UTF16) is None  # no such line
+    assert document.replaced((1, 1), (0, 0), "", UTF16) is None  # the end before the start
 
 
 def test_lines_are_broken_only_at_cr_lf_cr_and_lf() -> None:
@@ -56,17 +71,15 @@ def test_lines_are_broken_only_at_cr_lf_cr_and_lf() -> None:
     assert document.lines == ["a = 1\x0c# form feed", "b = 2\u2028c", "d"]
     assert document.client_position(3, 0, UTF16) == (2, 0)
     assert document.offset(2, 0, UTF16) == text.index("\rd") + 1
-    assert document.offset(99, 0, UTF16) == len(text)
+    assert document.offset(3, 0, UTF16) == len(text)
+    assert document.offset(99, 0, UTF16) is None
     assert document.client_position_at(text.index("c"), UTF16) == (1, 6)
     assert document.client_position_at(len(text), UTF16) == (3, 0)
 
 
 @pytest.mark.parametrize("path", ["/tmp/a b/m%20.py", "/tmp/é/m.py", "/m.py"])
-def test_file_uris_round_trip(path: str) -> None:
-    address = documents.uri_of(path)
-    assert address.startswith("file:///")
-    assert documents.path_of(address) == path
-    assert Path(path).as_uri() == address
+def test_file_uris_give_their_paths(path: str) -> None:
+    assert documents.path_of(Path(path).as_uri()) == path
     assert documents.path_of("untitled:Untitled-1") is None
 
 
@@ -77,6 +90,11 @@ def test_source_bytes_follow_the_coding_cookie() -> None:
     # A cookie the text cannot be written in: UTF-8, as the editor holds it.
     text = "# coding: ascii\nx = '\u00e9'\n"
     assert Document("file:///m.py", text, 1).source_bytes() == text.encode()
+    # A cookie naming no encoding, or one that writes ASCII otherwise: UTF-8.
+    for cookie in ("rot13", "nonesuch", "utf-16"):
+        text = f"# coding: {cookie}\nx = 1\n"
+        assert documents.file_bytes(text) == text.encode()
+    assert documents.file_bytes("x = '\ud800'\n") == b"x = '\xed\xa0\x80'\n"  # a lone surrogate
 
 
 # -- what is checked ---------------------------------------------------------------------------------
@@ -96,7 +114,9 @@ def test_check_honours_the_projects_excludes_the_file_noqa_and_nul(tmp_path: Pat
     assert [(d.code, d.line, d.col, d.message) for d in result.diagnostics] == [
         ("SKP900", 1, 0, "SKP900 could not check this file: contains NUL bytes; not a Python source file")]
     assert result.error == "contains NUL bytes; not a Python source file"
-    assert features.check(LAYER + "\0", path, config.Config(ignore=("SKP9",))).diagnostics == ()
+    # As the CLI: a file that could not be checked is said whatever is selected (silence would read as clean).
+    ignored = features.check(LAYER + "\0", path, config.Config(ignore=("SKP9",)))
+    assert [d.code for d in ignored.diagnostics] == ["SKP900"]
 
 
 def test_a_buffer_larger_than_the_cli_reads_is_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -254,7 +274,7 @@ def test_the_overlay_stands_for_the_file_until_it_is_removed(tmp_path: Path) -> 
 
 def test_client_settings_are_the_clis_options() -> None:
     pytest.importorskip("pygls", reason="the server's settings need the lsp extra")
-    from skiplint.lsp.server import read_settings
+    from skiplint.lsp.configuration import read_settings
 
     settings = read_settings({"skiplint": {"select": "SKP1, skp2", "ignore": ["SKP101"], "extendSelect": ["SKP302"],
                                            "config": "tox.ini", "isolated": False, "debounce": 120}}, 0.05)

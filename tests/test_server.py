@@ -88,7 +88,7 @@ def test_initialize_announces_what_the_server_does(tmp_path: Path) -> None:
             assert session.result.server_info is not None and session.result.server_info.name == "skiplint"
             sync = capabilities.text_document_sync
             assert isinstance(sync, types.TextDocumentSyncOptions)
-            assert sync.change == types.TextDocumentSyncKind.Full and sync.open_close
+            assert sync.change == types.TextDocumentSyncKind.Incremental and sync.open_close
             assert capabilities.hover_provider
             assert isinstance(capabilities.code_action_provider, types.CodeActionOptions)
             assert capabilities.code_action_provider.resolve_provider
