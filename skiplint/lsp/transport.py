@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
 #: The largest header block of one frame (its lines together), in bytes.
 MAX_HEADER = 64 * 1024
@@ -74,15 +74,15 @@ class Framer:
         Content-Length may have been wrong)."""
         self._resync = True
 
-    def feed(self, data: bytes) -> list[Union[bytes, Rejected]]:
-        """The bodies and the errors of the frames that `data` completes."""
+    def feed(self, data: bytes) -> Iterator[Union[bytes, Rejected]]:
+        """The bodies and the errors of the frames that `data` completes, one at a time (so that
+        `resync` after a body takes effect before what follows it is read)."""
         self._buffer += data
-        out: list[Union[bytes, Rejected]] = []
         while True:
             item = self._next()
             if item is None:
-                return out
-            out.append(item)
+                return
+            yield item
 
     def _fail(self, reason: str, drop: int) -> Rejected:
         del self._buffer[:drop]
@@ -108,10 +108,11 @@ class Framer:
                 del buffer[:self._body]
                 self._body = None
                 return body
-            end = buffer.find(b"\n", 0, MAX_HEADER + 1 - self._header_bytes)
+            room = MAX_HEADER + 1 - self._header_bytes
+            end = buffer.find(b"\n", 0, room)
             if end < 0:
-                if len(buffer) + self._header_bytes > MAX_HEADER:
-                    return self._fail(f"a header longer than {MAX_HEADER // 1024} KiB", len(buffer))
+                if len(buffer) >= room:  # what was looked through goes; the next header is looked for
+                    return self._fail(f"a header longer than {MAX_HEADER // 1024} KiB", max(room, 1))
                 return None
             line = bytes(buffer[:end + 1])
             self._header_bytes += len(line)
