@@ -992,3 +992,11 @@ def test_python_m_skiplint_server_imports_nothing_from_the_workspace(tmp_path: P
         assert session.result is not None
         assert await session.stop() == 0
     run(scenario())
+
+
+def test_the_byte_stream_fuzz_finds_nothing_in_a_small_budget() -> None:
+    # One input of each family per seed (tests/fuzz/server_stream.py; the long run: docs/fuzzing.md).
+    from tests.fuzz import server_stream
+
+    problems, done = run(server_stream.run_seeds(list(range(30)), per_process=15))
+    assert (problems, done) == ([], 30)
