@@ -51,7 +51,12 @@ def check(text: str, path: str, settings: config.Config) -> FileResult:
         assert reason is not None
         return parallel.checked(path, settings, lambda: prefilter.unchecked(path, reason))
     data = documents.file_bytes(text)
-    result = parallel.check_data(data, path, settings)
+
+    def triage() -> Union[FileResult, str]:  # parallel.check_data's, giving back the document's own
+        verdict = prefilter.judge(data, path)  # text object where it reads the same (the reparse memo knows it)
+        return text if isinstance(verdict, str) and verdict == text else verdict
+
+    result = parallel.checked(path, settings, triage)
     if result.diagnostics or result.error is not None:
         try:
             if filenoqa.skips_file(sources.decode(data)):
