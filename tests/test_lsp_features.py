@@ -287,3 +287,69 @@ def test_client_settings_are_the_clis_options() -> None:
         "skiplint: setting select: unknown code 'SKP999': no rule has this code or prefix; did you mean SKP900?",
         "skiplint: setting debounce: expected milliseconds from 0 to 10000, got -1"]
     assert read_settings(None, 0.2).debounce == 0.2
+
+
+# -- the server's rooms ------------------------------------------------------------------------------
+
+def test_the_servers_modules_and_classes_are_rooms_of_one_purpose() -> None:
+    """No module of skiplint/lsp over 600 lines, no class over 300 (issue 39: the server split
+    along its seams)."""
+    import ast
+
+    for path in sorted((REPO / "skiplint" / "lsp").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert text.count("\n") <= 600, path.name
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef):
+                assert node.end_lineno is not None and node.end_lineno - node.lineno + 1 <= 300, (path.name, node.name)
+
+
+# -- the byte stream -----------------------------------------------------------------------------------
+
+def test_frames_are_split_whatever_the_reads_cut_them_into() -> None:
+    from skiplint.lsp import transport
+
+    body = b'{"jsonrpc":"2.0","method":"initialized","params":{}}'
+    stream = (b"Content-Length: %d\r\n\r\n" % len(body) + body) * 3
+    for size in (1, 2, 7, len(stream)):
+        framer = transport.Framer()
+        got = [item for at in range(0, len(stream), size) for item in framer.feed(stream[at:at + size])]
+        assert got == [body] * 3 and not framer.pending()
+
+
+@pytest.mark.parametrize("bad, reason", [
+    (b"Content-Length: x\r\n\r\n{}", "Content-Length is not a number of bytes: 'x'"),
+    (b"Content-Length: 2\n\n{}", "a header line not ended by CR LF"),
+    (b"Content-Type: a\r\n\r\n{}", "a frame without a Content-Length header"),
+    (b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}", "two different Content-Length headers"),
+    (b"Content-Length: 999999999999\r\n\r\n{}", "a message of 999999999999 bytes (the limit is 268435456)"),
+    (b"X: " + b"a" * 70_000 + b"\r\n\r\n{}", "a header longer than 64 KiB"),
+    (b"{}\r\n", "a malformed header line '{}\\r\\n'"),
+])
+def test_a_bad_frame_is_one_parse_error_then_the_next_header_is_read(bad: bytes, reason: str) -> None:
+    from skiplint.lsp import transport
+
+    good = b'{"jsonrpc":"2.0","method":"initialized","params":{}}'
+    framer = transport.Framer()
+    got = list(framer.feed(bad + b"Content-Length: %d\r\n\r\n" % len(good) + good))
+    assert got == [transport.Rejected(None, transport.PARSE_ERROR, f"Parse error: {reason}"), good]
+
+
+def test_messages_are_checked_as_json_rpc_says() -> None:
+    from skiplint.lsp import transport
+
+    ok = {"jsonrpc": "2.0", "id": 1, "method": "m", "params": {}}
+    assert transport.check(ok) is None and transport.check({"jsonrpc": "2.0", "method": "m"}) is None
+    assert transport.check({"jsonrpc": "2.0", "id": 1, "result": None}) is None
+    invalid = transport.INVALID_REQUEST
+    for message, ident in [({"id": 1, "method": "m"}, 1), ({**ok, "jsonrpc": "1.0"}, 1), ({**ok, "id": True}, None),
+                           ({**ok, "id": 1.5}, None), ({**ok, "method": 3}, 1), ({**ok, "params": 3}, 1),
+                           ([ok], None), ("x", None), ({"jsonrpc": "2.0", "id": 1}, None)]:
+        rejected = transport.check(message)
+        assert rejected is not None and (rejected.id, rejected.code) == (ident, invalid), message
+    assert [(r.id, r.code) for r in transport.batch_answers([ok, {"jsonrpc": "2.0", "method": "n"}, 5])] == \
+        [(1, invalid), (None, invalid)]
+    assert [r.code for r in transport.batch_answers([])] == [invalid]
+    for body in (b"{", b"\xff", b"[" * 100_000 + b"]" * 100_000, b"{\"a\": }"):
+        decoded = transport.decode(body)
+        assert isinstance(decoded, transport.Rejected) and decoded.code == transport.PARSE_ERROR, body[:10]

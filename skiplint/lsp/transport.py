@@ -66,8 +66,9 @@ class Framer:
         self._body: Optional[int] = None  # the header block is read: the body's length
 
     def pending(self) -> bool:
-        """Whether bytes of a message not yet complete are held."""
-        return bool(self._buffer)
+        """Whether bytes of a message not yet complete are held (what is skipped while looking for
+        the next header is none)."""
+        return bool(self._buffer) and not self._resync
 
     def resync(self) -> None:
         """Skip to the next `Content-Length` header (after a body that was no JSON: its
