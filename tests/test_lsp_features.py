@@ -325,6 +325,7 @@ def test_frames_are_split_whatever_the_reads_cut_them_into() -> None:
     (b"Content-Length: 999999999999\r\n\r\n{}", "a message of 999999999999 bytes (the limit is 268435456)"),
     (b"X: " + b"a" * 70_000 + b"\r\n\r\n{}", "a header longer than 64 KiB"),
     (b"{}\r\n", "a malformed header line '{}\\r\\n'"),
+    (b"1", "a malformed header line '1Content-Length: 52\\r\\n'"),  # glued to the next header
 ])
 def test_a_bad_frame_is_one_parse_error_then_the_next_header_is_read(bad: bytes, reason: str) -> None:
     from skiplint.lsp import transport

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
 
 from skiplint.lsp import features
 from skiplint.lsp.diagnostics import as_range
@@ -71,9 +72,7 @@ class Layouts:
             where = where.get("line", 0)
         document = server.documents.get(uri) if isinstance(uri, str) else None
         if document is None or not isinstance(where, int) or isinstance(where, bool):
-            server.say("skiplint: showLayout wants an open document's URI and a line", types.MessageType.Error,
-                       once=False)
-            return None
+            raise JsonRpcInvalidParams("skiplint.showLayout wants an open document's URI and a line")
         path = server.path_for(document)
         buffers = tuple(server.documents.values())
         line = where

@@ -138,9 +138,20 @@ class Connection:
                 self.server.log(f"skiplint: ignored {method}: its params are not the protocol's",
                                 types.MessageType.Warning)
             return
+        if method == types.CANCEL_REQUEST and transport.request_id(message.get("params")) is None:
+            self.server.log("skiplint: ignored $/cancelRequest: its id is neither a string nor an integer",
+                            types.MessageType.Warning)
+            return
         if method == types.INITIALIZE:
             self.initialized = True
-        protocol.handle_message(structured)
+        try:
+            protocol.handle_message(structured)
+        except Exception as error:  # pygls' dispatch itself failed: said in one line, the connection kept
+            problem = f"skiplint: could not handle {method}: {type(error).__name__}: {error}"
+            if request:
+                self.answer(Rejected(ident, transport.INTERNAL_ERROR, problem))
+            else:
+                self.server.log(problem, types.MessageType.Error)
 
     def _refusal(self, method: str) -> "tuple[int, str] | None":
         """Why a message cannot be taken at this moment of the session, if so."""

@@ -129,7 +129,8 @@ class Framer:
                 self._body, self._length, self._header_bytes = self._length, None, 0
                 continue
             name, colon, value = line[:-2].partition(b":")
-            if not colon or not _TOKEN.fullmatch(name):
+            if not colon or not _TOKEN.fullmatch(name) or _HEADER_START.search(line, 1):
+                # (bytes glued to the front of the next frame's header: that header is read next)
                 return self._fail(f"a malformed header line {_shown(line)}", 1)
             if name.lower() == b"content-length":
                 value = value.strip(b" \t")
