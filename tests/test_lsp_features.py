@@ -81,6 +81,8 @@ def test_lines_are_broken_only_at_cr_lf_cr_and_lf() -> None:
 def test_file_uris_give_their_paths(path: str) -> None:
     assert documents.path_of(Path(path).as_uri()) == path
     assert documents.path_of("untitled:Untitled-1") is None
+    assert documents.path_of("file://[/m.py") is None and documents.path_of("file:///m%00.py") is None
+    assert documents.path_of("untitled:Untitled-1") is None
 
 
 def test_source_bytes_follow_the_coding_cookie() -> None:

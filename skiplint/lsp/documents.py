@@ -47,11 +47,16 @@ def column_from_units(line: str, count: int, encoding: str) -> Optional[int]:
 
 
 def path_of(uri: str) -> Optional[str]:
-    """The file path of a `file:` URI, else None (an untitled buffer, another scheme)."""
-    parsed = urllib.parse.urlparse(uri)
+    """The file path of a `file:` URI, else None (an untitled buffer, another scheme, no URI)."""
+    try:
+        parsed = urllib.parse.urlparse(uri)
+    except ValueError:  # such as a bracket that opens no IPv6 address
+        return None
     if parsed.scheme != "file":
         return None
     path = _url2pathname(urllib.parse.unquote(parsed.path))
+    if "\0" in path:  # no file has such a name
+        return None
     if parsed.netloc and parsed.netloc != "localhost":  # a UNC path
         path = f"//{parsed.netloc}{path}"
     return os.path.abspath(path)

@@ -77,7 +77,8 @@ def _value(rng: random.Random, depth: int = 0) -> Any:
     if kind == 3:
         return rng.choice([0.5, -1e308, 1e308])
     if kind == 4:
-        return rng.choice(["", "x", "file:///m.py", "\ud800", "SKP101", "noqa", "lens", "all", "fix", "\0"])
+        return rng.choice(["", "x", "file:///m.py", "\ud800", "SKP101", "noqa", "lens", "all", "fix", "\0",
+                           "file://[/m.py", "file:///m%00.py", "untitled:1"])
     if kind == 5:
         return "a" * rng.choice([1, 1000, 70_000])
     if kind == 6:
@@ -121,7 +122,7 @@ def frames(rng: random.Random, root: Path) -> Case:
 def requests(rng: random.Random, root: Path) -> Case:
     out = []
     for _ in range(rng.randint(1, 6)):
-        what = rng.randrange(8)
+        what = rng.randrange(9)
         if what == 0:
             message: Any = [_value(rng) for _ in range(rng.randrange(4))]             # a batch
         elif what == 1:
@@ -147,6 +148,8 @@ def requests(rng: random.Random, root: Path) -> Case:
                                                               rng.choice(["fix", "noqa", "all", "lens"]),
                                                               rng.choice(["torchgpipe", "", "x"])] +
                                   [_value(rng) for _ in range(rng.choice([0, 4]))]}}
+        elif what == 7:
+            message = _well_formed(rng, root)
         else:
             message = {"jsonrpc": "2.0", "id": rng.randrange(10 ** 6), "method": "workspace/executeCommand",
                        "params": {"command": "skiplint.showLayout", "arguments": [_value(rng), _value(rng)]}}
@@ -155,6 +158,37 @@ def requests(rng: random.Random, root: Path) -> Case:
     out.append(_frame(_json({"jsonrpc": "2.0", "method": "workspace/didChangeConfiguration",
                              "params": {"settings": {"skiplint": {}}}})))
     return Case("requests", b"".join(out))
+
+
+_URIS = ["file:///m.py", "file://[/m.py", "file:///m%00.py", "untitled:Untitled-1", "file:///", "x", "file:///tmp/a/../b.py"]
+_TEXTS = ["", "\0", "x = (\n", "# coding: rot13\nfrom torchgpipe.skip import stash\n", "\ud800", "\ufeff\r\r\n",
+          "from torchgpipe.skip import skippable, stash\n@skippable(stash=['a'])\nclass A:\n    def forward(self, x):\n"
+          "        yield stash('b', x)\n", "# coding: utf-16\nimport torchgpipe\n", "x" * 100_000]
+
+
+def _well_formed(rng: random.Random, root: Path) -> dict[str, Any]:
+    """A message whose params have the protocol's shape, with hostile values in it."""
+    address = rng.choice(_URIS + [uri(root / "m.py")])
+    number = rng.choice([0, 1, 7, 2 ** 31 - 1, 2 ** 40])
+    position = {"line": rng.choice([0, 1, 3, 2 ** 31 - 1]), "character": rng.choice([0, 1, 5, 2 ** 31 - 1])}
+    span = {"start": position, "end": {"line": 0, "character": 0}}
+    document = {"uri": address}
+    method, params = rng.choice([
+        ("textDocument/didOpen", {"textDocument": {"uri": address, "languageId": rng.choice(["python", "c", ""]),
+                                                   "version": number, "text": rng.choice(_TEXTS)}}),
+        ("textDocument/didChange", {"textDocument": {"uri": address, "version": number}, "contentChanges": [
+            rng.choice([{"text": rng.choice(_TEXTS)}, {"range": span, "text": rng.choice(_TEXTS)}])]}),
+        ("textDocument/didSave", {"textDocument": document}),
+        ("textDocument/didClose", {"textDocument": document}),
+        ("textDocument/hover", {"textDocument": document, "position": position}),
+        ("textDocument/codeAction", {"textDocument": document, "range": span, "context": {"diagnostics": []}}),
+        ("textDocument/codeLens", {"textDocument": document}),
+        ("workspace/didChangeWatchedFiles", {"changes": [{"uri": address, "type": rng.choice([1, 2, 3])}]}),
+    ])
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+    if not method.startswith(("textDocument/did", "workspace/did")):
+        message["id"] = rng.randrange(10 ** 6)
+    return message
 
 
 # -- ranged edits -----------------------------------------------------------------------------------------
