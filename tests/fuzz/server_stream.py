@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import json
 import random
+import re
 import sys
 import tempfile
 import time
@@ -268,8 +269,11 @@ def case(seed: int, root: Path) -> Case:
 # -- the runner ---------------------------------------------------------------------------------------------
 
 def _tracebacks(messages: list[dict[str, Any]]) -> list[str]:
+    """A traceback, or a handler's exception (said in one line), in what the server sent."""
     text = json.dumps(messages)
-    return ["a traceback reached the client"] if "Traceback" in text or '"traceback"' in text else []
+    problems = ["a traceback reached the client"] if "Traceback" in text or '"traceback"' in text else []
+    return problems + [f"a handler failed: {line}" for line in re.findall(
+        r"skiplint: (?:internal error|could not handle|could not check)[^\"]*", text)]
 
 
 async def _one(server: Raw, seed: int, root: Path, probe: int) -> list[str]:
