@@ -1,9 +1,9 @@
 """What the language server computes, on the engine the CLI uses; nothing here imports pygls.
 
-A document is checked as `skiplint - --stdin-display-name PATH` checks the same text: the
-configuration the CLI would find for PATH (select/ignore, per-file-ignores, api-aliases,
-max-unroll), `parallel.check_source` (the engine of the standard input door), `# noqa` and the
-file-level noqa. Quick fixes are `skiplint fix`'s edits under its never-worse test, the hover is
+A document is checked as `skiplint - --stdin-display-name PATH` checks the bytes of a file that
+holds its text: the configuration the CLI would find for PATH (select/ignore, per-file-ignores,
+api-aliases, max-unroll), the standard input door's own function (`parallel.checked` with the
+prefilter's verdict on those bytes), `# noqa` and the file-level noqa. Quick fixes are `skiplint fix`'s edits under its never-worse test, the hover is
 the rule's text of `skiplint rule`, the layout is `skiplint layout`'s drawing.
 """
 
