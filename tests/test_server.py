@@ -1006,3 +1006,24 @@ def test_the_byte_stream_fuzz_finds_nothing_in_a_small_budget() -> None:
 
     problems, done = run(server_stream.run_seeds(list(range(30)), per_process=15))
     assert (problems, done) == ([], 30)
+
+
+def test_standard_input_that_is_a_file_is_read_too(tmp_path: Path) -> None:
+    # The event loop cannot watch a regular file: it is read on a thread, through the same frame reader.
+    def frame(message: Any) -> bytes:
+        body = json.dumps(message).encode()
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    stream = tmp_path / "input.bin"
+    stream.write_bytes(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                              "params": {"processId": None, "rootUri": None, "capabilities": {}}})
+                       + b"Content-Length: x\r\n\r\n" + frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+                       + frame({"jsonrpc": "2.0", "method": "exit"}))
+    import subprocess
+
+    with stream.open("rb") as stdin:
+        done = subprocess.run([sys.executable, "-m", "skiplint", "server"], stdin=stdin, capture_output=True,
+                              cwd=tmp_path, timeout=120)
+    assert (done.returncode, done.stderr) == (0, b"")
+    answers = [json.loads(part.split(b"\r\n\r\n", 1)[1]) for part in done.stdout.split(b"Content-Length: ")[1:]]
+    assert [(a.get("id"), "error" in a) for a in answers if "method" not in a] == [(1, False), (None, True), (2, False)]
