@@ -3,8 +3,9 @@
 A document is checked as `skiplint - --stdin-display-name PATH` checks the bytes of a file that
 holds its text: the configuration the CLI would find for PATH (select/ignore, per-file-ignores,
 api-aliases, max-unroll), the standard input door's own function (`parallel.checked` with the
-prefilter's verdict on those bytes), `# noqa` and the file-level noqa. Quick fixes are `skiplint fix`'s edits under its never-worse test, the hover is
-the rule's text of `skiplint rule`, the layout is `skiplint layout`'s drawing.
+prefilter's verdict on those bytes), `# noqa` and the file-level noqa. Quick fixes are `skiplint
+fix`'s edits under its never-worse test, the hover is the rule's text of `skiplint rule`, the
+layout is `skiplint layout`'s drawing.
 """
 
 from __future__ import annotations
