@@ -222,3 +222,79 @@ def edits_of(action: types.CodeAction) -> list[types.TextEdit]:
         assert isinstance(change, types.TextDocumentEdit)
         out.extend(edit for edit in change.edits if isinstance(edit, types.TextEdit))
     return out
+
+
+class Raw:
+    """A `skiplint server` process fed bytes as they are written, for the tests of what a client
+    must not send; its messages are read back frame by frame."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.process: Optional[asyncio.subprocess.Process] = None
+        self._next_id = 1000
+        #: The messages read so far.
+        self.seen: list[dict[str, Any]] = []
+
+    async def start(self) -> "Raw":
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "skiplint", "server", cwd=str(self.root), stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=2 ** 24)
+        return self
+
+    def write(self, data: bytes) -> None:
+        assert self.process is not None and self.process.stdin is not None
+        self.process.stdin.write(data)
+
+    def send(self, message: Any) -> None:
+        body = json.dumps(message).encode("utf-8")
+        self.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def request(self, method: str, params: Any = None) -> int:
+        self._next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
+        return self._next_id
+
+    def notify(self, method: str, params: Any = None) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def read(self) -> dict[str, Any]:
+        """The server's next message."""
+        assert self.process is not None and self.process.stdout is not None
+        stdout = self.process.stdout
+
+        async def one() -> dict[str, Any]:
+            length = None
+            while True:
+                line = await stdout.readuntil(b"\r\n")
+                if line == b"\r\n":
+                    break
+                name, _, value = line.decode("ascii").partition(":")
+                if name.lower() == "content-length":
+                    length = int(value)
+            assert length is not None
+            return dict(json.loads(await stdout.readexactly(length)))
+        return await asyncio.wait_for(one(), PATIENCE_S)
+
+    async def response(self, ident: Any) -> dict[str, Any]:
+        """The response with this id; what came before it is kept in `seen`."""
+        while True:
+            message = await self.read()
+            self.seen.append(message)
+            if "method" not in message and message.get("id") == ident:
+                return message
+
+    async def initialize(self, capabilities: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+        ident = self.request("initialize", {"processId": None, "rootUri": uri(self.root),
+                                            "capabilities": capabilities or {}})
+        answer = await self.response(ident)
+        self.notify("initialized", {})
+        return answer
+
+    async def stop(self) -> tuple[int, str]:
+        """shutdown, exit: the exit status and everything written to standard error."""
+        assert self.process is not None and self.process.stderr is not None
+        ident = self.request("shutdown")
+        await self.response(ident)
+        self.notify("exit")
+        status = await asyncio.wait_for(self.process.wait(), PATIENCE_S)
+        return status, (await self.process.stderr.read()).decode("utf-8", "replace")

@@ -41,13 +41,28 @@ def test_columns_in_each_encoding(encoding: str, expected: int) -> None:
     line = "a\u00e9\U0001F600b c"
     assert documents.units(line[:4], encoding) == expected
     assert documents.column_from_units(line, expected, encoding) == 4
-    assert documents.column_from_units(line, 10_000, encoding) == len(line)
-    assert documents.column_from_units(line, -3, encoding) == 0
+    assert documents.column_from_units(line, 10_000, encoding) == len(line)  # past the end: the end
+    assert documents.column_from_units(line, -3, encoding) is None
 
 
-def test_a_unit_inside_a_character_gives_that_characters_column() -> None:
-    assert documents.column_from_units("\U0001F600x", 1, UTF16) == 1  # the low surrogate: after it
-    assert documents.column_from_units("\u00e9x", 1, UTF8) == 1
+def test_a_unit_inside_a_character_names_no_column() -> None:
+    assert documents.column_from_units("\U0001F600x", 1, UTF16) is None  # between the surrogates
+    assert documents.column_from_units("\U0001F600x", 2, UTF16) == 1
+    assert documents.column_from_units("\u00e9x", 1, UTF8) is None
+    assert documents.column_from_units("\u00e9x", 2, UTF8) == 1
+    assert documents.column_from_units("x\u00e9", 3, UTF8) == 2
+    assert documents.column_from_units("x\u00e9", 2, UTF8) is None  # inside the last character
+
+
+def test_a_ranged_edit_replaces_exactly_its_range_or_nothing() -> None:
+    document = Document("file:///m.py", "a\U0001F600 = 1\r\nbc\n", 1)
+    assert document.replaced((0, 3), (0, 3), "x", UTF16) == "a\U0001F600x = 1\r\nbc\n"
+    assert document.replaced((0, 7), (1, 1), "", UTF16) == "a\U0001F600 = 1c\n"
+    assert document.replaced((1, 99), (1, 99), "!", UTF16) == "a\U0001F600 = 1\r\nbc!\n"  # past the end: the end
+    assert document.replaced((2, 0), (2, 0), "d", UTF16) == "a\U0001F600 = 1\r\nbc\nd"
+    assert document.replaced((0, 2), (0, 3), "", UTF16) is None  # inside the surrogate pair
+    assert document.replaced((3, 0), (3, 0), "", UTF16) is None  # no such line
+    assert document.replaced((1, 1), (0, 0), "", UTF16) is None  # the end before the start
 
 
 def test_lines_are_broken_only_at_cr_lf_cr_and_lf() -> None:
@@ -56,17 +71,17 @@ def test_lines_are_broken_only_at_cr_lf_cr_and_lf() -> None:
     assert document.lines == ["a = 1\x0c# form feed", "b = 2\u2028c", "d"]
     assert document.client_position(3, 0, UTF16) == (2, 0)
     assert document.offset(2, 0, UTF16) == text.index("\rd") + 1
-    assert document.offset(99, 0, UTF16) == len(text)
+    assert document.offset(3, 0, UTF16) == len(text)
+    assert document.offset(99, 0, UTF16) is None
     assert document.client_position_at(text.index("c"), UTF16) == (1, 6)
     assert document.client_position_at(len(text), UTF16) == (3, 0)
 
 
 @pytest.mark.parametrize("path", ["/tmp/a b/m%20.py", "/tmp/é/m.py", "/m.py"])
-def test_file_uris_round_trip(path: str) -> None:
-    address = documents.uri_of(path)
-    assert address.startswith("file:///")
-    assert documents.path_of(address) == path
-    assert Path(path).as_uri() == address
+def test_file_uris_give_their_paths(path: str) -> None:
+    assert documents.path_of(Path(path).as_uri()) == path
+    assert documents.path_of("untitled:Untitled-1") is None
+    assert documents.path_of("file://[/m.py") is None and documents.path_of("file:///m%00.py") is None
     assert documents.path_of("untitled:Untitled-1") is None
 
 
@@ -77,6 +92,11 @@ def test_source_bytes_follow_the_coding_cookie() -> None:
     # A cookie the text cannot be written in: UTF-8, as the editor holds it.
     text = "# coding: ascii\nx = '\u00e9'\n"
     assert Document("file:///m.py", text, 1).source_bytes() == text.encode()
+    # A cookie naming no encoding, or one that writes ASCII otherwise: UTF-8.
+    for cookie in ("rot13", "nonesuch", "utf-16"):
+        text = f"# coding: {cookie}\nx = 1\n"
+        assert documents.file_bytes(text) == text.encode()
+    assert documents.file_bytes("x = '\ud800'\n") == b"x = '\xed\xa0\x80'\n"  # a lone surrogate
 
 
 # -- what is checked ---------------------------------------------------------------------------------
@@ -96,7 +116,9 @@ def test_check_honours_the_projects_excludes_the_file_noqa_and_nul(tmp_path: Pat
     assert [(d.code, d.line, d.col, d.message) for d in result.diagnostics] == [
         ("SKP900", 1, 0, "SKP900 could not check this file: contains NUL bytes; not a Python source file")]
     assert result.error == "contains NUL bytes; not a Python source file"
-    assert features.check(LAYER + "\0", path, config.Config(ignore=("SKP9",))).diagnostics == ()
+    # As the CLI: a file that could not be checked is said whatever is selected (silence would read as clean).
+    ignored = features.check(LAYER + "\0", path, config.Config(ignore=("SKP9",)))
+    assert [d.code for d in ignored.diagnostics] == ["SKP900"]
 
 
 def test_a_buffer_larger_than_the_cli_reads_is_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -254,7 +276,7 @@ def test_the_overlay_stands_for_the_file_until_it_is_removed(tmp_path: Path) -> 
 
 def test_client_settings_are_the_clis_options() -> None:
     pytest.importorskip("pygls", reason="the server's settings need the lsp extra")
-    from skiplint.lsp.server import read_settings
+    from skiplint.lsp.configuration import read_settings
 
     settings = read_settings({"skiplint": {"select": "SKP1, skp2", "ignore": ["SKP101"], "extendSelect": ["SKP302"],
                                            "config": "tox.ini", "isolated": False, "debounce": 120}}, 0.05)
@@ -267,3 +289,70 @@ def test_client_settings_are_the_clis_options() -> None:
         "skiplint: setting select: unknown code 'SKP999': no rule has this code or prefix; did you mean SKP900?",
         "skiplint: setting debounce: expected milliseconds from 0 to 10000, got -1"]
     assert read_settings(None, 0.2).debounce == 0.2
+
+
+# -- the server's rooms ------------------------------------------------------------------------------
+
+def test_the_servers_modules_and_classes_are_rooms_of_one_purpose() -> None:
+    """No module of skiplint/lsp over 600 lines, no class over 300 (issue 39: the server split
+    along its seams)."""
+    import ast
+
+    for path in sorted((REPO / "skiplint" / "lsp").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert text.count("\n") <= 600, path.name
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef):
+                assert node.end_lineno is not None and node.end_lineno - node.lineno + 1 <= 300, (path.name, node.name)
+
+
+# -- the byte stream -----------------------------------------------------------------------------------
+
+def test_frames_are_split_whatever_the_reads_cut_them_into() -> None:
+    from skiplint.lsp import transport
+
+    body = b'{"jsonrpc":"2.0","method":"initialized","params":{}}'
+    stream = (b"Content-Length: %d\r\n\r\n" % len(body) + body) * 3
+    for size in (1, 2, 7, len(stream)):
+        framer = transport.Framer()
+        got = [item for at in range(0, len(stream), size) for item in framer.feed(stream[at:at + size])]
+        assert got == [body] * 3 and not framer.pending()
+
+
+@pytest.mark.parametrize("bad, reason", [
+    (b"Content-Length: x\r\n\r\n{}", "Content-Length is not a number of bytes: 'x'"),
+    (b"Content-Length: 2\n\n{}", "a header line not ended by CR LF"),
+    (b"Content-Type: a\r\n\r\n{}", "a frame without a Content-Length header"),
+    (b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}", "two different Content-Length headers"),
+    (b"Content-Length: 999999999999\r\n\r\n{}", "a message of 999999999999 bytes (the limit is 268435456)"),
+    (b"X: " + b"a" * 70_000 + b"\r\n\r\n{}", "a header longer than 64 KiB"),
+    (b"{}\r\n", "a malformed header line '{}\\r\\n'"),
+    (b"1", "a malformed header line '1Content-Length: 52\\r\\n'"),  # glued to the next header
+])
+def test_a_bad_frame_is_one_parse_error_then_the_next_header_is_read(bad: bytes, reason: str) -> None:
+    from skiplint.lsp import transport
+
+    good = b'{"jsonrpc":"2.0","method":"initialized","params":{}}'
+    framer = transport.Framer()
+    got = list(framer.feed(bad + b"Content-Length: %d\r\n\r\n" % len(good) + good))
+    assert got == [transport.Rejected(None, transport.PARSE_ERROR, f"Parse error: {reason}"), good]
+
+
+def test_messages_are_checked_as_json_rpc_says() -> None:
+    from skiplint.lsp import transport
+
+    ok = {"jsonrpc": "2.0", "id": 1, "method": "m", "params": {}}
+    assert transport.check(ok) is None and transport.check({"jsonrpc": "2.0", "method": "m"}) is None
+    assert transport.check({"jsonrpc": "2.0", "id": 1, "result": None}) is None
+    invalid = transport.INVALID_REQUEST
+    for message, ident in [({"id": 1, "method": "m"}, 1), ({**ok, "jsonrpc": "1.0"}, 1), ({**ok, "id": True}, None),
+                           ({**ok, "id": 1.5}, None), ({**ok, "method": 3}, 1), ({**ok, "params": 3}, 1),
+                           ([ok], None), ("x", None), ({"jsonrpc": "2.0", "id": 1}, None)]:
+        rejected = transport.check(message)
+        assert rejected is not None and (rejected.id, rejected.code) == (ident, invalid), message
+    assert [(r.id, r.code) for r in transport.batch_answers([ok, {"jsonrpc": "2.0", "method": "n"}, 5])] == \
+        [(1, invalid), (None, invalid)]
+    assert [r.code for r in transport.batch_answers([])] == [invalid]
+    for body in (b"{", b"\xff", b"[" * 100_000 + b"]" * 100_000, b"{\"a\": }"):
+        decoded = transport.decode(body)
+        assert isinstance(decoded, transport.Rejected) and decoded.code == transport.PARSE_ERROR, body[:10]

@@ -75,13 +75,9 @@ def _by_memo(memo: reparse.Memo, text: str) -> Optional[object]:
         return str(failure)
 
 
-#: Parses answered by statements in test_every_edit_parses_as_a_whole_parse_does, of all its edits.
-_REUSED: list[tuple[int, int]] = []
-
-
 @pytest.mark.parametrize("path", SOURCES[::5], ids=lambda p: str(p.relative_to(REPO)))
 def test_every_edit_parses_as_a_whole_parse_does(path: Path) -> None:
-    _REUSED.append((_edits_agree(path, 30, ""), 30))
+    _edits_agree(path, 30, "")
 
 
 @pytest.mark.slow
@@ -113,11 +109,27 @@ def _edits_agree(path: Path, edits: int, seed: str) -> int:
 
 
 def test_the_random_edits_reach_the_reuse() -> None:
-    """The edits above are not all left to a whole parse (runs after them, in file order)."""
-    if not _REUSED:
-        pytest.skip("run with the test above")
-    reused, edits = map(sum, zip(*_REUSED))
+    """The random edits are not all left to a whole parse (a campaign of its own: no test order)."""
+    reused = sum(_edits_agree(path, 30, "reach") for path in SOURCES[::10])
+    edits = 30 * len(SOURCES[::10])
     assert reused > edits // 4, (reused, edits)
+
+
+def test_the_servers_check_reuses_the_parse_of_the_previous_edit() -> None:
+    """The language server's analysis (features.check: the CLI's door for the bytes of the
+    buffer) hands the parse the document's own text, which the memo was told to expect."""
+    from skiplint import config
+    from skiplint.lsp import features
+
+    text = (REPO / "fixtures" / "compositions" / "unet.py").read_text(encoding="utf-8")
+    memo = reparse.Memo()
+    at = text.rindex("class ")
+    for n in range(4):
+        text = text[:at] + f"# typing {n}\n" + text[at:]
+        memo.target = text
+        with parsing.reusing(memo):
+            features.check(text, str(REPO / "fixtures" / "compositions" / "unet.py"), config.Config())
+    assert memo.reused == 3
 
 
 def test_most_edits_reuse_statements() -> None:

@@ -22,7 +22,7 @@ from lsprotocol import types  # noqa: E402
 from tests import inprocess  # noqa: E402
 from tests.test_lsp_features import BLOCKS  # noqa: E402
 from tests.lsp_harness import (  # noqa: E402
-    Session, apply, as_cli, cli_json, cli_rows, edits_of, full_capabilities, run, run_side_by_side, uri)
+    Raw, Session, apply, as_cli, cli_json, cli_rows, edits_of, full_capabilities, run, run_side_by_side, uri)
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -88,7 +88,7 @@ def test_initialize_announces_what_the_server_does(tmp_path: Path) -> None:
             assert session.result.server_info is not None and session.result.server_info.name == "skiplint"
             sync = capabilities.text_document_sync
             assert isinstance(sync, types.TextDocumentSyncOptions)
-            assert sync.change == types.TextDocumentSyncKind.Full and sync.open_close
+            assert sync.change == types.TextDocumentSyncKind.Incremental and sync.open_close
             assert capabilities.hover_provider
             assert isinstance(capabilities.code_action_provider, types.CodeActionOptions)
             assert capabilities.code_action_provider.resolve_provider
@@ -706,3 +706,325 @@ def test_help_is_shown(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert done.stdout.startswith("usage: skiplint server [-h] [--debounce MS]")
     assert "docs/editors.md" in done.stdout
+
+
+# -- hostile input ---------------------------------------------------------------------------------------
+
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, NOT_INITIALIZED = -32700, -32600, -32602, -32002
+
+
+def hover_body(ident: int, where: Path) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "textDocument/hover", "params": {
+        "textDocument": {"uri": uri(where)}, "position": {"line": 0, "character": 0}}}).encode()
+
+
+def errors(messages: list[dict[str, Any]]) -> list[tuple[Any, int]]:
+    return [(m["id"], m["error"]["code"]) for m in messages if "error" in m]
+
+
+@pytest.mark.parametrize("frame", [
+    b"Content-Length: 12x\r\n\r\n" + b"{}",                                    # not a number
+    b"Content-Length: 10\r\n\r\n" + hover_body(7, Path("/m.py")),              # too short
+    b"Content-Length: 5\n\n{\"a\":1}",                                          # LF only
+    b"X-Junk: " + b"a" * (70 * 1024) + b"\r\nContent-Type: x\r\n\r\n",           # a header over 64 KiB
+    b"no header at all\r\n\r\n{}",
+    b"Content-Type: text/plain\r\n\r\n{}",                                      # no Content-Length
+], ids=["non-numeric", "short", "lf-only", "long-header", "garbage", "no-length"])
+def test_a_malformed_frame_is_answered_with_a_parse_error_and_the_connection_kept(tmp_path: Path, frame: bytes) -> None:
+    async def scenario() -> None:
+        server = await Raw(tmp_path).start()
+        await server.initialize()
+        server.write(frame)
+        body = hover_body(1, tmp_path / "m.py")
+        server.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)  # the next frame is read
+        answer = await server.response(1)
+        assert answer["result"] is None
+        assert errors(server.seen) == [(None, PARSE_ERROR)]
+        status, stderr = await server.stop()
+        assert (status, stderr) == (0, "")
+    run(scenario())
+
+
+def test_header_names_are_read_in_any_case(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        server = await Raw(tmp_path).start()
+        await server.initialize()
+        body = hover_body(1, tmp_path / "m.py")
+        server.write(b"content-length: %d\r\ncontent-type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
+                     % len(body) + body)
+        assert (await server.response(1))["result"] is None
+        assert errors(server.seen) == []
+        assert await server.stop() == (0, "")
+    run(scenario())
+
+
+def test_requests_it_cannot_take_get_json_rpc_errors_and_every_request_an_answer(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        server = await Raw(tmp_path).start()
+        hover = {"textDocument": {"uri": uri(tmp_path / "m.py")}, "position": {"line": 0, "character": 0}}
+        # Before initialize: a request is refused, a notification dropped.
+        server.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri(tmp_path / "m.py"), "languageId": "python", "version": 1, "text": UNDECLARED}})
+        early = server.request("textDocument/hover", hover)
+        assert errors([await server.response(early)]) == [(early, NOT_INITIALIZED)]
+        await server.initialize()
+        again = server.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+        assert errors([await server.response(again)]) == [(again, INVALID_REQUEST)]
+        server.write(b"Content-Length: 5\r\n\r\n{nope")                                     # not JSON
+        server.send([{"jsonrpc": "2.0", "id": 1, "method": "shutdown"},
+                     {"jsonrpc": "2.0", "method": "initialized", "params": {}}])            # a batch
+        server.send([])                                                                     # an empty batch
+        server.send({"id": 2, "method": "textDocument/hover", "params": hover})             # no jsonrpc
+        server.send({"jsonrpc": "1.0", "id": 3, "method": "textDocument/hover", "params": hover})
+        server.send({"jsonrpc": "2.0", "id": 4, "method": "textDocument/hover",
+                     "params": {"textDocument": 5}})                                        # invalid params
+        server.send({"jsonrpc": "2.0", "id": {"x": 1}, "method": "textDocument/hover", "params": hover})
+        server.send({"jsonrpc": "2.0", "id": 5, "method": "no/suchMethod"})
+        server.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": []}})
+        server.send({"jsonrpc": "2.0", "method": "$/unknownNotification"})
+        server.send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": []}})  # an id no request has
+        server.send({"jsonrpc": "2.0", "id": 6, "method": "workspace/executeCommand",
+                     "params": {"command": "skiplint.showLayout", "arguments": [5, "x"]}})
+        server.send("a string")
+        last = server.request("textDocument/hover", hover)
+        assert (await server.response(last))["result"] is None
+        if not any(m.get("id") == 6 for m in server.seen):  # a command is answered when it ends
+            await server.response(6)
+        assert sorted(errors(server.seen)[2:], key=repr) == sorted([
+            (None, PARSE_ERROR), (1, INVALID_REQUEST), (None, INVALID_REQUEST), (2, INVALID_REQUEST),
+            (3, INVALID_REQUEST), (4, INVALID_PARAMS), (None, INVALID_REQUEST), (5, -32601), (6, INVALID_PARAMS),
+            (None, INVALID_REQUEST)], key=repr)
+        assert not [m for m in server.seen if m.get("method") in ("window/showMessage", "textDocument/publishDiagnostics")]
+        late = server.request("shutdown")
+        await server.response(late)
+        after = server.request("textDocument/hover", hover)
+        assert errors([await server.response(after)]) == [(after, INVALID_REQUEST)]
+        server.notify("exit")
+        assert server.process is not None and server.process.stderr is not None
+        assert await asyncio.wait_for(server.process.wait(), 120) == 0
+        assert (await server.process.stderr.read()) == b""
+    run(scenario())
+
+
+def ranged(address: str, version: int, *changes: tuple[tuple[int, int], tuple[int, int], str]
+           ) -> types.DidChangeTextDocumentParams:
+    return types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=address, version=version),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=a[0], character=a[1]), end=types.Position(line=b[0], character=b[1])),
+            text=text) for a, b, text in changes])
+
+
+def test_ranged_changes_are_applied_exactly_in_utf16_units(tmp_path: Path) -> None:
+    # U+1F600 takes two UTF-16 units: a server that counted code points would edit two places too far.
+    text = "# \U0001F600\U0001F600 layers\n" + UNDECLARED.replace('        yield stash("extra", x)\n', "")
+    path = project(tmp_path, {"layer.py": text}) / "layer.py"
+    expected = text.replace("\U0001F600 layers", "\U0001F600 the layers").replace(
+        '        yield stash("skip", x)', '        stash("skip", x)')
+
+    async def scenario() -> None:
+        session = await Session(tmp_path).start()
+        try:
+            address = session.open(path, text)
+            assert (await session.diagnostics(address, version=1)).diagnostics == ()
+            line = text.splitlines().index('        yield stash("skip", x)')
+            session.client.text_document_did_change(ranged(
+                address, 2, ((0, 7), (0, 7), "the "), ((line, 8), (line, 11), ""), ((line, 8), (line, 11), "")))
+            published = await session.diagnostics(address, version=2)
+            assert as_cli(published) == cli_rows(cli_json(expected, str(path), tmp_path))
+            assert [d.code for d in published.diagnostics] == ["SKP107"]
+            # The quick fix offered is made on the text the edits made: applied, the yield is back.
+            found = await session.request(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=address), range=published.diagnostics[0].range,
+                context=types.CodeActionContext(diagnostics=list(published.diagnostics))))
+            (fix,) = [a for a in found if a.title == "Add `yield`"]
+            assert apply(expected, edits_of(fix)) == text.replace("\U0001F600 layers", "\U0001F600 the layers")
+        finally:
+            assert await session.stop() == 0
+    run(scenario())
+
+
+def test_a_range_outside_the_document_is_refused_never_guessed(tmp_path: Path) -> None:
+    text = "# \U0001F600\n" + UNDECLARED
+    path = project(tmp_path, {"layer.py": text}) / "layer.py"
+
+    async def scenario() -> None:
+        session = await Session(tmp_path).start()
+        try:
+            address = session.open(path, text)
+            assert [d.code for d in (await session.diagnostics(address, version=1)).diagnostics] == ["SKP101"]
+            count = len(session.published[address])
+            session.client.text_document_did_change(ranged(address, 2, ((0, 3), (0, 3), "x")))  # inside U+1F600
+            said = await session.message("names a range that is not in the document")
+            assert said.type == types.MessageType.Error
+            assert (await session.diagnostics(address, after=count)).diagnostics == ()  # withdrawn
+            session.client.text_document_did_change(ranged(address, 3, ((0, 0), (0, 0), "# ")))
+            await session.roundtrip()
+            assert len(session.published[address]) == count + 1  # still out of step: nothing analysed
+            session.change(address, text, 4)  # the whole text again
+            assert [d.code for d in (await session.diagnostics(address, version=4)).diagnostics] == ["SKP101"]
+        finally:
+            assert await session.stop() == 0
+    run(scenario())
+
+
+def test_a_change_of_a_document_that_is_not_open_is_only_logged(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        session = await Session(tmp_path).start()
+        try:
+            session.change(uri(tmp_path / "never-opened.py"), UNDECLARED, 2)
+            session.client.text_document_did_change(ranged(uri(tmp_path / "never-opened.py"), 3, ((0, 0), (0, 0), "x")))
+            await session.roundtrip()
+            assert session.messages == [] and session.published == {}
+        finally:
+            assert await session.stop() == 0
+    run(scenario())
+
+
+@pytest.mark.parametrize("text", [
+    "# coding: rot13\n" + UNDECLARED,
+    "# coding: nonesuch\n" + UNDECLARED,
+    "# coding: utf-16\n" + UNDECLARED,
+    "# -*- coding: latin-1 -*-\n" + UNDECLARED.replace("x = ", "x = 'caf\u00e9'; x = "),
+    UNDECLARED.replace('"extra"', '"\ud800"'),                        # a lone surrogate in a string
+    UNDECLARED + "# a lone surrogate in a comment \udcff\n",
+], ids=["rot13", "unknown", "utf-16", "latin-1", "surrogate", "surrogate-comment"])
+def test_text_is_read_as_the_cli_reads_the_file_that_holds_it(tmp_path: Path, text: str) -> None:
+    from skiplint.lsp.documents import file_bytes
+
+    path = tmp_path / "layer.py"
+
+    async def scenario() -> None:
+        session = await Session(tmp_path).start()
+        try:
+            address = session.open(path, text)
+            published = await session.diagnostics(address, version=1)
+            path.write_bytes(file_bytes(text))
+            done = inprocess.skiplint(["--format", "json", "layer.py"], tmp_path)
+            expected = cli_rows(json.loads(done.stdout)["diagnostics"])
+            assert as_cli(published) == expected
+            if "utf-16" not in text:  # (what the CLI says of a UTF-16 cookie in ASCII is the CLI's to say)
+                assert [row["code"] for row in expected] in (["SKP900"], ["SKP101"])
+        finally:
+            assert await session.stop() == 0
+    run(scenario())
+
+
+def test_no_noqa_is_offered_where_noqa_cannot_silence(tmp_path: Path) -> None:
+    broken = UNDECLARED.replace("def forward(self, x):", "def forward(self, x:")
+    path = project(tmp_path, {"layer.py": broken}) / "layer.py"
+
+    async def scenario() -> None:
+        session = await Session(tmp_path).start()
+        try:
+            address = session.open(path)
+            published = await session.diagnostics(address, version=1)
+            assert [d.code for d in published.diagnostics] == ["SKP900"]
+            actions = await session.request(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=address), range=published.diagnostics[0].range,
+                context=types.CodeActionContext(diagnostics=list(published.diagnostics))))
+            assert list(actions) == []
+        finally:
+            assert await session.stop() == 0
+    run(scenario())
+
+
+def test_forged_resolve_data_names_nothing_and_writes_nothing(tmp_path: Path) -> None:
+    from tests.test_lsp_features import BLOCKS as blocks
+
+    path = project(tmp_path, {"blocks.py": blocks, "model.py": MODEL.replace(
+        "model = nn.Sequential(Down(), Up())",
+        "from torchgpipe import GPipe\n\nmodel = GPipe(nn.Sequential(Down(), Up()), balance=[1, 1], chunks=2)"),
+        "layer.py": UNDECLARED})
+    model, layer = path / "model.py", path / "layer.py"
+
+    async def scenario() -> None:
+        session = await Session(tmp_path).start()
+        try:
+            model_address, layer_address = session.open(model), session.open(layer)
+            published = await session.diagnostics(layer_address, version=1)
+            await session.diagnostics(model_address, version=1)
+            lenses = await session.request(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensParams(
+                text_document=types.TextDocumentIdentifier(uri=model_address)))
+            assert len(lenses) == 1
+            actions = await session.request(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=layer_address), range=published.diagnostics[0].range,
+                context=types.CodeActionContext(diagnostics=list(published.diagnostics))))
+            noqa = next(a for a in actions if a.title.startswith("Suppress"))
+            serial = noqa.data[1]
+            model_serial = serial - 1 if serial > 1 else serial + 1
+            forged = [[model_address, model_serial, "lens", ""], [model_address, model_serial, "lens", "", None],
+                      noqa.data[:4] + ["SKP999"] + noqa.data[5:], noqa.data[:4] + ["SKP101", 1, 0, "SKP101 forged"],
+                      [layer_address, serial, "noqa", "elsewhere"] + noqa.data[4:], "text", None, [1, 2, 3, 4],
+                      [layer_address, serial, "all", "torchgpipe", "extra"]]
+            for data in forged:
+                action = await session.request(types.CODE_ACTION_RESOLVE, types.CodeAction(title="forged", data=data))
+                assert action.edit is None and action.disabled is not None, data
+            resolved = await session.request(types.CODE_ACTION_RESOLVE, types.CodeAction(title="real", data=noqa.data))
+            assert apply(UNDECLARED, edits_of(resolved)).count("# noqa: SKP101") == 1
+            again = await session.request(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensParams(
+                text_document=types.TextDocumentIdentifier(uri=model_address)))
+            assert again == lenses
+        finally:
+            assert await session.stop() == 0
+    run(scenario())
+
+
+def test_isolated_given_as_a_string_is_read_strictly(tmp_path: Path) -> None:
+    path = project(tmp_path, {"layer.py": UNDECLARED, "setup.cfg": "[skiplint]\nignore = SKP101\n"}) / "layer.py"
+
+    async def scenario() -> None:
+        followed = await Session(tmp_path, settings={"isolated": "false"}).start()
+        isolated = await Session(tmp_path, settings={"isolated": "TRUE"}).start()
+        wrong = await Session(tmp_path, settings={"isolated": "no"}).start()
+        try:
+            assert (await followed.diagnostics(followed.open(path), version=1)).diagnostics == ()
+            assert [d.code for d in (await isolated.diagnostics(isolated.open(path), version=1)).diagnostics] == \
+                ["SKP101"]
+            said = await wrong.message("setting isolated")
+            assert said.message == "skiplint: setting isolated: expected true or false, got 'no'"
+            assert (await wrong.diagnostics(wrong.open(path), version=1)).diagnostics == ()  # taken as false
+        finally:
+            for session in (followed, isolated, wrong):
+                assert await session.stop() == 0
+    run(scenario())
+
+
+def test_python_m_skiplint_server_imports_nothing_from_the_workspace(tmp_path: Path) -> None:
+    project(tmp_path, {"typing_extensions.py": "raise SystemExit('the workspace was imported')\n",
+                       "lsprotocol.py": "raise SystemExit('the workspace was imported')\n"})
+
+    async def scenario() -> None:
+        session = await Session(tmp_path).start()
+        assert session.result is not None
+        assert await session.stop() == 0
+    run(scenario())
+
+
+def test_the_byte_stream_fuzz_finds_nothing_in_a_small_budget() -> None:
+    # One input of each family per seed (tests/fuzz/server_stream.py; the long run: docs/fuzzing.md).
+    from tests.fuzz import server_stream
+
+    problems, done = run(server_stream.run_seeds(list(range(30)), per_process=15))
+    assert (problems, done) == ([], 30)
+
+
+def test_standard_input_that_is_a_file_is_read_too(tmp_path: Path) -> None:
+    # The event loop cannot watch a regular file: it is read on a thread, through the same frame reader.
+    def frame(message: Any) -> bytes:
+        body = json.dumps(message).encode()
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    stream = tmp_path / "input.bin"
+    stream.write_bytes(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                              "params": {"processId": None, "rootUri": None, "capabilities": {}}})
+                       + b"Content-Length: x\r\n\r\n" + frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+                       + frame({"jsonrpc": "2.0", "method": "exit"}))
+    import subprocess
+
+    with stream.open("rb") as stdin:
+        done = subprocess.run([sys.executable, "-m", "skiplint", "server"], stdin=stdin, capture_output=True,
+                              cwd=tmp_path, timeout=120)
+    assert (done.returncode, done.stderr) == (0, b"")
+    answers = [json.loads(part.split(b"\r\n\r\n", 1)[1]) for part in done.stdout.split(b"Content-Length: ")[1:]]
+    assert [(a.get("id"), "error" in a) for a in answers if "method" not in a] == [(1, False), (None, True), (2, False)]

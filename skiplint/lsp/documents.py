@@ -29,36 +29,37 @@ def units(text: str, encoding: str) -> int:
     return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
 
 
-def column_from_units(line: str, count: int, encoding: str) -> int:
-    """The code point column of `count` code units into `line` (clamped to the line; a count
-    that falls inside a character gives the character's own column)."""
-    if count <= 0:
-        return 0
+def column_from_units(line: str, count: int, encoding: str) -> Optional[int]:
+    """The code point column `count` code units into `line`: the line's end for a count past it
+    (the protocol's rule for a character past the end of a line); None for a negative count or
+    one that falls inside a character (between the halves of a UTF-16 surrogate pair, inside a
+    UTF-8 sequence), which names no position."""
+    if count < 0:
+        return None
     if encoding == UTF32 or line.isascii():
         return min(count, len(line))
     seen = 0
     for index, char in enumerate(line):
         if seen >= count:
-            return index
+            return index if seen == count else None
         seen += units(char, encoding)
-    return len(line)
+    return len(line) if seen <= count else None
 
 
 def path_of(uri: str) -> Optional[str]:
-    """The file path of a `file:` URI, else None (an untitled buffer, another scheme)."""
-    parsed = urllib.parse.urlparse(uri)
+    """The file path of a `file:` URI, else None (an untitled buffer, another scheme, no URI)."""
+    try:
+        parsed = urllib.parse.urlparse(uri)
+    except ValueError:  # such as a bracket that opens no IPv6 address
+        return None
     if parsed.scheme != "file":
         return None
     path = _url2pathname(urllib.parse.unquote(parsed.path))
+    if "\0" in path:  # no file has such a name
+        return None
     if parsed.netloc and parsed.netloc != "localhost":  # a UNC path
         path = f"//{parsed.netloc}{path}"
     return os.path.abspath(path)
-
-
-def uri_of(path: str) -> str:
-    """The `file:` URI of an absolute path."""
-    return "file://" + urllib.parse.quote(os.path.abspath(path).replace(os.sep, "/") if os.name != "nt"
-                                          else "/" + os.path.abspath(path).replace(os.sep, "/"))
 
 
 def _url2pathname(path: str) -> str:
@@ -68,6 +69,24 @@ def _url2pathname(path: str) -> str:
 
         return url2pathname(path)
     return path
+
+
+def file_bytes(text: str) -> bytes:
+    """The bytes a file holding `text` has: the text in the encoding its coding cookie names,
+    when that encoding writes ASCII as ASCII (so the cookie reads as written) and can write the
+    text; else UTF-8, a lone surrogate written as Python's surrogatepass writes it (bytes that
+    no reader takes for UTF-8: the CLI says so of such a file)."""
+    data = text.encode("utf-8", "surrogatepass")
+    head = data.split(b"\n", 2)[:2]
+    if not any(b"coding" in line for line in head):
+        return data
+    try:
+        encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+        if encoding in ("utf-8", "utf-8-sig") or "# coding".encode(encoding) != b"# coding":
+            return data
+        return text.encode(encoding)
+    except (SyntaxError, LookupError, UnicodeError):
+        return data
 
 
 class Document:
@@ -109,28 +128,31 @@ class Document:
         return lines[index] if 0 <= index < len(lines) else ""
 
     def source_bytes(self) -> bytes:
-        """The text as the file would hold it: in the encoding its coding cookie names (UTF-8
-        without one, or when the text cannot be written in that encoding)."""
+        """The bytes a file holding the text has (file_bytes)."""
         if self._bytes is None:
-            data = self.text.encode("utf-8", "surrogatepass")
-            try:
-                encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
-                if encoding not in ("utf-8", "utf-8-sig"):
-                    data = self.text.encode(encoding)
-            except (SyntaxError, LookupError, UnicodeError):
-                pass
-            self._bytes = data
+            self._bytes = file_bytes(self.text)
         return self._bytes
 
     # -- positions ---------------------------------------------------------------------------
-    def offset(self, line: int, character: int, encoding: str) -> int:
-        """The character offset of a client position (0-based line, code units), clamped to the text."""
+    def offset(self, line: int, character: int, encoding: str) -> Optional[int]:
+        """The character offset of a client position (0-based line, code units); a character
+        past the line's end is the line's end; None for a position that names no place in the
+        text (a line past the last, a negative number, a count inside a character)."""
         starts = self.starts
-        if line < 0:
-            return 0
-        if line >= len(starts):
-            return len(self.text)
-        return starts[line] + column_from_units(self.line(line), character, encoding)
+        if not 0 <= line < len(starts):
+            return None
+        column = column_from_units(self.line(line), character, encoding)
+        return None if column is None else starts[line] + column
+
+    def replaced(self, start: tuple[int, int], end: tuple[int, int], text: str, encoding: str) -> Optional[str]:
+        """The text with the range from `start` to `end` (client positions) replaced by `text`;
+        None when the range names no span of the text (a position outside it, the end before
+        the start)."""
+        low = self.offset(*start, encoding)
+        high = self.offset(*end, encoding)
+        if low is None or high is None or high < low:
+            return None
+        return self.text[:low] + text + self.text[high:]
 
     def client_position(self, line: int, column: int, encoding: str) -> tuple[int, int]:
         """A skiplint position (1-based line, 0-based code point column) in the client's units."""

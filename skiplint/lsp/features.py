@@ -1,16 +1,16 @@
 """What the language server computes, on the engine the CLI uses; nothing here imports pygls.
 
-A document is checked as `skiplint - --stdin-display-name PATH` checks the same text: the
-configuration the CLI would find for PATH (select/ignore, per-file-ignores, api-aliases,
-max-unroll), `parallel.check_source` (the engine of the standard input door), `# noqa` and the
-file-level noqa. Quick fixes are `skiplint fix`'s edits under its never-worse test, the hover is
-the rule's text of `skiplint rule`, the layout is `skiplint layout`'s drawing.
+A document is checked as `skiplint - --stdin-display-name PATH` checks the bytes of a file that
+holds its text: the configuration the CLI would find for PATH (select/ignore, per-file-ignores,
+api-aliases, max-unroll), the standard input door's own function (`parallel.checked` with the
+prefilter's verdict on those bytes), `# noqa` and the file-level noqa. Quick fixes are `skiplint
+fix`'s edits under its never-worse test, the hover is the rule's text of `skiplint rule`, the
+layout is `skiplint layout`'s drawing.
 """
 
 from __future__ import annotations
 
 import io
-import os
 import re
 import tokenize
 from dataclasses import dataclass
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Optional, Union
 
 from skiplint import config, edits, filenoqa, formats, noqa, parallel, prefilter, rules, sources
 from skiplint.diagnostics import Diagnostic, FileResult
-from skiplint.rules import Selection
-from skiplint.rules.analyzer import UNCHECKED_FILE
+from skiplint.lsp import documents
+from skiplint.rules.analyzer import INTERNAL_ERROR, UNCHECKED_FILE
 
 if TYPE_CHECKING:
     from skiplint import layout as layout_module
@@ -33,39 +33,47 @@ if TYPE_CHECKING:
 #: no libcst.
 FIXABLE = frozenset(code for code, rule in rules.RULES.items() if rule.fixer is not None)
 TARGETS = tuple(edits.TARGETS)
+#: The codes a line's `# noqa` does not silence: a file that could not be checked (SKP900), or
+#: whose analysis met a bug (SKP902), is reported whatever its lines say.
+UNSUPPRESSIBLE = frozenset({UNCHECKED_FILE.code, INTERNAL_ERROR.code})
 
 
 def check(text: str, path: str, settings: config.Config) -> FileResult:
-    """The findings of the CLI for this text under the name `path` (`skiplint PATH` when the file
-    holds this text): nothing for a file the project's own exclude patterns name (as for a path
-    named on the command line), SKP900 for text that is no Python source, SKP902 for an analyzer
-    bug (the file counts as not checked), SKP900 for a buffer larger than the CLI reads a file, and
-    nothing for a file-level `# skiplint: noqa`."""
+    """The findings of the CLI for this text under the name `path`: `skiplint - --stdin-display-name
+    PATH` given the bytes a file holding the text has (documents.file_bytes), through the CLI's
+    own door for such bytes (parallel.check_data: its prefilter, decoding, size limit and SKP902
+    for an analyzer bug); nothing for a file the project's own exclude patterns name (as for a
+    path named on the command line), and nothing for a file-level `# skiplint: noqa`."""
     if settings.excludes_named(path):
         return FileResult(path, ())
-    reason = None
-    if "\0" in text:
+    if len(text) > sources.MAX_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) > sources.MAX_BYTES:
+        # The CLI's limit for a file, tested before the text is written out (a 50 MB buffer)
+        reason = sources.too_large(len(text.encode("utf-8", "surrogatepass")))
+        assert reason is not None
+        return parallel.checked(path, settings, lambda: prefilter.unchecked(path, reason))
+    data = documents.file_bytes(text)
+
+    def triage() -> Union[FileResult, str]:  # parallel.check_data's, giving back the document's own
+        verdict = prefilter.judge(data, path)  # text object where it reads the same (the reparse memo knows it)
+        return text if isinstance(verdict, str) and verdict == text else verdict
+
+    result = parallel.checked(path, settings, triage)
+    if result.diagnostics or result.error is not None:
         try:
-            sources.decode(b"\0")
-        except sources.SourceError as error:
-            reason = str(error)
-    elif len(text) > sources.MAX_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) > sources.MAX_BYTES:
-        # The CLI's limit for a file (sources.MAX_BYTES), so that no buffer takes minutes
-        reason = sources._too_large(len(text.encode("utf-8", "surrogatepass")))
-    if reason is not None:
-        selected = settings.selected(UNCHECKED_FILE.code)
-        diagnostics = (UNCHECKED_FILE.diagnostic(path, reason=reason),) if selected else ()
-        return FileResult(path, diagnostics, reason)
-    try:
-        result = parallel.check_source(text, path, settings)
-    except Exception as error:  # an analyzer bug: SKP902, as the CLI reports it, and the server goes on
-        if os.environ.get("SKIPLINT_DEBUG"):
-            raise
-        selection = Selection(settings.select, settings.ignore, settings.extend_select)
-        result = parallel.internal_error(path, "this file", error, selection)
-    if (result.diagnostics or result.error is not None) and filenoqa.skips_file(text):
-        return FileResult(path, ())
+            if filenoqa.skips_file(sources.decode(data)):
+                return FileResult(path, ())
+        except sources.SourceError:
+            pass
     return result
+
+
+def readable(text: str) -> bool:
+    """Whether the CLI reads exactly this text from a file holding it (the edits of quick fixes
+    are made on the text, so they are offered only then)."""
+    try:
+        return sources.decode(documents.file_bytes(text)) == text
+    except sources.SourceError:
+        return False
 
 
 def message_text(diagnostic: Diagnostic) -> str:
@@ -158,7 +166,9 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 def suppression(text: str, diagnostic: Diagnostic) -> Union[Replacement, str]:
     """The edit that adds `# noqa: CODE` to the finding's line (or the code to the line's noqa
     list), or why the line cannot take one: it ends inside a string or with a continuation
-    backslash, where a comment would change the program."""
+    backslash, where a comment would change the program; or the code is one noqa does not silence."""
+    if diagnostic.code in UNSUPPRESSIBLE:
+        return f"a line's noqa does not silence {diagnostic.code}"
     starts = sources.line_starts(text)
     index = diagnostic.line - 1
     if not 0 <= index < len(starts) or (index == len(starts) - 1 and starts[index] == len(text) and index):
