@@ -161,3 +161,12 @@ MAX_STATEMENT_LINES = 10_000
 #: `from . import parts`) the prefilter's walk looks through: each one widens the walk to all that
 #: module re-exports, so a module imported whole (`import pkg`) is read for its own names only.
 MODULE_HOPS = 1
+
+
+# -- parsing less (skiplint/parsing.py's StatementParts) --------------------------------------------
+
+#: Characters of top-level statements whose libcst trees a process keeps to reuse when the same
+#: statement is met again (libcst 1.9 keeps about 16 bytes of tree per character of torch's sources: some 3 MB).
+PARSE_CACHE_CHARS = 200_000
+#: Hashes of statements met once, kept to tell which statements come again (then forgotten).
+PARSE_CACHE_SEEN = 500_000

@@ -1,14 +1,15 @@
 """The one way skiplint parses source: every libcst parse (engine, project index, fix, layout,
-verify's static step) goes through `parse_module`.
+verify's static step) goes through `parse_module`, and libcst is used as it ships.
 
 Before libcst sees a text, `hazard` scans its tokens (a hand scan that never fails, so it works
 the same on every Python and whatever syntax error the text has) and refuses what libcst's
 recursive native parser would crash on or take minutes over: deep bracket nesting, long operator
 and trailer chains, long elif chains and texts of too many tokens (the limits are in limits.py).
 When libcst then fails, the running Python's own compile says where and why, as flake8's E999
-does; a text that Python accepts but libcst cannot read is parsed again with the one known gap of
-libcst's grammar bridged (a parenthesized annotated-assignment target), else reported as such.
-"""
+does; a text that Python accepts but libcst cannot read is parsed again with the known gaps of
+libcst bridged (a parenthesized annotated-assignment target; `else(` that its validation refuses),
+else reported as such. A top-level statement met before in the same run is not parsed again
+(`StatementParts`)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,8 @@ import bisect
 import contextlib
 import contextvars
 import re
-import sys
-import types
 import warnings
-from typing import TYPE_CHECKING, Callable, Iterator, Optional, Protocol
+from typing import TYPE_CHECKING, Iterator, Optional, Protocol, Sequence, Union
 
 from skiplint import limits, textlines
 
@@ -701,221 +700,202 @@ def _python_failure(error: SyntaxError, text: str) -> ParseFailure:
 
 
 
-# -- libcst's parse, without checking again what its grammar guarantees --------------------------
-# libcst validates every node it builds: CSTNode.__post_init__ calls the node's _validate, which
-# rejects what a node built by hand may get wrong (a Name that is no identifier, an operator
-# without the blanks it needs, unbalanced parentheses). A node of libcst's own parser cannot be
-# wrong in these ways, since its grammar already requires them (libcst's source says as much
-# at that method; where the two disagree, the validation is wrong: LibCST issue 1061 refuses
-# `x if c else(lambda: y)`), and the checks cost 15% of a parse (1,000 generated model files:
-# 9.5 s with them, 8.0 s without, the same trees).
-#
-# Which nodes skip them is decided per node, from the call stack alone, with no state that a
-# parse sets and must undo: libcst's native parser (Rust, no Python frame of its own) builds each
-# node by calling its class, so the __init__ of a node it builds is called straight from the
-# Python frame that called the parser. _parse_natively is that frame for skiplint's parses and
-# for nothing else: a node whose builder is its code skips the checks; every other node (another
-# thread's, including one started without `threading`; a signal handler's, a trace function's or
-# a finalizer's during the parse, since each runs in a frame of its own; fix's edits; every
-# libcst.parse_module of anyone else, which keeps libcst's validation and its issue-1061 refusal)
-# is built exactly as libcst builds it.
-#
-# That test lives in two process-wide changes, each made once and never undone, so no exception
-# (Ctrl-C, a signal) can leave a half-restored libcst behind:
-# - from the first parse, CSTNode.__post_init__ is _validate_unless_parsed, which calls what was
-#   there before (libcst's own, which calls _validate) for every node but the parser's;
-# - once the process has parsed _PLAIN_INITS_AFTER characters, each node class whose __init__ is
-#   the one dataclasses writes takes one that sets the same fields from the same parameters and
-#   then, unless the parser is the caller, calls __post_init__ as the dataclass one does.
-# Nodes built by anyone else go through the same steps as before; they are the only change that
-# can be seen, as the identity of those attributes (`cst.Name.__init__` is skiplint's function).
+# -- parsing less: top-level statements already parsed, by their text -------------------------------
+# skiplint parses with libcst as it ships (its validation of every node included). What it saves
+# instead is parsing the same statement twice: a run over a project meets the same imports, the
+# same helper classes and the same blocks in many files. A text is cut at its top-level statements
+# (where the guard's scan saw each one begin, the line before it included); a statement whose text
+# was met before in this run is parsed once and its libcst nodes reused (they are immutable). A
+# text less than half of which was met before is parsed whole, as libcst parses it, so a run over
+# files that share little pays one hash per statement. tests/test_parsing.py holds the module made
+# of statements to libcst's own parse of the whole text, node for node.
 
-#: libcst's native parse_module, once looked up; False when this libcst has none (it is then
-#: called through libcst.parse_module and validates everything, as libcst does).
-_NATIVE_PARSE: object = None
+#: Texts whose statement starts are not told by line counts (see positions._DROPPED_BY_LIBCST).
+_UNCOUNTED = re.compile(r"\f|\\(?:\r\n|\r|\n)")
 
 
-def _validate(node: cst.CSTNode) -> None:
-    """libcst's own CSTNode.__post_init__: what _LIBCST_POST_INIT is until it is read from libcst."""
-    node._validate()
+class StatementParts:
+    """libcst modules of single top-level statements met more than once, by their text, within
+    limits.PARSE_CACHE_CHARS characters (the oldest go first); and the hashes of the statements
+    met once, so that only a statement met again is kept (a project that shares nothing keeps no
+    tree)."""
+
+    __slots__ = ("parts", "chars", "seen", "whole", "reused")
+
+    def __init__(self) -> None:
+        self.parts: dict[str, cst.Module] = {}
+        self.chars = 0
+        self.seen: set[int] = set()
+        #: Texts parsed whole and statements reused (for tests and docs/performance.md).
+        self.whole = 0
+        self.reused = 0
+
+    def parse(self, text: str) -> cst.Module:
+        """The module of a text that the guard accepted (this very object was its last), from the
+        statements met before where it has any, else from libcst's parse of the whole text;
+        libcst's exceptions as its parse of the whole text raises them."""
+        chunks = _statement_texts(text)
+        if chunks is None or 2 * sum(len(chunk) for chunk in chunks
+                                     if chunk in self.parts or hash(chunk) in self.seen) < len(text):
+            if chunks is not None:  # less than half the text met before: one parse is cheaper
+                self._remember(chunks)
+            self.whole += 1
+            return _libcst_parse(text)
+        module = self._assemble(chunks)
+        if module is None:
+            self.whole += 1
+            return _libcst_parse(text)
+        return module
+
+    def _remember(self, chunks: list[str]) -> None:
+        if len(self.seen) > limits.PARSE_CACHE_SEEN:
+            self.seen.clear()
+        self.seen.update(hash(chunk) for chunk in chunks)
+
+    def _part(self, chunk: str, used: set[int]) -> Optional[cst.Module]:
+        """The module of one statement's text: the one kept, unless this text already used it."""
+        import libcst as cst
+
+        part = self.parts.get(chunk)
+        if part is not None and id(part) not in used:
+            self.reused += 1
+            return part
+        try:
+            part = _libcst_parse(chunk)
+        except (cst.ParserSyntaxError, cst.CSTValidationError, RecursionError, ValueError, TypeError):
+            return None  # the whole text's parse says what is wrong
+        key = hash(chunk)
+        if key in self.seen and chunk not in self.parts:
+            self.parts[chunk] = part
+            self.chars += len(chunk)
+            while self.chars > limits.PARSE_CACHE_CHARS and self.parts:
+                oldest = next(iter(self.parts))
+                self.chars -= len(oldest)
+                del self.parts[oldest]
+        self.seen.add(key)
+        return part
+
+    def _assemble(self, chunks: list[str]) -> Optional[cst.Module]:
+        """The module of the text made of these statement texts, as libcst's whole parse builds
+        it, or None when one cannot be told to be that (then the text is parsed whole)."""
+        import libcst as cst
+
+        body: list[Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]] = []
+        used: set[int] = set()
+        first: Optional[cst.Module] = None
+        indent: Optional[str] = None
+        pending: Sequence[cst.EmptyLine] = ()
+        last: Optional[cst.Module] = None
+        for chunk in chunks:
+            part = self._part(chunk, used)
+            if part is None or len(part.body) != 1:
+                return None
+            used.add(id(part))
+            if first is None:
+                first = part
+            elif part.header or part.default_newline != first.default_newline:
+                return None  # a part that reads its lines otherwise than the whole text
+            statement = part.body[0]
+            blocks = _opens_block(statement)
+            if blocks is None:
+                return None
+            if blocks:  # libcst reads the text's indentation from its first indented block
+                if indent is None:
+                    indent = part.default_indent
+                elif part.default_indent != indent:
+                    return None
+            if pending:  # what a part alone gives its footer, the whole text gives the next statement
+                statement = statement.with_changes(leading_lines=(*pending, *statement.leading_lines))
+            body.append(statement)
+            pending = part.footer
+            last = part
+        if first is None or last is None:
+            return None
+        return cst.Module(body=body, header=first.header, footer=pending, encoding=first.encoding,
+                          default_indent=indent if indent is not None else first.default_indent,
+                          default_newline=first.default_newline, has_trailing_newline=last.has_trailing_newline)
 
 
-#: What CSTNode.__post_init__ was before _validate_unless_parsed took its place (libcst's own).
-_LIBCST_POST_INIT: Callable[[cst.CSTNode], None] = _validate
-
-
-def _parse_natively(parse: Callable[..., cst.Module], text: str) -> cst.Module:
-    """libcst's native parse of `text`, as libcst.parse_module calls it for a str (encoding utf-8).
-    This frame calls the parser and nothing else: the nodes whose __init__ it calls directly are
-    the parser's (see _PARSER_CODE)."""
-    return parse(text, encoding="utf-8")
-
-
-#: The code of the frame that calls libcst's parser for skiplint (see above).
-_PARSER_CODE = _parse_natively.__code__
-
-
-def _validate_unless_parsed(node: cst.CSTNode) -> None:
-    """CSTNode.__post_init__ from skiplint's first parse on: the one it replaced, for every node
-    but those that libcst's parser builds for _parse_natively."""
-    try:
-        builder = sys._getframe(2).f_code  # 1 is the node's __init__, 2 what called it
-    except ValueError:  # an __init__ called from C with no Python frame above it (a thread's target)
-        builder = None
-    if builder is not _PARSER_CODE:
-        _LIBCST_POST_INIT(node)
-
-
-#: Per node class of libcst (those whose __init__ is the one dataclasses writes: slots, no field
-#: left out of __init__, CSTNode's __post_init__): (class, its __init__, the same __init__ that
-#: leaves out the __post_init__ call when the parser is the caller). Built and installed once the
-#: process has parsed _PLAIN_INITS_AFTER characters; None until then.
-_PLAIN_INITS: Optional[tuple[tuple[type, Callable[..., None], Callable[..., None]], ...]] = None
-#: Building them compiles one function per class, 16 ms for libcst 1.9's 172 classes, which the
-#: parse of about 70,000 characters wins back (0.7 s over the 3.2 MB of the generated tree): a run
-#: over a commit's few files never pays it, a run over a project pays it once per process.
-_PLAIN_INITS_AFTER = 100_000
-#: Characters this process has parsed so far.
-_PARSED = 0
-
-
-#: Code flags of a function that takes *args or **kwargs (inspect.CO_VARARGS, CO_VARKEYWORDS).
-_CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
-#: The names the plain __init__s use besides their parameters.
-_GENERATED_NAMES = frozenset({"self", "getframe", "parser", "parsed"})
-
-
-def _plain_inits(cst_node: type) -> tuple[tuple[type, Callable[..., None], Callable[..., None]], ...]:
-    """For every node class whose __init__ dataclasses wrote, an __init__ that sets the same fields
-    from the same parameters (names, kinds, defaults and default factories), through the slots'
-    own descriptors, then calls __post_init__ unless its caller is _parse_natively. Over the 1,000
-    generated files the whole check takes 8% less than with the dataclass __init__ and a no-op
-    __post_init__ (6 interleaved rounds in one process: 10.27 s against 11.01 s): that one sets
-    each field through object.__setattr__ (the nodes are frozen), then looks the hook up and calls
-    it."""
-    import dataclasses
-
-    validate = cst_node.__dict__["__post_init__"]
-    classes: dict[type, None] = {}  # every subclass, once, in a stable order
-    pending: list[type] = [cst_node]
-    while pending:
-        subclasses: list[type] = type.__subclasses__(pending.pop())
-        for sub in subclasses:
-            if sub not in classes:
-                classes[sub] = None
-                pending.append(sub)
-    source: list[str] = []
-    names: dict[str, object] = {"getframe": sys._getframe, "parser": _PARSER_CODE}
-    plan: list[tuple[type, types.FunctionType, str]] = []
-    for number, cls in enumerate(classes):
-        original = cls.__dict__.get("__init__")
-        if (not isinstance(original, types.FunctionType) or original.__code__.co_filename != "<string>"
-                or not dataclasses.is_dataclass(cls) or "__slots__" not in cls.__dict__
-                or getattr(cls, "__post_init__", None) is not validate):
-            continue  # not the __init__ that dataclasses writes, or more than libcst's own hook
-        code = original.__code__
-        positional, keyword = code.co_argcount - 1, code.co_kwonlyargcount
-        parameters = code.co_varnames[1:1 + positional + keyword]
-        fields = {field.name: field for field in dataclasses.fields(cls)}
-        slots = [slot for slot in (_slot(cls, name) for name in parameters) if slot is not None]
-        if (code.co_flags & (_CO_VARARGS | _CO_VARKEYWORDS) or set(parameters) != set(fields)
-                or not all(field.init for field in fields.values()) or len(slots) != len(parameters)
-                or not _GENERATED_NAMES.isdisjoint(parameters)):
-            continue  # a field the generated code could not name
-        defaults: dict[str, object] = dict(zip(parameters[positional - len(original.__defaults__ or ()):positional],
-                                               original.__defaults__ or ()))
-        defaults.update(original.__kwdefaults__ or {})
-        signature = ", ".join(["self", *parameters[:positional], *(["*"] if keyword else []),
-                               *parameters[positional:]])
-        lines = [f"def init_{number}({signature}):"]
-        for index, (name, slot) in enumerate(zip(parameters, slots)):
-            setter = f"set_{number}_{index}"
-            names[setter] = slot.__set__
-            factory = fields[name].default_factory
-            if factory is dataclasses.MISSING:
-                lines.append(f" {setter}(self, {name})")
-                continue
-            unset, make = f"unset_{number}_{index}", f"make_{number}_{index}"
-            names[unset], names[make] = defaults[name], factory
-            lines.append(f" {setter}(self, {make}() if {name} is {unset} else {name})")
-        lines += [" try:",
-                  "  parsed = getframe(1).f_code is parser",
-                  " except ValueError:",  # called from C with no Python frame above it
-                  "  parsed = False",
-                  " if not parsed:",
-                  "  self.__post_init__()"]
-        source.append("\n".join(lines))
-        plan.append((cls, original, f"init_{number}"))
-    exec(compile("\n\n".join(source) + "\n", "<skiplint.parsing plain inits>", "exec"), names)
-    inits = []
-    for cls, original, name in plan:
-        fast = names[name]
-        if isinstance(fast, types.FunctionType):
-            fast.__defaults__, fast.__kwdefaults__ = original.__defaults__, original.__kwdefaults__
-            fast.__annotations__, fast.__qualname__ = original.__annotations__, original.__qualname__
-            fast.__module__ = original.__module__
-            fast.__code__ = fast.__code__.replace(co_name=original.__code__.co_name)  # what errors name
-            inits.append((cls, original, fast))
-    return tuple(inits)
-
-
-def _slot(cls: type, name: str) -> Optional[types.MemberDescriptorType]:
-    """The slot that holds attribute `name` of cls's instances, else None."""
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            found = klass.__dict__[name]
-            return found if isinstance(found, types.MemberDescriptorType) else None
-    return None
-
-
-def _native_parser(cst_module: types.ModuleType) -> Optional[Callable[..., cst.Module]]:
-    """libcst's native parse_module, with CSTNode.__post_init__ made _validate_unless_parsed (and,
-    past _PLAIN_INITS_AFTER characters, the plain __init__s installed); None for a libcst without
-    a native parser or without validation in CSTNode.__post_init__, or on a Python without
-    sys._getframe (libcst is then left as it is, and validates every node).
-
-    No lock: every step can be cut short by an exception (Ctrl-C lands even between a `with`
-    statement's acquire and its body, and a held lock would stop every later parse) and can be
-    taken again or twice, by this thread or another, with the same result: a class keeps libcst's
-    __init__ or takes its plain one, never a third; the hook read is never skiplint's own."""
-    global _NATIVE_PARSE, _LIBCST_POST_INIT, _PLAIN_INITS
-    if _NATIVE_PARSE is None:
-        node = cst_module.CSTNode
-        hook = node.__dict__.get("__post_init__")
-        try:  # the import statement's own path: no Python frame (importlib's holds locks) once imported
-            __import__("libcst.native")
-        except ImportError:
-            pass
-        parse = getattr(sys.modules.get("libcst.native"), "parse_module", None)
-        if parse is None or hook is None or not hasattr(node, "_validate") or not hasattr(sys, "_getframe"):
-            _NATIVE_PARSE = False
-        else:
-            if hook is not _validate_unless_parsed:
-                _LIBCST_POST_INIT = hook
-                setattr(node, "__post_init__", _validate_unless_parsed)
-            _NATIVE_PARSE = parse
-    if _NATIVE_PARSE is False:
+def _statement_texts(text: str) -> Optional[list[str]]:
+    """The text cut where each top-level statement's first line begins (a decorated definition at
+    its first decorator; the first statement from the text's start), from the guard's scan of this
+    very text; None when the statements cannot be told apart that way."""
+    if _UNCOUNTED.search(text):
         return None
-    if _PLAIN_INITS is None and _PARSED > _PLAIN_INITS_AFTER:
-        inits = _plain_inits(cst_module.CSTNode)
-        for cls, dataclass_init, fast in inits:
-            if cls.__dict__.get("__init__") is dataclass_init:
-                setattr(cls, "__init__", fast)
-        _PLAIN_INITS = inits
-    return _NATIVE_PARSE  # type: ignore[return-value]
+    tops = top_level_starts(text)
+    if not tops:
+        return None
+    cuts = [0]
+    for offset in tops[1:]:
+        cut = max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
+        if cut <= cuts[-1]:
+            return None
+        cuts.append(cut)
+    cuts.append(len(text))
+    return [text[start:end] for start, end in zip(cuts, cuts[1:])]
 
 
-def _parse_unchecked(text: str) -> cst.Module:
-    """libcst.parse_module(text), without validating the nodes its parser builds."""
+def _opens_block(statement: cst.BaseStatement) -> Optional[bool]:
+    """Whether libcst meets an indented block in this top-level statement, found by its first
+    clause; None when that cannot tell (a one-line clause before an indented one)."""
     import libcst as cst
 
-    global _PARSED
-    _PARSED += len(text)
-    parse = _native_parser(cst)
-    if parse is None:
-        return cst.parse_module(text)  # a libcst that validates elsewhere: leave it as it is
-    return _parse_natively(parse, text)
+    if not isinstance(statement, cst.BaseCompoundStatement):
+        return False
+    if isinstance(statement.body, cst.IndentedBlock):
+        return True
+    later = [getattr(statement, name, None) for name in ("orelse", "handlers", "finalbody", "cases")]
+    return None if any(later) else False
 
+
+def _parse_with_blanks_after_keywords(text: str) -> Optional[cst.Module]:
+    """The module of a text that Python accepts and libcst's validation refuses, with a blank
+    after each `if` and `else` written against an opening parenthesis; else None.
+
+    libcst's parser reads `x if c else(lambda: y)`, and then IfExp's validation raises TypeError
+    on the parser's own node (LibCST issue 1061). With the blank, the tree is the same but for that
+    whitespace; the module's code then differs from the text by those blanks, which the positions of
+    findings allow for (skiplint.positions aligns the two). Only the analysis reads this tree: fix
+    edits the text itself."""
+    import io
+    import tokenize
+
+    import libcst as cst
+
+    lines = io.StringIO(text, newline="").readlines()
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    blanks: list[int] = []
+    try:
+        previous: Optional[tokenize.TokenInfo] = None
+        for token in tokenize.generate_tokens(iter(lines).__next__):
+            if (previous is not None and previous.type == tokenize.NAME and previous.string in ("if", "else")
+                    and token.string == "(" and token.start == previous.end):
+                blanks.append(starts[token.start[0] - 1] + token.start[1])
+            previous = token
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    if not blanks:
+        return None
+    bridged = text
+    for offset in reversed(blanks):
+        bridged = bridged[:offset] + " " + bridged[offset:]
+    try:
+        return _libcst_parse(bridged)
+    except (cst.ParserSyntaxError, cst.CSTValidationError, RecursionError, ValueError, TypeError):
+        return None
+
+
+def _libcst_parse(text: str) -> cst.Module:
+    """libcst's own parse of a text, as it ships."""
+    import libcst as cst
+
+    return cst.parse_module(text)
+
+
+#: The statements this process has parsed (the session's, once sessions hold it).
+PARTS = StatementParts()
 
 class Memo(Protocol):
     """What parse_module asks of a memo of earlier parses (skiplint.reparse.Memo)."""
@@ -946,39 +926,48 @@ def parse_fragment(text: str) -> cst.Module:
     import libcst as cst
 
     try:
-        return _parse_unchecked(text)
-    except (cst.ParserSyntaxError, RecursionError, ValueError, TypeError) as error:
+        return _libcst_parse(text)
+    except (cst.ParserSyntaxError, cst.CSTValidationError, RecursionError, ValueError, TypeError) as error:
         raise ParseFailure(f"cannot parse this part alone: {type(error).__name__}") from None
 
 
-def parse_module(text: str) -> cst.Module:
-    """The libcst module of `text`, or ParseFailure with a one-line reason and where it applies."""
+def parse_module(text: str, parts: Optional[StatementParts] = None) -> cst.Module:
+    """The libcst module of `text`, or ParseFailure with a one-line reason and where it applies;
+    `parts`: the statements parsed before that it may reuse (by default, this process's)."""
     refused = hazard(text)
     if refused is not None:
         reason, offset = refused
         raise ParseFailure(reason, *position(text, offset))
     memo = _MEMO.get()
     if memo is None:
-        return _parse_checked(text)
+        return _parse_checked(text, parts)
     module = memo.parse(text)
     if module is None:
-        module = _parse_checked(text)
+        module = _parse_checked(text, parts)
     memo.keep(text, module)
     return module
 
 
-def _parse_checked(text: str) -> cst.Module:
+def _parse_checked(text: str, parts: Optional[StatementParts] = None) -> cst.Module:
     """parse_module past the guard."""
     import libcst as cst
 
     try:
-        return _parse_unchecked(text)
+        return (parts or PARTS).parse(text)
     except cst.ParserSyntaxError as error:
         libcst_error = error
     except RecursionError:
         raise ParseFailure("nested too deeply for the parser (RecursionError)") from None
-    except (ValueError, TypeError) as error:
+    except ValueError as error:
         raise ParseFailure(f"cannot parse: {error}") from None
+    except (cst.CSTValidationError, TypeError) as error:  # libcst's validation of its own parser's nodes
+        python_error = python_syntax_error(text)
+        if python_error is not None:
+            raise _python_failure(python_error, text) from None
+        module = _parse_with_blanks_after_keywords(text)
+        if module is None:
+            raise ParseFailure(f"valid Python that libcst refuses: {error}") from None
+        return module
     python_error = python_syntax_error(text)
     if python_error is not None:
         raise _python_failure(python_error, text) from None
