@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skiplint import engine, limits, parsing
+from skiplint import engine, guard, limits, parsing, tokenscan
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -190,10 +190,10 @@ def test_every_way_a_parse_ends(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- the quick bounds of the token scan -------------------------------------------------------------
 
 def _scan(text: str) -> tuple[str | None, list[tuple[int, str]], bool]:
-    scan = parsing._Scan(text)
+    scan = tokenscan._Scan(text)
     try:
         scan.code(0)
-    except parsing._Refused as refused:
+    except tokenscan._Refused as refused:
         return str(refused), scan.tops, scan.deep
     return None, scan.tops, scan.deep
 
@@ -201,7 +201,7 @@ def _scan(text: str) -> tuple[str | None, list[tuple[int, str]], bool]:
 def _agrees(text: str) -> bool:
     """Whether the quick bounds took the text; when they did, the exact scan accepts it too,
     finds the same column-0 lines, and finds the tree deep only where the bounds say it may be."""
-    quick = parsing._quick_bounds(text)
+    quick = guard._quick_bounds(text)
     if quick is None:
         return False
     refused, tops, deep = _scan(text)
@@ -228,7 +228,7 @@ def test_quick_bounds_take_the_fixtures_and_agree_with_the_scan() -> None:
     "x = [" + "a, " * 2000 + "]\n",  # the scan's runs end at each comma; the bound's at the line
 ])
 def test_quick_bounds_leave_to_the_scan_what_they_cannot_bound(text: str) -> None:
-    assert parsing._quick_bounds(text) is None
+    assert guard._quick_bounds(text) is None
     refused, _, _ = _scan(text)
     verdict = parsing.hazard(text)
     assert (verdict is None and refused is None) or (verdict is not None and verdict[0] == refused)
@@ -250,7 +250,7 @@ def test_quick_bounds_leave_to_the_scan_what_they_cannot_bound(text: str) -> Non
 def test_quick_bounds_agree_with_the_scan(text: str) -> None:
     assert _agrees(text)
     assert parsing.hazard(text) is None
-    assert parsing.top_level_starts(text) is not None
+    assert guard.top_level_starts(text) is not None
 
 
 @pytest.mark.slow
