@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import ast
 import bisect
-import contextlib
-import contextvars
 import re
 import warnings
-from typing import TYPE_CHECKING, Iterator, Optional, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Protocol, Sequence, Union
 
 from skiplint import limits, textlines
 from skiplint.guard import hazard as hazard, top_level_starts
@@ -284,21 +282,6 @@ class Memo(Protocol):
     def keep(self, text: str, module: cst.Module) -> None: ...
 
 
-#: The language server's memo of the document being analysed, if any.
-_MEMO: contextvars.ContextVar[Optional[Memo]] = contextvars.ContextVar("skiplint_parse_memo", default=None)
-
-
-@contextlib.contextmanager
-def reusing(memo: Memo) -> Iterator[None]:
-    """Within this block, the parse of `memo.target` reuses the statements of the memo's previous
-    module that an edit did not touch (skiplint.reparse), and the memo keeps what it parses."""
-    token = _MEMO.set(memo)
-    try:
-        yield
-    finally:
-        _MEMO.reset(token)
-
-
 def parse_fragment(text: str) -> cst.Module:
     """The libcst module of a run of whole top-level statements cut from a text that the guard
     accepted (skiplint.reparse); ParseFailure when libcst cannot parse it alone."""
@@ -310,14 +293,18 @@ def parse_fragment(text: str) -> cst.Module:
         raise ParseFailure(f"cannot parse this part alone: {type(error).__name__}") from None
 
 
-def parse_module(text: str, parts: Optional[StatementParts] = None) -> cst.Module:
-    """The libcst module of `text`, or ParseFailure with a one-line reason and where it applies;
-    `parts`: the statements parsed before that it may reuse (by default, this process's)."""
+def parse_module(text: str, parts: Optional[StatementParts] = None, memo: Optional[Memo] = None) -> cst.Module:
+    """The libcst module of `text`, or ParseFailure with a one-line reason and where it applies.
+
+    `parts`: the statements parsed before that it may reuse (by default, this process's); `memo`:
+    the memo of an edited document whose text this is (skiplint.reparse): the parse reuses the
+    statements of the document's previous module that the edit did not touch, and the memo keeps
+    what it parses. Only the parse of the document itself is given the memo, so parsing a module
+    it imports never replaces what the memo keeps."""
     refused = hazard(text)
     if refused is not None:
         reason, offset = refused
         raise ParseFailure(reason, *position(text, offset))
-    memo = _MEMO.get()
     if memo is None:
         return _parse_checked(text, parts)
     module = memo.parse(text)

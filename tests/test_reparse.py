@@ -69,8 +69,7 @@ def _whole(text: str) -> Optional[object]:
 def _by_memo(memo: reparse.Memo, text: str) -> Optional[object]:
     memo.target = text
     try:
-        with parsing.reusing(memo):
-            return parsing.parse_module(text)
+        return parsing.parse_module(text, memo=memo)
     except parsing.ParseFailure as failure:
         return str(failure)
 
@@ -157,6 +156,5 @@ def test_findings_are_the_same_by_statements() -> None:
     for _ in range(15):
         text = _edit(rng, text)
         memo.target = text
-        with parsing.reusing(memo):
-            got = engine.check_text(text, path)
+        got = engine.check_text(text, path, session=engine.Session(memo=memo))
         assert got == engine.check_text(text, path)

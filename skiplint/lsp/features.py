@@ -24,6 +24,7 @@ from skiplint.rules.analyzer import UNCHECKED_FILE
 if TYPE_CHECKING:
     from skiplint import layout as layout_module
     from skiplint.facts import ModelFacts, Site
+    from skiplint.parsing import Memo
 
 # The engine (libcst), the fixer and the layout are imported on first use, so that the server
 # answers `initialize` before they are loaded.
@@ -35,12 +36,13 @@ FIXABLE = frozenset(code for code, rule in rules.RULES.items() if rule.fixer is 
 TARGETS = tuple(edits.TARGETS)
 
 
-def check(text: str, path: str, settings: config.Config) -> FileResult:
+def check(text: str, path: str, settings: config.Config, memo: Optional["Memo"] = None) -> FileResult:
     """The findings of the CLI for this text under the name `path` (`skiplint PATH` when the file
     holds this text): nothing for a file the project's own exclude patterns name (as for a path
     named on the command line), SKP900 for text that is no Python source, SKP902 for an analyzer
     bug (the file counts as not checked), SKP900 for a buffer larger than the CLI reads a file, and
-    nothing for a file-level `# skiplint: noqa`."""
+    nothing for a file-level `# skiplint: noqa`. `memo`: the document's memo of its last parse
+    (skiplint.reparse), handed to the parse of this text only."""
     if settings.excludes_named(path):
         return FileResult(path, ())
     reason = None
@@ -57,7 +59,9 @@ def check(text: str, path: str, settings: config.Config) -> FileResult:
         diagnostics = (UNCHECKED_FILE.diagnostic(path, reason=reason),) if selected else ()
         return FileResult(path, diagnostics, reason)
     try:
-        result = parallel.check_source(text, path, settings)
+        from skiplint import engine
+
+        result = parallel.check_source(text, path, settings, engine.Session(memo=memo))
     except Exception as error:  # an analyzer bug: SKP902, as the CLI reports it, and the server goes on
         if os.environ.get("SKIPLINT_DEBUG"):
             raise

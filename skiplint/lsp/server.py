@@ -32,7 +32,7 @@ from typing import Any, Callable, Optional, Sequence, TypeVar
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from skiplint import __version__, config, parsing, projectscan, reparse, rules, sources
+from skiplint import __version__, config, projectscan, reparse, rules, sources
 from skiplint.diagnostics import Diagnostic, FileResult
 from skiplint.lsp import features
 from skiplint.lsp.documents import UTF8, UTF16, UTF32, Document, path_of
@@ -582,8 +582,7 @@ class SkiplintServer:
         else:
             memo = self._parses.setdefault(document.uri, reparse.Memo())
             memo.target = document.text
-            with parsing.reusing(memo):
-                result = features.check(document.text, path, settings)
+            result = features.check(document.text, path, settings, memo)
         diagnostics = tuple(self.protocol_diagnostic(document, d) for d in result.diagnostics)
         self._cost[document.uri] = time.perf_counter() - started
         return Published(document, result, diagnostics), problems

@@ -50,13 +50,13 @@ def analyse(paths: Iterable[str], finder: Optional[config.Finder] = None) -> Ana
     finder = finder or config.Finder()
     out = Analysis()
     models: dict[str, ModelFacts] = {}
-    with engine.keeping_models(models):
-        for path in sorted({shown_path(p) for p in paths}):
-            settings = finder.for_file(path)
-            if settings.excludes_named(path):
-                continue
-            result = parallel.check_one((path, settings))
-            out.findings.extend(finding_of(d) for d in result.diagnostics)
+    session = engine.Session(kept=models)
+    for path in sorted({shown_path(p) for p in paths}):
+        settings = finder.for_file(path)
+        if settings.excludes_named(path):
+            continue
+        result = parallel.check_one((path, settings), session)
+        out.findings.extend(finding_of(d) for d in result.diagnostics)
     out.compositions = {path: facts.compositions for path, facts in models.items()}
     for problem in finder.problems:
         print(problem, file=sys.stderr)
