@@ -184,7 +184,7 @@ def test_every_way_a_parse_ends(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(parsing, "_libcst_parse", too_deep)
     with pytest.raises(parsing.ParseFailure, match=r"^nested too deeply for the parser \(RecursionError\)$"):
-        parsing.parse_module("x = 1\n")
+        parsing.parse_module("x = 1\n", parsing.StatementParts())  # none kept: libcst parses it
 
 
 # -- the quick bounds of the token scan -------------------------------------------------------------
