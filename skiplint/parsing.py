@@ -80,7 +80,7 @@ def _python_failure(error: SyntaxError, text: str) -> ParseFailure:
 # instead is parsing the same statement twice: a run over a project meets the same imports, the
 # same helper classes and the same blocks in many files. A text is cut at the start of the line where
 # each top-level statement begins (the guard's scan saw it; the blank and comment lines before it
-# stay with the statement above and are moved to it when the module is put together); one whose text
+# stay with the statement above, and go to this one when the module is put together); one whose text
 # was met before in this run is parsed once and its libcst nodes reused (they are immutable). A
 # text less than half of which was met before is parsed whole, as libcst parses it, so a run over
 # files that share little pays one hash per statement. tests/test_parsing.py holds the module made
