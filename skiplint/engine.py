@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import dataclasses
 import os
 import sys
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Optional
 
 import libcst as cst
 
@@ -27,6 +25,30 @@ from skiplint.project import INDEX, ProjectIndex
 EVERYTHING = Selection(select=tuple(rules.RULES))
 
 
+@dataclasses.dataclass
+class Session:
+    """What one analysis hands down, made by the door that asks for it and passed to every step
+    that needs it (never kept where another analysis would read it):
+
+    - `project`: the project index that resolves imported classes (None: the process's);
+    - `parts`: the top-level statements parsed before, reused by text (None: the process's);
+    - `memo`: the language server's memo of the document being checked: the parse of that
+      document's text (and of no other, such as a module it imports) reuses the statements of its
+      previous parse that an edit did not touch;
+    - `kept`: where each analysed file leaves its compositions and pipes, by path (verify's
+      route table reads them from the analysis that gave the file's findings).
+    """
+
+    project: Optional[ProjectIndex] = None
+    parts: Optional[parsing.StatementParts] = None
+    memo: Optional[parsing.Memo] = None
+    kept: Optional[dict[str, ModelFacts]] = None
+
+
+#: The session of a door that asks for nothing of its own.
+_PLAIN = Session()
+
+
 def mentions_api(text: str) -> bool:
     """The prefilter: a file that names no API module cannot use the API."""
     return prefilter.mentions_api(text)
@@ -43,12 +65,14 @@ def wanted(text: str, path: str, project: Optional[ProjectIndex] = None) -> bool
 
 
 def analyze(text: str, path: str, *, project: Optional[ProjectIndex] = None,
-            prefiltered: bool = False, max_unroll: Optional[int] = None) -> Optional[ModuleFacts]:
+            prefiltered: bool = False, max_unroll: Optional[int] = None,
+            session: Session = _PLAIN) -> Optional[ModuleFacts]:
     """Facts of one module's source, or None when it does not mention the API. Raises ParseFailure.
 
     The SKP2xx/SKP3xx findings of its compositions and pipes are among the module's findings.
     """
-    both = analyze_models(text, path, project=project, prefiltered=prefiltered, max_unroll=max_unroll)
+    both = analyze_models(text, path, project=project, prefiltered=prefiltered, max_unroll=max_unroll,
+                          session=session)
     if both is None:
         return None
     facts, models = both
@@ -59,38 +83,20 @@ def analyze(text: str, path: str, *, project: Optional[ProjectIndex] = None,
 
 
 def analyze_models(text: str, path: str, *, project: Optional[ProjectIndex] = None,
-                   prefiltered: bool = False,
-                   max_unroll: Optional[int] = None) -> Optional[tuple[ModuleFacts, ModelFacts]]:
+                   prefiltered: bool = False, max_unroll: Optional[int] = None,
+                   session: Session = _PLAIN) -> Optional[tuple[ModuleFacts, ModelFacts]]:
     """The skippable-class facts and the composition/pipe facts of one module's source."""
-    index_ = project or INDEX
+    index_ = project or session.project or INDEX
     if not prefiltered and not wanted(text, path, index_):
         return None
-    module = parsing.parse_module(text)
+    module = parsing.parse_module(text, session.parts, session.memo)
     try:
         both = with_room(text, lambda: _analyze_models(module, text, path, index_, max_unroll))
     except RecursionError:
         raise ParseFailure(too_deep("analyse")) from None
-    kept = _KEPT.get()
-    if kept is not None:
-        kept[path] = both[1]
+    if session.kept is not None:
+        session.kept[path] = both[1]
     return both
-
-
-#: Where `keeping_models` keeps the composition facts of each analysis, by path.
-_KEPT: contextvars.ContextVar[Optional[dict[str, ModelFacts]]] = contextvars.ContextVar(
-    "skiplint_kept_models", default=None)
-
-
-@contextlib.contextmanager
-def keeping_models(kept: dict[str, ModelFacts]) -> Iterator[None]:
-    """Within this block (in this thread), every file the lint analyses leaves its compositions
-    and pipes in `kept`, by path: verify's route table reads them from the analysis that gave the
-    file's findings, with no second analysis."""
-    token = _KEPT.set(kept)
-    try:
-        yield
-    finally:
-        _KEPT.reset(token)
 
 
 def too_deep(what: str) -> str:
@@ -206,12 +212,13 @@ def _owner(ref: OwnerRef) -> Owner:
 
 def check_text(text: str, path: str, selection: Selection = Selection(), *, apply_noqa: bool = True,
                project: Optional[ProjectIndex] = None, prefiltered: bool = False,
-               max_unroll: Optional[int] = None) -> FileResult:
+               max_unroll: Optional[int] = None, session: Session = _PLAIN) -> FileResult:
     """Check decoded source text."""
+    project = project or session.project
     try:
         if not prefiltered and not wanted(text, path, project):
             return FileResult(path, ())
-        facts = analyze(text, path, project=project, prefiltered=True, max_unroll=max_unroll)
+        facts = analyze(text, path, project=project, prefiltered=True, max_unroll=max_unroll, session=session)
     except ParseFailure as failure:
         return prefilter.unchecked(path, str(failure), failure.line, failure.col)
     if facts is None:

@@ -1,13 +1,13 @@
 """Every limit of the static analysis, in one place; past a limit the analysis abstains.
 
-The parser limits (the last block) keep from libcst's native parser what would crash it or take
-minutes: skiplint/parsing.py holds every text to them before parsing (with quick bounds where
+The parser limits (the first block) keep from libcst's native parser what would crash it or take
+minutes: skiplint/guard.py holds every text to them before parsing (with quick bounds where
 they suffice, else with its token scan).
 """
 
 from __future__ import annotations
 
-# -- what the parser is given (skiplint/parsing.py's token scan) ------------------------------------
+# -- what the parser is given (skiplint/guard.py and its token scan, skiplint/tokenscan.py) ---------
 # libcst's native parser recurses once per nesting level with no limit of its own (SIGSEGV past a
 # few thousand levels) and its time grows faster than linearly with the depth of a tree: measured
 # with libcst 1.9 on Python 3.11, `x = a + a + ...` of 2,000 terms takes 5 s and of 3,000 terms
@@ -161,3 +161,12 @@ MAX_STATEMENT_LINES = 10_000
 #: `from . import parts`) the prefilter's walk looks through: each one widens the walk to all that
 #: module re-exports, so a module imported whole (`import pkg`) is read for its own names only.
 MODULE_HOPS = 1
+
+
+# -- parsing less (skiplint/parsing.py's StatementParts) --------------------------------------------
+
+#: Characters of top-level statements whose libcst trees a process keeps to reuse when the same
+#: statement is met again (libcst 1.9 keeps about 16 bytes of tree per character of torch's sources: some 3 MB).
+PARSE_CACHE_CHARS = 200_000
+#: Hashes of statements met once, kept to tell which statements come again (then forgotten).
+PARSE_CACHE_SEEN = 500_000

@@ -20,13 +20,16 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Union
 
 from skiplint import limits, prefilter
 from skiplint.config import Config
 from skiplint.diagnostics import FileResult, error_text
 from skiplint.rules import Selection
 from skiplint.rules.analyzer import INTERNAL_ERROR
+
+if TYPE_CHECKING:
+    from skiplint.engine import Session
 
 #: A unit of work: one file and the configuration it is checked with (sent to workers as is).
 Task = tuple[str, Config]
@@ -66,10 +69,11 @@ def internal_error(path: str, what: str, error: BaseException, selection: Select
     return FileResult(path, diags, INTERNAL_ERROR.text(what=what, error=shown))
 
 
-def check_one(task: Task) -> FileResult:
-    """Check one file with its configuration: selection, api-aliases, then per-file-ignores."""
+def check_one(task: Task, session: Optional[Session] = None) -> FileResult:
+    """Check one file with its configuration: selection, api-aliases, then per-file-ignores;
+    `session`: what the door hands the analysis (skiplint.engine.Session)."""
     verdict = _triage(task)
-    return verdict if isinstance(verdict, FileResult) else _analyse(task, verdict)
+    return verdict if isinstance(verdict, FileResult) else _analyse(task, verdict, session)
 
 
 def _triage(task: Task) -> Union[FileResult, str]:
@@ -85,11 +89,12 @@ def check_data(data: bytes, path: str, config: Config) -> FileResult:
     return checked(path, config, lambda: prefilter.judge(data, path))
 
 
-def checked(path: str, config: Config, triage: Callable[[], Any]) -> FileResult:
+def checked(path: str, config: Config, triage: Callable[[], Any], session: Optional[Session] = None) -> FileResult:
     """The result of one source with its configuration, from `triage` (a verdict or the text to
-    analyse); an analyzer bug is SKP902, never a traceback."""
+    analyse); an analyzer bug is SKP902, never a traceback. `session`: what the door hands the
+    analysis (skiplint.engine.Session)."""
     verdict = _judged(path, config, triage)
-    return verdict if isinstance(verdict, FileResult) else _analyse((path, config), verdict)
+    return verdict if isinstance(verdict, FileResult) else _analyse((path, config), verdict, session)
 
 
 def _judged(path: str, config: Config, triage: Callable[[], Any]) -> Union[FileResult, str]:
@@ -106,7 +111,7 @@ def _judged(path: str, config: Config, triage: Callable[[], Any]) -> Union[FileR
     return _without_ignored(verdict, path, config) if isinstance(verdict, FileResult) else verdict
 
 
-def _analyse(task: Task, text: str) -> FileResult:
+def _analyse(task: Task, text: str, session: Optional[Session] = None) -> FileResult:
     """check_one's second half: the analysis of a file the prefilter passed, given its text."""
     path, config = task
     selection = _selection(config)
@@ -115,6 +120,7 @@ def _analyse(task: Task, text: str) -> FileResult:
             from skiplint import engine
 
             result = engine.check_text(text, path, selection, prefiltered=True,
+                                       session=session or engine.Session(),
                                        **_engine_options(engine.check_text, config))
         except Exception as error:  # an analyzer bug: reported as SKP902, never silent
             if os.environ.get("SKIPLINT_DEBUG"):
@@ -123,12 +129,14 @@ def _analyse(task: Task, text: str) -> FileResult:
     return _without_ignored(result, path, config)
 
 
-def check_source(text: str, path: str, config: Config) -> FileResult:
-    """As check_one, for source text already in hand (`skiplint fix` re-linting its output)."""
+def check_source(text: str, path: str, config: Config, session: Optional[Session] = None) -> FileResult:
+    """As check_one, for source text already in hand (`skiplint fix` re-linting its output, the
+    language server's buffers)."""
     from skiplint import engine
 
     with prefilter.using_aliases(config.api_aliases):
-        result = engine.check_text(text, path, _selection(config), **_engine_options(engine.check_text, config))
+        result = engine.check_text(text, path, _selection(config), session=session or engine.Session(),
+                                   **_engine_options(engine.check_text, config))
     return _without_ignored(result, path, config)
 
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from skiplint import limits, parsing, syntax, textlines
+from skiplint import guard, limits, syntax, textlines
 from skiplint.limits import MAX_ALIGN_CHARS
 
 try:  # the code generator's state: private in libcst, stable across 1.x
@@ -75,7 +75,7 @@ def with_room(text: str, func: Callable[[], T]) -> T:
     thread with room to recurse (limits.SHALLOW_DEPTH), so that the same text is analysed alike
     whatever the caller's own stack holds. A RecursionError where it is (a caller that left
     little of the recursion limit) is retried there too."""
-    if not parsing.needs_room(text):
+    if not guard.needs_room(text):
         try:
             return func()
         except RecursionError:
@@ -188,7 +188,7 @@ def _statement_starts(module: cst.Module, text: str) -> Optional[list[int]]:
     """The line where the code of each top-level statement of `module` begins (its leading
     blank and comment lines included): from the guard's token scan of this text when it has one
     line for each statement, else from Python's own parser; None when neither can tell."""
-    scanned = parsing.top_level_starts(text)
+    scanned = guard.top_level_starts(text)
     if scanned is not None and len(scanned) == len(module.body):
         breaks = textlines.line_starts(text)
         found = []

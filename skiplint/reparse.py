@@ -30,7 +30,7 @@ import bisect
 import re
 from typing import TYPE_CHECKING, Optional, Sequence
 
-from skiplint import parsing
+from skiplint import guard, parsing
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -75,7 +75,7 @@ def _starts(text: str, module: cst.Module) -> Optional[list[int]]:
     at 0, with the module's header), from the guard's scan of this very text."""
     if _UNCOUNTED.search(text):
         return None
-    tops = parsing.top_level_starts(text)
+    tops = guard.top_level_starts(text)
     if tops is None or len(tops) != len(module.body):
         return None
     lines = [0] + [match.end() for match in _BREAK.finditer(text)]

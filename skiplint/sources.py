@@ -256,10 +256,10 @@ _ESCAPED = re.compile("[\udc80-\udcff]")
 def _utf8_outside_comments(data: bytes, encoding: str) -> str:
     """UTF-8 source with bytes that are not UTF-8: its text (each such sequence read as U+FFFD)
     when they are all inside comments, else SourceError naming the first one outside."""
-    from skiplint import parsing
+    from skiplint import guard
 
     escaped = data.decode(encoding, "surrogateescape")  # one lone surrogate per such byte
-    comments = parsing.comment_spans(escaped) or []  # None: past a parser limit, said as this
+    comments = guard.comment_spans(escaped) or []  # None: past a parser limit, said as this
     starts = [start for start, _ in comments]
     for found in _ESCAPED.finditer(escaped):
         at = found.start()

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from skiplint import cli, config, imports
+from tests.messages import said
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECT = REPO / "fixtures" / "config_project"
 
-TYPO_101 = "9:15: SKP101 'skp' is stashed but not declared in stash=[...]"
-TYPO_103 = "6:19: SKP103 'skip' is declared in stash=[...] but no path of forward stashes it"
+TYPO_101 = "9:15: " + said("SKP101", name="skp")
+TYPO_103 = "6:19: " + said("SKP103", name="skip")
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

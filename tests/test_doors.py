@@ -19,6 +19,7 @@ import pytest
 
 from skiplint import config, engine, parallel
 from tests import inprocess
+from tests.messages import printed
 
 
 def run(*argv: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -114,8 +115,8 @@ PROJECT = {
 EXPECTED = [
     "app.py:6:21: SKP201 layer 0 (Up) pops 'skip' but no earlier layer stashes it",
     "app.py:6:26: SKP202 layer 1 (Down) stashes 'skip' but no later layer pops it",
-    "mypkg/blocks.py:20:19: SKP103 'declared' is declared in stash=[...] but no path of forward stashes it",
-    "mypkg/blocks.py:23:15: SKP101 'stashed' is stashed but not declared in stash=[...]",
+    printed("mypkg/blocks.py", 20, 19, "SKP103", name="declared"),
+    printed("mypkg/blocks.py", 23, 15, "SKP101", name="stashed"),
     "mypkg/model.py:7:23: SKP201 layer 0 (Up) pops 'skip' but no earlier layer stashes it",
     "mypkg/model.py:7:36: SKP202 layer 1 (Down) stashes 'skip' but no later layer pops it",
     "tests/test_blocks.py:9:15: SKP101 'stashed' is stashed but not declared in stash=[...]",
@@ -179,8 +180,7 @@ def test_flake8_reads_the_projects_skiplint_configuration(tmp_path: Path) -> Non
         "mypkg/__init__.py": "", "mypkg/api.py": "from torchgpipe.skip import skippable, stash\n",
         "m.py": TYPO,
     })
-    expected = ["m.py:6:19: SKP103 'declared' is declared in stash=[...] but no path of forward stashes it",
-                "m.py:9:15: SKP101 'stashed' is stashed but not declared in stash=[...]"]
+    expected = [printed("m.py", 6, 19, "SKP103", name="declared"), printed("m.py", 9, 15, "SKP101", name="stashed")]
     assert lines(inprocess.skiplint(["m.py"], tmp_path).stdout) == expected
     assert lines(run("-m", "flake8", "--select", "SKP", "m.py", cwd=tmp_path).stdout) == expected
     # flake8's own option overrides the project's setting.
@@ -474,8 +474,7 @@ def test_a_reader_gone_early_is_one_line_for_every_command(tmp_path: Path, argv:
 # -- every door over the same files, each run once over every case's file ----------------------------
 
 UNDECLARED = TYPO.replace("mypkg.api", "torchgpipe.skip")
-UNDECLARED_LINES = ["{}:6:19: SKP103 'declared' is declared in stash=[...] but no path of forward stashes it",
-                    "{}:9:15: SKP101 'stashed' is stashed but not declared in stash=[...]"]
+UNDECLARED_LINES = [printed("{}", 6, 19, "SKP103", name="declared"), printed("{}", 9, 15, "SKP101", name="stashed")]
 
 #: Where `str.splitlines` breaks a line and Python's tokenizer and flake8 do not (the form feed aside).
 SEPARATORS = ["\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "\x0b"]
@@ -599,6 +598,6 @@ def test_encodings_that_hide_the_api_from_the_bytes_are_read_as_text_by_every_do
     input and flake8 reported its findings: the prefilter decides on the text whenever the
     encoding is not UTF-8."""
     name = encoded_name(encoding)
-    expected = (f"{name}:7:19: SKP103 'déclaré' is declared in stash=[...] but no path of forward stashes it\n"
-                f"{name}:10:15: SKP101 'stashed' is stashed but not declared in stash=[...]\n")
+    expected = (printed(name, 7, 19, "SKP103", name="déclaré") + "\n"
+                + printed(name, 10, 15, "SKP101", name="stashed") + "\n")
     assert _every_door(door_runs, name) == ([expected] * 5, (1, 1))

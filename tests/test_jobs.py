@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import pytest
 
-from skiplint import config, parallel
+from skiplint import config, parallel, rules
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -31,8 +31,8 @@ def skiplint(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 
 @pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
 def test_two_jobs_print_what_one_job_prints_on_the_fixtures(fmt: str, skiplint: Callable[..., Any]) -> None:
-    one = skiplint("-j", "1", "--format", fmt, "--extend-select", "SKP116,SKP302,SKP901", "fixtures")
-    two = skiplint("-j", "2", "--format", fmt, "--extend-select", "SKP116,SKP302,SKP901", "fixtures")
+    one = skiplint("-j", "1", "--format", fmt, "--extend-select", ",".join(sorted(rules.OPT_IN)), "fixtures")
+    two = skiplint("-j", "2", "--format", fmt, "--extend-select", ",".join(sorted(rules.OPT_IN)), "fixtures")
     assert one.returncode == two.returncode == 1
     assert one.stdout and one.stdout == two.stdout
     assert one.stderr == two.stderr

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from skiplint import parsing, positions
+from skiplint import guard, parsing, positions
 
 MODULE = textwrap.dedent('''\
     """Doc."""
@@ -51,19 +51,19 @@ MODULE = textwrap.dedent('''\
 
 def test_scan_starts_agree_with_python(monkeypatch: pytest.MonkeyPatch) -> None:
     module = parsing.parse_module(MODULE)
-    scanned = parsing.top_level_starts(MODULE)
+    scanned = guard.top_level_starts(MODULE)
     assert scanned is not None and len(scanned) == len(module.body) == 10
     from_scan = positions._statement_starts(module, MODULE)
-    monkeypatch.setattr(parsing, "top_level_starts", lambda text: None)
+    monkeypatch.setattr(guard, "top_level_starts", lambda text: None)
     assert from_scan == positions._statement_starts(module, MODULE) == [1, 2, 3, 14, 22, 28, 30, 32, 34, 36]
 
 
 def test_scan_starts_are_only_for_the_last_text_scanned() -> None:
     parsing.parse_module(MODULE)
-    assert parsing.top_level_starts(MODULE) is not None
-    assert parsing.top_level_starts(MODULE.replace("Doc", "Doc")[:-1] + "\n") is None  # equal, not the same
+    assert guard.top_level_starts(MODULE) is not None
+    assert guard.top_level_starts(MODULE.replace("Doc", "Doc")[:-1] + "\n") is None  # equal, not the same
     parsing.parse_module("x = 1\n")
-    assert parsing.top_level_starts(MODULE) is None
+    assert guard.top_level_starts(MODULE) is None
 
 
 def test_positions_from_the_scan() -> None:

@@ -1,26 +1,21 @@
-"""skiplint.parsing.parse_module gives libcst's own trees, built without validating again the nodes
-of libcst's parser; every other node (another thread's, a signal handler's, one built by hand, any
-other libcst.parse_module's) is validated, during a parse, after it, and after an interrupted one."""
+"""skiplint.parsing.parse_module gives libcst's own trees, parsed by libcst as it ships: libcst's
+classes and methods are never replaced, and a text is parsed less where its top-level statements
+were parsed before (StatementParts), with the same trees as libcst's parse of the whole text."""
 
 from __future__ import annotations
 
-import _thread
-import inspect
-import signal
-import sys
 import threading
-import types
 from pathlib import Path
-from typing import Callable, Iterator, Optional
 
 import libcst as cst
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skiplint import engine, parsing
+from skiplint import engine, guard, limits, parsing, tokenscan
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
 SETTINGS = settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 #: What libcst's validation refuses in a hand-built node (Name._validate: an empty identifier).
 INVALID_NAME = ""
@@ -30,7 +25,7 @@ def _parses() -> list[Path]:
     return sorted(FIXTURES.rglob("*.py"))
 
 
-def _compare_with_libcst() -> int:
+def _compare_with_libcst(parts: parsing.StatementParts) -> int:
     """Parse every fixture both ways; the trees and their code must be the same. The number compared."""
     compared = 0
     gaps: list[str] = []
@@ -42,13 +37,12 @@ def _compare_with_libcst() -> int:
             expected = cst.parse_module(text)
         except cst.ParserSyntaxError:
             with pytest.raises(parsing.ParseFailure):
-                parsing.parse_module(text)
+                parsing.parse_module(text, parts)
             continue
         except TypeError:  # the one fixture of libcst's validation gap, below
             gaps.append(path.name)
-            assert parsing.parse_module(text).code == text
             continue
-        module = parsing.parse_module(text)
+        module = parsing.parse_module(text, parts)
         assert module.deep_equals(expected), path
         assert module.code == text, path
         compared += 1
@@ -56,142 +50,108 @@ def _compare_with_libcst() -> int:
     return compared
 
 
-def test_trees_are_the_ones_libcst_builds_with_validation() -> None:
-    assert _compare_with_libcst() > 100
+def test_trees_are_the_ones_libcst_builds() -> None:
+    parts = parsing.StatementParts()
+    assert _compare_with_libcst(parts) > 100
+    assert parts.reused == 0 or parts.whole > 0
+
+
+def test_trees_made_of_statements_parsed_before_are_the_ones_libcst_builds() -> None:
+    """A statement is kept the second time it is met: the third time round every fixture is made
+    of statements kept before, none parsed whole."""
+    parts = parsing.StatementParts()
+    _compare_with_libcst(parts)
+    _compare_with_libcst(parts)
+    whole, reused = parts.whole, parts.reused
+    assert _compare_with_libcst(parts) > 100
+    assert parts.whole == whole and parts.reused - reused > 900
+
+
+def test_a_statement_met_twice_in_one_text_is_two_trees() -> None:
+    """The analysis tells nodes apart by identity: a repeated statement is never one shared node."""
+    parts = parsing.StatementParts()
+    text = "def f(x):\n    return x\n\ndef f(x):\n    return x\n\nx = 1\n"
+    for _ in range(3):
+        module = parsing.parse_module(text, parts)
+    assert parts.reused == 2 and module.code == text  # the first f and the assignment, the third time
+    assert module.body[0].body is not module.body[1].body
+    assert module.body[0].body.deep_equals(module.body[1].body)
+    assert module.deep_equals(cst.parse_module(text))
+
+
+@pytest.mark.parametrize("text", [
+    "x = 1\r\ny = 2\n",  # a line break of another kind than the text's first
+    "if a:\n  b = 1\n\ndef f():\n    return 1\n",  # two indentations: the first block's wins
+    "if a: b = 1\nelse:\n    c = 1\n\nd = 1\n",  # a one-line clause before an indented one
+    "# only a comment\n",
+    "x = 1\n# trailing comment\n\n",
+    "@d\n# between\n@e\nclass A:\n    pass\n    # in the block\n# after it\nx = 1",
+])
+def test_texts_that_read_their_lines_alike_or_not_give_libcst_trees(text: str) -> None:
+    parts = parsing.StatementParts()
+    for _ in range(3):
+        assert parsing.parse_module(text, parts).deep_equals(cst.parse_module(text)), text
+
+
+def test_only_statements_met_again_are_kept_and_within_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    parts = parsing.StatementParts()
+    parsing.parse_module("a = 1\nb = 2\n", parts)
+    assert parts.parts == {} and parts.whole == 1  # nothing met before: one parse of the whole text
+    parsing.parse_module("a = 1\nc = 3\n", parts)
+    assert list(parts.parts) == ["a = 1\n"]
+    monkeypatch.setattr(limits, "PARSE_CACHE_CHARS", 10)
+    for name in "defgh":
+        parsing.parse_module(f"{name} = 1\nc = 3\n", parts)
+        parsing.parse_module(f"{name} = 1\nc = 3\n", parts)
+    assert 0 < parts.chars <= 10 and sum(map(len, parts.parts)) == parts.chars
+
+
+def test_libcst_is_left_as_it_ships() -> None:
+    """No class or method of libcst is replaced: nodes built by anyone are validated, libcst's own
+    parse keeps its validation (and its issue-1061 refusal), during a parse in another thread too."""
+    originals = {cls: cls.__dict__.get("__init__") for cls in _node_classes()}
+    hook = cst.CSTNode.__dict__["__post_init__"]
+    for path in _parses()[:40]:
+        try:
+            parsing.parse_module(path.read_text(encoding="utf-8"))
+        except parsing.ParseFailure:
+            pass
+    parsing.parse_module(VALIDATION_GAP)
+    assert {cls: cls.__dict__.get("__init__") for cls in _node_classes()} == originals
+    assert cst.CSTNode.__dict__["__post_init__"] is hook
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name(INVALID_NAME)
+    with pytest.raises(TypeError):
+        cst.parse_module(VALIDATION_GAP)
+    refused: list[str] = []
+
+    def build() -> None:
+        try:
+            cst.Name(INVALID_NAME)
+        except cst.CSTValidationError as error:
+            refused.append(type(error).__name__)
+
+    other = threading.Thread(target=build)
+    other.start()
+    parsing.parse_module((FIXTURES / "compositions" / "unet.py").read_text(encoding="utf-8"))
+    other.join()
+    assert refused == ["CSTValidationError"]
+
+
+def _node_classes() -> list[type]:
+    found: list[type] = []
+    pending: list[type] = [cst.CSTNode]
+    while pending:
+        for sub in type.__subclasses__(pending.pop()):
+            if sub not in found:
+                found.append(sub)
+                pending.append(sub)
+    return found
 
 
 #: Valid Python whose parser-built tree libcst's validation refuses (LibCST issue 1061: TypeError
-#: in IfExp._validate): libcst.parse_module raises, skiplint's parse keeps the tree.
+#: in IfExp._validate): libcst.parse_module raises; skiplint parses it with a blank after `else`.
 VALIDATION_GAP = "a = b if c else(lambda: d)\n"
-
-
-def _libcst_own() -> tuple[object, dict[type, object]]:
-    """libcst's own CSTNode.__post_init__ and the node classes' own __init__s, whatever skiplint
-    has installed in this process so far."""
-    hook = cst.CSTNode.__dict__["__post_init__"]
-    if hook is getattr(parsing, "_validate_unless_parsed", None):
-        hook = parsing._LIBCST_POST_INIT
-    inits = {cls: original for cls, original, _ in parsing._PLAIN_INITS or ()}
-    return hook, inits
-
-
-#: libcst's own __init__s, as learnt from the plain inits that skiplint builds (an interrupted
-#: parse may leave some installed before it keeps their table).
-_OWN_INITS: dict[type, object] = {}
-
-
-def _restore_libcst() -> None:
-    """libcst as it is before skiplint's first parse, and parsing's state as in a fresh process."""
-    hook, inits = _libcst_own()
-    _OWN_INITS.update(inits)
-    for cls, original in _OWN_INITS.items():
-        setattr(cls, "__init__", original)
-    setattr(cst.CSTNode, "__post_init__", hook)
-    parsing._PLAIN_INITS = None
-    for name, fresh in (("_NATIVE_PARSE", None), ("_LIBCST_POST_INIT", getattr(parsing, "_validate", None)),
-                        ("_UNCHECKED_THREAD", None)):
-        if hasattr(parsing, name):
-            setattr(parsing, name, fresh)
-
-
-@pytest.fixture
-def fresh_libcst(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The test starts as in a process that has parsed nothing; whatever it leaves is undone."""
-    _restore_libcst()
-    monkeypatch.setattr(parsing, "_PARSED", 0)
-    yield
-    _restore_libcst()
-
-
-def assert_libcst_is_libcst() -> None:
-    """What anyone but skiplint's parse sees of libcst: a node built by hand is validated, and
-    libcst's own parse keeps its validation (and its issue-1061 refusal)."""
-    with pytest.raises(cst.CSTValidationError):
-        cst.Name(INVALID_NAME)
-    with pytest.raises(cst.CSTValidationError):
-        cst.Name("ok").with_changes(value=INVALID_NAME)
-    with pytest.raises(TypeError):
-        cst.parse_module(VALIDATION_GAP)
-
-
-@pytest.fixture
-def plain_inits(fresh_libcst: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every parse of the test runs with the plain __init__s, installed at its first parse."""
-    monkeypatch.setattr(parsing, "_PLAIN_INITS_AFTER", -1)
-
-
-@pytest.mark.usefixtures("plain_inits")
-def test_trees_built_by_the_plain_inits_are_libcst_trees() -> None:
-    assert _compare_with_libcst() > 100
-    assert parsing._PLAIN_INITS is not None
-    assert_libcst_is_libcst()  # outside the parse: validated
-
-
-@pytest.mark.usefixtures("fresh_libcst")
-def test_plain_inits_take_the_parameters_of_the_dataclass_ones() -> None:
-    inits = parsing._plain_inits(cst.CSTNode)
-    assert len(inits) > 100
-    taken = {cls for cls, _, _ in inits}
-    # the commonest nodes, and one with a default factory (Tuple's parentheses)
-    assert {cst.SimpleWhitespace, cst.Name, cst.Attribute, cst.Call, cst.Tuple, cst.Module} <= taken
-    for cls, original, plain in inits:
-        assert cls.__dict__["__init__"] is original
-        assert inspect.signature(plain) == inspect.signature(original), cls
-        assert (plain.__qualname__, plain.__module__) == (original.__qualname__, original.__module__)
-
-
-@pytest.mark.usefixtures("fresh_libcst")
-def test_a_plain_init_sets_what_the_dataclass_one_sets() -> None:
-    plain = {cls: init for cls, _, init in parsing._plain_inits(cst.CSTNode)}
-    element = cst.Element(cst.Name("a"))
-    for cls, args, kwargs in [
-        (cst.Tuple, ([element],), {}),  # lpar and rpar from their default factories
-        (cst.Tuple, (), {"elements": [element], "lpar": [], "rpar": []}),
-        (cst.Name, ("b",), {}),
-        (cst.Attribute, (), {"value": cst.Name("c"), "attr": cst.Name("d")}),
-    ]:
-        node = object.__new__(cls)
-        plain[cls](node, *args, **kwargs)
-        assert node.deep_equals(cls(*args, **kwargs)), cls
-    with pytest.raises(cst.CSTValidationError, match="^Cannot have empty name identifier.$"):
-        plain[cst.Name](object.__new__(cst.Name), INVALID_NAME)  # not called by the parser: validated
-    messages = []
-    for init in (plain[cst.Name], cst.Name.__init__):
-        with pytest.raises(TypeError, match="unexpected keyword argument 'nonesuch'") as error:
-            init(object.__new__(cst.Name), "e", nonesuch=1)
-        messages.append(str(error.value))
-    assert messages[0] == messages[1]  # Python names the same function
-
-
-def test_the_changes_to_libcst_are_made_once_and_kept(fresh_libcst: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    own_hook, _ = _libcst_own()
-    own_init = cst.Name.__dict__["__init__"]
-    monkeypatch.setattr(parsing, "_PLAIN_INITS_AFTER", len("v = 1\n"))
-    assert parsing.parse_module("v = 1\n").code == "v = 1\n"  # the first parse: the hook only
-    assert cst.CSTNode.__dict__["__post_init__"] is parsing._validate_unless_parsed
-    assert parsing._LIBCST_POST_INIT is own_hook and parsing._PLAIN_INITS is None
-    assert cst.Name.__dict__["__init__"] is own_init
-    assert_libcst_is_libcst()
-    assert parsing.parse_module(VALIDATION_GAP).code == VALIDATION_GAP  # past the threshold
-    assert parsing._PLAIN_INITS is not None
-    installed = {cls: cls.__dict__["__init__"] for cls, _, _ in parsing._PLAIN_INITS}
-    assert installed == {cls: plain for cls, _, plain in parsing._PLAIN_INITS}
-    assert installed[cst.Name] is not own_init
-    with pytest.raises(parsing.ParseFailure):
-        parsing.parse_module("v = = 1\n")
-    assert parsing.parse_module("v = 2\n").code == "v = 2\n"
-    assert {cls: cls.__dict__["__init__"] for cls in installed} == installed  # nothing undone, nothing redone
-    assert cst.CSTNode.__dict__["__post_init__"] is parsing._validate_unless_parsed
-    assert_libcst_is_libcst()
-
-
-def test_a_run_over_a_few_files_builds_no_plain_inits(fresh_libcst: None) -> None:
-    small = "x = 1\n" * 1000
-    for _ in range(parsing._PLAIN_INITS_AFTER // len(small)):
-        parsing.parse_module(small)
-    assert parsing._PLAIN_INITS is None
-    parsing.parse_module(small)
-    assert parsing._PLAIN_INITS is not None and parsing._PARSED > parsing._PLAIN_INITS_AFTER
 
 
 def test_the_validation_gap_fixture_is_checked_at_exact_places() -> None:
@@ -200,198 +160,40 @@ def test_the_validation_gap_fixture_is_checked_at_exact_places() -> None:
     assert [(d.line, d.col, d.code) for d in result.diagnostics] == [(12, 18, "SKP103"), (15, 14, "SKP101")]  # 0-based columns
 
 
-@pytest.mark.parametrize("threshold", [10**9, -1], ids=["dataclass inits", "plain inits"])
-def test_valid_python_that_libcst_validation_refuses_is_checked(fresh_libcst: None, monkeypatch: pytest.MonkeyPatch,
-                                                                 threshold: int) -> None:
+def test_valid_python_that_libcst_validation_refuses_is_checked() -> None:
     """LibCST issue 1061: its parser reads `x if c else(lambda: y)`, then IfExp._validate raises
-    TypeError on the parser's own node. The tree is kept, not reported as unparsable, and libcst's
-    own parse still refuses it, before and after."""
-    monkeypatch.setattr(parsing, "_PLAIN_INITS_AFTER", threshold)
-    with pytest.raises(TypeError):
-        cst.parse_module(VALIDATION_GAP)
+    TypeError on the parser's own node. The text is parsed with a blank after `else` (the same
+    tree but for that blank), not reported as unparsable."""
     module = parsing.parse_module(VALIDATION_GAP)
-    assert (parsing._PLAIN_INITS is not None) == (threshold < 0)
-    assert module.code == VALIDATION_GAP
+    assert module.code == "a = b if c else (lambda: d)\n"
     assignment = module.body[0].body[0]
     assert isinstance(assignment, cst.Assign)
     assert isinstance(assignment.value, cst.IfExp)
     assert isinstance(assignment.value.orelse, cst.Lambda)
-    assert_libcst_is_libcst()
+    with pytest.raises(parsing.ParseFailure, match="^syntax error"):
+        parsing.parse_module("a = b if c else(lambda: d) +\n")
 
 
-def test_validation_stands_after_every_way_a_parse_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_way_a_parse_ends(monkeypatch: pytest.MonkeyPatch) -> None:
     assert parsing.parse_module("x = 1\n").code == "x = 1\n"
     with pytest.raises(parsing.ParseFailure, match="^syntax error"):
         parsing.parse_module("x = = 1\n")
-    assert_libcst_is_libcst()
 
-    def too_deep(*args: object, **kwargs: object) -> cst.Module:
+    def too_deep(text: str) -> cst.Module:
         raise RecursionError
 
-    monkeypatch.setattr(parsing, "_NATIVE_PARSE", too_deep)
+    monkeypatch.setattr(parsing, "_libcst_parse", too_deep)
     with pytest.raises(parsing.ParseFailure, match=r"^nested too deeply for the parser \(RecursionError\)$"):
-        parsing.parse_module("x = 1\n")
-    assert_libcst_is_libcst()
-
-
-def _during_the_parse(act: Callable[[], None]) -> None:
-    """Call `act` once, from a trace function, as the parse of a small text builds its first node
-    (in the frame of that node's __init__, with the parse under way below it)."""
-    done: list[bool] = []
-
-    def trace(frame: types.FrameType, event: str, arg: object) -> Optional[Callable[..., object]]:
-        if not done and event == "call" and isinstance(frame.f_locals.get("self"), cst.CSTNode):
-            done.append(True)
-            act()
-        return None
-
-    sys.settrace(trace)
-    try:
-        module = parsing.parse_module("w = [v for v in range(3)]\n")
-    finally:
-        sys.settrace(None)
-    assert done == [True] and module.code == "w = [v for v in range(3)]\n"
-
-
-def _refusals() -> list[str]:
-    """What libcst refuses, as anyone but skiplint's parse builds it: the names of the errors."""
-    refused = []
-    for build in (lambda: cst.Name(INVALID_NAME), lambda: cst.parse_module(VALIDATION_GAP)):
-        try:
-            build()
-        except (cst.CSTValidationError, TypeError) as error:
-            refused.append(type(error).__name__)
-    return refused
-
-
-@pytest.mark.parametrize("threshold", [10**9, -1], ids=["dataclass inits", "plain inits"])
-def test_a_thread_started_without_threading_builds_validated_nodes_during_a_parse(
-        fresh_libcst: None, monkeypatch: pytest.MonkeyPatch, threshold: int) -> None:
-    monkeypatch.setattr(parsing, "_PLAIN_INITS_AFTER", threshold)
-    parsing.parse_module("w = 0\n")  # the changes made, when the threshold allows
-    there: list[list[str]] = []
-    finished = _thread.allocate_lock()
-
-    def build() -> None:
-        try:
-            there.append(_refusals())
-        finally:
-            finished.release()
-
-    def start_one() -> None:
-        finished.acquire()
-        _thread.start_new_thread(build, ())
-        finished.acquire()  # until the thread is done; the parse waits below
-        finished.release()
-
-    _during_the_parse(start_one)
-    assert there == [["CSTValidationError", "TypeError"]]
-
-
-@pytest.mark.parametrize("threshold", [10**9, -1], ids=["dataclass inits", "plain inits"])
-def test_a_threading_thread_builds_validated_nodes_during_a_parse(
-        fresh_libcst: None, monkeypatch: pytest.MonkeyPatch, threshold: int) -> None:
-    monkeypatch.setattr(parsing, "_PLAIN_INITS_AFTER", threshold)
-    parsing.parse_module("w = 0\n")
-    there: list[list[str]] = []
-
-    def start_one() -> None:
-        other = threading.Thread(target=lambda: there.append(_refusals()))
-        other.start()
-        other.join()
-
-    _during_the_parse(start_one)
-    assert there == [["CSTValidationError", "TypeError"]]
-
-
-@pytest.mark.parametrize("threshold", [10**9, -1], ids=["dataclass inits", "plain inits"])
-def test_a_signal_handler_during_a_parse_builds_validated_nodes(
-        fresh_libcst: None, monkeypatch: pytest.MonkeyPatch, threshold: int) -> None:
-    monkeypatch.setattr(parsing, "_PLAIN_INITS_AFTER", threshold)
-    parsing.parse_module("w = 0\n")
-    handled: list[list[str]] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: handled.append(_refusals()))
-    try:
-        _during_the_parse(lambda: signal.raise_signal(signal.SIGINT))
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    assert handled == [["CSTValidationError", "TypeError"]]
-
-
-def _interrupt_at(event: int, how: str) -> Callable[[types.FrameType, str, object], object]:
-    """A trace function that raises KeyboardInterrupt at the event-th event it sees (of every
-    frame: calls, lines, returns), directly or from a SIGINT handler."""
-    seen = [0]
-
-    def trace(frame: types.FrameType, kind: str, arg: object) -> object:
-        seen[0] += 1
-        if seen[0] == event:
-            if how == "signal":
-                signal.raise_signal(signal.SIGINT)
-            raise KeyboardInterrupt
-        return trace
-
-    return trace
-
-
-def _interrupted(event: int, how: str, text: str) -> bool:
-    """Parse `text` with a KeyboardInterrupt at the event-th traced event; whether it came."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    sys.settrace(_interrupt_at(event, how))
-    try:
-        parsing.parse_module(text)
-    except KeyboardInterrupt:
-        return True
-    finally:
-        sys.settrace(None)
-        signal.signal(signal.SIGINT, previous)
-    return False
-
-
-def _parse_elsewhere(text: str) -> Optional[str]:
-    """The code of parse_module(text) in another thread, or None when it has not ended within a
-    minute (a lock that the interrupted parse left held: it would wait for ever)."""
-    done: list[str] = []
-    other = threading.Thread(target=lambda: done.append(parsing.parse_module(text).code), daemon=True)
-    other.start()
-    other.join(timeout=60)
-    return done[0] if done else None
-
-
-@pytest.mark.parametrize("how", ["trace", "signal"])
-@pytest.mark.parametrize("stage", ["first parse", "first past the threshold", "later"])
-def test_an_interrupted_parse_never_leaves_libcst_altered(fresh_libcst: None, monkeypatch: pytest.MonkeyPatch,
-                                                         stage: str, how: str) -> None:
-    """Ctrl-C at every point of a parse: making the changes, parsing, ending (in every frame: the
-    token scan, the parser's node __init__s, what follows). Whatever point it lands on, libcst
-    stays libcst for everyone else, and the next parse is whole."""
-    table = parsing._plain_inits(cst.CSTNode)  # built once here: building is 30,000 traced events
-    _OWN_INITS.update({cls: original for cls, original, _ in table})
-    monkeypatch.setattr(parsing, "_plain_inits", lambda node: table)
-    text = "x = f(1, *y)\n"
-    events = 0
-    while True:
-        events += 1
-        _restore_libcst()
-        monkeypatch.setattr(parsing, "_PLAIN_INITS_AFTER", -1 if stage != "first parse" else 10**9)
-        if stage == "later":
-            parsing.parse_module("w = 0\n")
-        if not _interrupted(events, how, text):
-            break
-        assert_libcst_is_libcst()
-        assert _parse_elsewhere(text) == text, f"the parse after event {events} did not end"
-        assert parsing.parse_module(VALIDATION_GAP).code == VALIDATION_GAP
-        assert_libcst_is_libcst()
-    assert events > 150  # every event of the parse, up to the one after its last
+        parsing.parse_module("x = 1\n", parsing.StatementParts())  # none kept: libcst parses it
 
 
 # -- the quick bounds of the token scan -------------------------------------------------------------
 
 def _scan(text: str) -> tuple[str | None, list[tuple[int, str]], bool]:
-    scan = parsing._Scan(text)
+    scan = tokenscan._Scan(text)
     try:
         scan.code(0)
-    except parsing._Refused as refused:
+    except tokenscan._Refused as refused:
         return str(refused), scan.tops, scan.deep
     return None, scan.tops, scan.deep
 
@@ -399,7 +201,7 @@ def _scan(text: str) -> tuple[str | None, list[tuple[int, str]], bool]:
 def _agrees(text: str) -> bool:
     """Whether the quick bounds took the text; when they did, the exact scan accepts it too,
     finds the same column-0 lines, and finds the tree deep only where the bounds say it may be."""
-    quick = parsing._quick_bounds(text)
+    quick = guard._quick_bounds(text)
     if quick is None:
         return False
     refused, tops, deep = _scan(text)
@@ -426,7 +228,7 @@ def test_quick_bounds_take_the_fixtures_and_agree_with_the_scan() -> None:
     "x = [" + "a, " * 2000 + "]\n",  # the scan's runs end at each comma; the bound's at the line
 ])
 def test_quick_bounds_leave_to_the_scan_what_they_cannot_bound(text: str) -> None:
-    assert parsing._quick_bounds(text) is None
+    assert guard._quick_bounds(text) is None
     refused, _, _ = _scan(text)
     verdict = parsing.hazard(text)
     assert (verdict is None and refused is None) or (verdict is not None and verdict[0] == refused)
@@ -448,7 +250,7 @@ def test_quick_bounds_leave_to_the_scan_what_they_cannot_bound(text: str) -> Non
 def test_quick_bounds_agree_with_the_scan(text: str) -> None:
     assert _agrees(text)
     assert parsing.hazard(text) is None
-    assert parsing.top_level_starts(text) is not None
+    assert guard.top_level_starts(text) is not None
 
 
 @pytest.mark.slow

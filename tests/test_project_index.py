@@ -137,3 +137,83 @@ def test_the_walk_keeps_imports_out_of_the_cycle_collectors_view(tmp_path: Path)
     assert scanned.binding("D") == [Imported("D", ".blocks", "Down")]
     assert scanned.binding("Down") == [] and scanned.binding("os") == []
     assert scanned.starred() == ["x"]
+
+
+# -- the session: what one analysis is handed, and nothing another one reads ------------------------
+
+MODEL = '''from torch import nn
+from torchgpipe import GPipe
+
+from .blocks import Down, Up
+
+
+def helper(x):
+    return x + 1
+
+
+class Plain(nn.Module):
+    def forward(self, x):
+        return helper(x)
+
+
+model = GPipe(nn.Sequential(Up(), Plain(), Down()), balance=[2, 1], chunks=2)
+'''
+
+
+def test_editing_a_document_that_imports_a_module_reparses_only_the_edited_statements(tmp_path: Path) -> None:
+    """The language server's memo of a document is handed to the parse of that document only:
+    parsing the module it imports (the project index's summary of blocks.py) leaves it alone, so
+    every edit re-parses the touched statements and keeps the others, node for node."""
+    from skiplint import config, reparse
+    from skiplint.lsp import features
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "blocks.py").write_text(BLOCKS)
+    path = str(pkg / "model.py")
+    (pkg / "model.py").write_text(MODEL)
+    memo = reparse.Memo()
+    text = MODEL
+    memo.target = text
+    first = features.check(text, path, config.Config(), memo)
+    assert [d.code for d in first.diagnostics] == ["SKP201", "SKP202"]
+    assert memo.text is text and memo.reused == 0
+    for edit in range(1, 6):
+        before = memo.module
+        assert before is not None
+        text = text.replace(f"return x + {edit}", f"return x + {edit + 1}")
+        memo.target = text
+        result = features.check(text, path, config.Config(), memo)
+        assert [d.code for d in result.diagnostics] == ["SKP201", "SKP202"]
+        assert memo.reused == edit and memo.text is text
+        after = memo.module
+        assert after is not None and after.code == text
+        kept = [a is b for a, b in zip(before.body, after.body)]
+        # the helper and its neighbours are parsed again; the statements further away are the same nodes
+        assert kept == [True, True, False, False, False, True], kept
+
+
+def test_two_sessions_with_their_own_configurations_interleaved_in_one_process(tmp_path: Path) -> None:
+    """The same text checked by two doors at once, each with its own configuration (an api-alias
+    that makes `mypkg.skip` the API, max-unroll) and its own session: each gives its own findings,
+    whatever order their steps run in, and each keeps only its own compositions."""
+    from skiplint import config, parallel
+
+    text = ("from mypkg.skip import skippable, stash\nfrom torch import nn\n\n\n"
+            "@skippable(stash=['declared'])\nclass Layer(nn.Module):\n    def forward(self, x):\n"
+            "        yield stash('other', x)\n        return x\n\n\nmodel = nn.Sequential(Layer())\n")
+    path = str(tmp_path / "m.py")
+    aliased = config.Config(api_aliases=(("mypkg.skip.skippable", "torchgpipe.skip.skippable"),
+                                         ("mypkg.skip.stash", "torchgpipe.skip.stash")), max_unroll=2)
+    plain = config.Config(max_unroll=50)
+    kept: dict[str, dict[str, object]] = {"aliased": {}, "plain": {}}
+    found: dict[str, list[list[tuple[int, str]]]] = {"aliased": [], "plain": []}
+    for name in ("aliased", "plain", "plain", "aliased", "aliased", "plain"):
+        settings = aliased if name == "aliased" else plain
+        session = engine.Session(kept=kept[name])  # type: ignore[arg-type]
+        result = parallel.check_source(text, path, settings, session)
+        found[name].append([(d.line, d.code) for d in result.diagnostics])
+    assert found["aliased"] == [[(5, "SKP103"), (8, "SKP101"), (12, "SKP202")]] * 3
+    assert found["plain"] == [[]] * 3
+    assert list(kept["aliased"]) == [path] and kept["plain"] == {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 
 from skiplint import engine
+from tests.messages import said
 
 HEADER = """\
 from torch import nn
@@ -39,8 +40,8 @@ def test_a_factory_called_with_literals_is_checked_per_call() -> None:
         Bad = make("b", "c")
     """)
     assert found == [
-        (3, 22, "SKP103", "SKP103 'b' is declared in stash=[...] but no path of forward stashes it"),
-        (6, 18, "SKP101", "SKP101 'c' is stashed but not declared in stash=[...]"),
+        (3, 22, "SKP103", said("SKP103", name="b")),
+        (6, 18, "SKP101", said("SKP101", name="c")),
     ]
 
 

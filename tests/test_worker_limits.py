@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from skiplint import limits, parallel
+from tests.messages import printed
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs POSIX signals")
 
@@ -106,8 +107,8 @@ HOOK = textwrap.dedent("""\
 
 def checked(i: int) -> list[str]:
     """The output for src/mNN.py when it is checked."""
-    return [f"src/m{i:02d}.py:5:19: SKP103 'declared' is declared in stash=[...] but no path of forward stashes it",
-            f"src/m{i:02d}.py:8:15: SKP101 'typo' is stashed but not declared in stash=[...]"]
+    return [printed(f"src/m{i:02d}.py", 5, 19, "SKP103", name="declared"),
+            printed(f"src/m{i:02d}.py", 8, 15, "SKP101", name="typo")]
 
 
 #: The limit in these runs: far above what a file takes on a loaded machine, also in a fresh process.

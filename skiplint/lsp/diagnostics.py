@@ -201,8 +201,7 @@ class Analyses:
         else:
             memo = self._parses.setdefault(document.uri, reparse.Memo())
             memo.target = document.text
-            with parsing.reusing(memo):
-                result = features.check(document.text, path, settings)
+            result = features.check(document.text, path, settings, memo)
         diagnostics = tuple(self.protocol_diagnostic(document, d) for d in result.diagnostics)
         self._cost[document.uri] = time.perf_counter() - started
         return Published(document, result, diagnostics), problems

@@ -24,6 +24,7 @@ from skiplint.rules.analyzer import INTERNAL_ERROR, UNCHECKED_FILE
 if TYPE_CHECKING:
     from skiplint import layout as layout_module
     from skiplint.facts import ModelFacts, Site
+    from skiplint.parsing import Memo
 
 # The engine (libcst), the fixer and the layout are imported on first use, so that the server
 # answers `initialize` before they are loaded.
@@ -38,12 +39,13 @@ TARGETS = tuple(edits.TARGETS)
 UNSUPPRESSIBLE = frozenset({UNCHECKED_FILE.code, INTERNAL_ERROR.code})
 
 
-def check(text: str, path: str, settings: config.Config) -> FileResult:
+def check(text: str, path: str, settings: config.Config, memo: Optional["Memo"] = None) -> FileResult:
     """The findings of the CLI for this text under the name `path`: `skiplint - --stdin-display-name
     PATH` given the bytes a file holding the text has (documents.file_bytes), through the CLI's
     own door for such bytes (parallel.check_data: its prefilter, decoding, size limit and SKP902
     for an analyzer bug); nothing for a file the project's own exclude patterns name (as for a
-    path named on the command line), and nothing for a file-level `# skiplint: noqa`."""
+    path named on the command line), and nothing for a file-level `# skiplint: noqa`. `memo`: the document's memo of its last parse
+    (skiplint.reparse), handed to the parse of this text only."""
     if settings.excludes_named(path):
         return FileResult(path, ())
     if len(text) > sources.MAX_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) > sources.MAX_BYTES:
@@ -57,7 +59,9 @@ def check(text: str, path: str, settings: config.Config) -> FileResult:
         verdict = prefilter.judge(data, path)  # text object where it reads the same (the reparse memo knows it)
         return text if isinstance(verdict, str) and verdict == text else verdict
 
-    result = parallel.checked(path, settings, triage)
+    from skiplint import engine
+
+    result = parallel.checked(path, settings, triage, engine.Session(memo=memo))
     if result.diagnostics or result.error is not None:
         try:
             if filenoqa.skips_file(sources.decode(data)):

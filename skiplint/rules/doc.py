@@ -1,11 +1,15 @@
-"""The rule reference, rendered from the rule units: docs/rules.md, `skiplint rule` and the hover.
+"""The rule reference, rendered from the rule units: docs/rules.md, `skiplint rule` and the hover;
+and the snapshot of what skiplint says about each rule's examples.
 
-`python -m skiplint.rules.doc > docs/rules.md`; tests/test_ruledoc.py keeps the file equal to this
-output. Each section is read from one `Rule` (summary, template, reported at, when, failure,
-opt-in), its family module (TITLE, BLURB) and its example files: `examples/skpNNN/bad.py` and
-`fixed.py` beside this module, shipped in the wheel. A bad example marks each line where a
-diagnostic belongs with `# expect: SKPnnn`, which tests/test_rule_examples.py checks and the
-rendered examples leave out.
+`python -m skiplint.rules.doc --write` writes everything generated from the rules: docs/rules.md,
+the `--help` blocks of docs/usage.md (which list the opt-in codes) and every rule's snapshot;
+tests/test_ruledoc.py, tests/test_help_docs.py and tests/test_rule_examples.py keep them equal to
+this output (`python -m skiplint.rules.doc` alone prints docs/rules.md). Each section is read from
+one `Rule` (summary, template, reported at, when, failure, opt-in), its family module (TITLE,
+BLURB) and its example files: `examples/skpNNN/bad.py` and `fixed.py` beside this module, shipped
+in the wheel. A bad example marks each line where its rule reports with `# expect: SKPnnn`, which
+the rendered examples leave out. `examples/skpNNN/snapshot.txt` holds what the CLI prints for the
+two examples with that rule alone selected, and the diff `skiplint fix` makes of the bad one.
 
 `import skiplint.rules` never imports this module: it is for people, not for the lint.
 """
@@ -181,7 +185,86 @@ def render() -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+#: The file beside a rule's examples that holds what skiplint says about them.
+SNAPSHOT = "snapshot.txt"
+#: The command that writes every generated file (said in each of them).
+WRITE = "python -m skiplint.rules.doc --write"
+
+
+def snapshot_path(code: str) -> Path:
+    return EXAMPLES / code.lower() / SNAPSHOT
+
+
+def snapshot(code: str) -> str:
+    """What the CLI prints for a rule's two examples with only that rule selected (`--select
+    CODE`, the output piped: one finding per line), and, for a rule with a fix, the diff that
+    `skiplint fix --select CODE --diff` makes of the bad example as the docs show it."""
+    from skiplint import engine, fix, formats
+
+    selection = rules.Selection(select=(code,))
+    out = [f"# What skiplint says about these examples with {code} alone. Generated: {WRITE}"]
+    for kind in ("bad", "fixed"):
+        name = f"{kind}.py"
+        out.append(f"$ skiplint --select {code} {name}")
+        result = engine.check_text(example_source(code, kind), name, selection)
+        out += formats.text(formats.Report([result])).splitlines()
+    if rules.RULES[code].fixer is not None:
+        out.append(f"$ skiplint fix --select {code} --diff bad.py  # the example without its markers")
+        out += fix.diff(fix.fix_source(example(code, "bad"), "bad.py", codes=(code,))).splitlines()
+    return "\n".join(out) + "\n"
+
+
+#: The `--help` texts docs/usage.md shows, each between `<!-- BEGIN name -->` and `<!-- END name -->`.
+HELP_BLOCKS = ((), ("check",), ("rule",), ("fix",), ("server",))
+#: docs/usage.md, from a source checkout (None in an installed package).
+USAGE = Path(__file__).resolve().parents[2] / "docs" / "usage.md"
+RULES_MD = USAGE.parent / "rules.md"
+
+
+def help_text(argv: Sequence[str]) -> str:
+    """`skiplint ARGV --help` at 100 columns, as docs/usage.md shows it (argparse lays it out on
+    Python 3.11)."""
+    import os
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "skiplint", *argv, "--help"], capture_output=True, text=True,
+                          env=dict(os.environ, COLUMNS="100"), check=True, timeout=60)
+    return done.stdout.rstrip()
+
+
+def help_block_name(argv: Sequence[str]) -> str:
+    return " ".join(["skiplint", *argv, "--help"])
+
+
+def usage_with_help(usage: str) -> str:
+    """docs/usage.md with every `--help` block replaced by the current help."""
+    for argv in HELP_BLOCKS:
+        name = re.escape(help_block_name(argv))
+        block = re.compile(rf"(<!-- BEGIN {name} -->\n```text\n).*?(\n```\n<!-- END {name} -->)", re.S)
+        text = help_text(argv)
+        usage = block.sub(lambda match: match.group(1) + text + match.group(2), usage)
+    return usage
+
+
+def write() -> None:
+    """Write every file generated from the rules (see the module's docstring)."""
+    RULES_MD.write_text(render(), encoding="utf-8")
+    if sys.version_info[:2] == (3, 11):  # the Python whose argparse layout the docs show
+        USAGE.write_text(usage_with_help(USAGE.read_text(encoding="utf-8")), encoding="utf-8")
+    else:
+        print("docs/usage.md left as it is: its --help blocks are written on Python 3.11", file=sys.stderr)
+    for code in rules.RULES:
+        snapshot_path(code).write_text(snapshot(code), encoding="utf-8")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--write"]:
+        write()
+        return 0
+    if args:
+        print("usage: python -m skiplint.rules.doc [--write]", file=sys.stderr)
+        return 2
     sys.stdout.write(render())
     return 0
 

@@ -69,12 +69,12 @@ def analyse(paths: Iterable[str], finder: Optional[config.Finder] = None) -> Ana
     out = Analysis()
     models: dict[str, ModelFacts] = {}
     diagnostics: list[Diagnostic] = []
-    with engine.keeping_models(models):
-        for path in sorted({shown_path(p) for p in paths}):
-            settings = finder.for_file(path)
-            if settings.excludes_named(path):
-                continue
-            diagnostics.extend(parallel.check_one((path, settings)).diagnostics)
+    session = engine.Session(kept=models)
+    for path in sorted({shown_path(p) for p in paths}):
+        settings = finder.for_file(path)
+        if settings.excludes_named(path):
+            continue
+        diagnostics.extend(parallel.check_one((path, settings), session).diagnostics)
     out.compositions = {path: facts.compositions for path, facts in models.items()}
     out.pipes = {path: facts.pipes for path, facts in models.items()}
     out.findings = [finding_of(d, out.compositions.get(d.path, ())) for d in diagnostics]
