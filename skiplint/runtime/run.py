@@ -256,8 +256,6 @@ class Runner:
         #: The static pass (once the static step ran) and the target as it tells findings apart.
         self.analysis = static_pass.Analysis()
         self.static_target = static_pass.Target(None, "")
-        #: The pipelining backend's traced inputs (names of the graph's placeholders).
-        self.pipeline_inputs: frozenset[str] = frozenset()
 
     # -- helpers --------------------------------------------------------------------------
     def _observe(self, step: str, error: BaseException, layer: Optional[str]) -> list[Observation]:
@@ -417,7 +415,7 @@ class Runner:
                 out["status"], out["detail"] = "failed", f"{len(found)} mismatch(es)"
 
     def split(self) -> None:
-        """The pipelining backend's partitioning: the fx trace and split_module at the balance."""
+        """The pipelining backend's partitioning: the stage plan at the balance (skiplint.runtime.adapter)."""
         from skiplint.runtime import pipelining
 
         assert self.lib is not None
@@ -426,13 +424,9 @@ class Runner:
                 out["status"], out["detail"] = "skipped", "verify_skippables failed"
                 return
             self.reach.layout_ran = True
-            done = pipelining.split(self.model, self.lib, self.balance,
-                                    lambda error, layer: self._observe(pipelining.STEP_SPLIT, error, layer))
+            done = pipelining.split(self.model, self.lib, self.balance)
             self.raw.extend(done.observations)
             self.balanced = done.balanced
-            if done.failed_layer is not None and done.failed_layer in self.reach.layers:
-                self.reach.failed.add(self.reach.layers[done.failed_layer])
-            self.pipeline_inputs = done.inputs
             if done.crossings is not None:
                 self.report.crossings, self.report.runtime_routes = done.crossings, done.routes
             if not done.balanced:
