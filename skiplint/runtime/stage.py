@@ -65,7 +65,8 @@ def run_stage(model: Any, sample: Any, weights: Any, balance: list[int], chunks:
     note(STAGE_BUILD, True)
     module = adapter.Stage(model, adapter.plan(model, tuple(balance)), rank).to(device)
     stage = PipelineStage(module, rank, world, device)
-    stage.forward_one_chunk = _noted(stage.forward_one_chunk, STAGE_FORWARD, note)  # type: ignore[method-assign]
+    # The stage's own forward work, wherever the library calls it (its shape inference included).
+    module.forward = _noted(module.forward, STAGE_FORWARD, note)  # type: ignore[method-assign]
     stage.backward_one_chunk = _noted(stage.backward_one_chunk, STAGE_BACKWARD, note)  # type: ignore[method-assign]
     # As many micro-batches as the library's pipe makes of this sample (fewer when it is small).
     schedule = ScheduleGPipe(stage, n_microbatches=len(sample.chunk(chunks)),

@@ -83,7 +83,7 @@ def test_clean_unet_is_one_run_with_one_report(nproc, balance):
     assert payload["devices"] == ["cpu"] * nproc
     assert [(s["name"], s["status"]) for s in payload["steps"]] == [
         ("import", "ok"), ("build", "ok"), ("static analysis", "ok"), ("verify_skippables", "ok"),
-        ("fx trace and split_module", "ok"), ("plain Sequential", "ok"),
+        ("stage plan", "ok"), ("plain Sequential", "ok"),
         (f"pipelining ScheduleGPipe ({nproc} ranks)", "ok"), ("join", "ok")]
     assert [(c["mode"], c["ok"]) for c in payload["comparisons"]] == [("pipelining", True)]
     assert sorted(map(tuple, (r.values() for r in payload["runtime_routes"]))) == sorted(
