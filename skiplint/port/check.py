@@ -109,9 +109,14 @@ def run(settings: Any, built: Any, timeout: float) -> int:
     sample = built.sample
     if not isinstance(sample, torch.Tensor):
         raise CannotPort(f"--check needs a tensor sample, not a {type(sample).__name__}")
+    from skiplint.runtime.errors import one_line
+
     model = built.model.cpu()
-    with torch.no_grad():
-        shape = copy.deepcopy(model)(sample).shape
+    try:
+        with torch.no_grad():
+            shape = copy.deepcopy(model)(sample).shape
+    except Exception as error:
+        raise CannotPort(f"the model fails on its sample: {one_line(error)}") from error
     weights = torch.randn(shape, generator=torch.Generator().manual_seed(0))
     if sample.dim() == 0 or sample.shape[0] % settings.chunks:
         raise CannotPort(f"--check splits the sample into {settings.chunks} equal micro-batches: its batch of "
@@ -127,8 +132,14 @@ def run(settings: Any, built: Any, timeout: float) -> int:
         for dtype in DTYPES:
             kind = getattr(torch, dtype)
             twin = copy.deepcopy(model).to(kind)
-            expected[dtype] = reference(settings, twin, sample.to(kind) if sample.is_floating_point() else sample,
-                                        weights.to(kind))
+            try:
+                expected[dtype] = reference(settings, twin, sample.to(kind) if sample.is_floating_point() else sample,
+                                            weights.to(kind))
+            except CannotPort:
+                raise
+            except Exception as error:
+                raise CannotPort(f"the model fails under {settings.library}'s pipe, so there is nothing to compare "
+                                 f"the port with: {one_line(error)}") from error
         problem = _launch(settings, folder, timeout)
         if problem is not None:
             print(f"skiplint port: --check could not run the port: {problem}", file=sys.stderr)

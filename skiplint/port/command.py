@@ -55,6 +55,20 @@ def _library(built: Any) -> str:
     return next(iter(found)) if found else "torchgpipe"
 
 
+def _verified(model: Any, library: str) -> None:
+    """CannotPort when the library's verify_skippables rejects the model: its stashes and pops do
+    not pair, so no pipe runs it (the port included)."""
+    from skiplint.runtime import backends
+
+    try:
+        backends.load(library).verify_skippables(model)
+    except TypeError as error:
+        lines = [line[2:] for line in str(error).splitlines() if line.startswith("* ")]
+        more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+        raise CannotPort(f"{library}'s verify_skippables rejects the model: {lines[0] if lines else error}{more}; "
+                         "`skiplint check` says where") from None
+
+
 def settle(target: str, balance: Optional[tuple[int, ...]], chunks: Optional[int], schedule: str,
            built: Any) -> Settings:
     """The settings of the port: given options first, then the factory's pipe's, then defaults;
@@ -82,6 +96,8 @@ def settle(target: str, balance: Optional[tuple[int, ...]], chunks: Optional[int
         origin.append(("chunks", "one micro-batch per stage, at least 2"))
     if chunks < 1:
         raise CannotPort(f"--chunks must be at least 1, not {chunks}")
+    library = _library(built)
+    _verified(built.model, library)
     try:
         adapter.plan(built.model, balance)
     except adapter.NoPlan as error:
@@ -99,7 +115,7 @@ def settle(target: str, balance: Optional[tuple[int, ...]], chunks: Optional[int
         if chunks % rounds:
             raise CannotPort(f"the interleaved schedule over {ranks} processes splits the micro-batches into "
                              f"{rounds} equal rounds: --chunks {chunks} does not divide into them")
-    return Settings(target, tuple(balance), int(chunks), schedule, ranks_for(schedule, stages), _library(built),
+    return Settings(target, tuple(balance), int(chunks), schedule, ranks_for(schedule, stages), library,
                     built.checkpoint, tuple(origin))
 
 
