@@ -1,4 +1,4 @@
-"""The `skiplint` command: `check` (the default), `fix`, `layout`, `verify`, `rule` and `server`.
+"""The `skiplint` command: `check` (the default), `fix`, `layout`, `verify`, `port`, `rule` and `server`.
 
 `skiplint [PATH ...]` is `skiplint check [PATH ...]`: a first argument that is not a command name
 starts a check. The other commands live in their own modules, imported only when used; nothing

@@ -23,9 +23,10 @@ from skiplint.rules import doc
 CODES = list(rules.RULES)
 #: Rules no source shows on purpose: their examples are the report itself.
 NO_SOURCE_EXAMPLE = ("SKP902",)
-#: Codes of the composition/pipe analysis: their fixed examples may still cross partitions, which
-#: SKP302 (opt-in, a cost report) reports when every code is selected.
-COMPOSITION_CODES = [code for code in CODES if code.startswith(("SKP2", "SKP3"))]
+#: Codes of the composition/pipe analysis (and the port family's, which judges pipes and
+#: compositions): their fixed examples may still cross partitions, which SKP302 (opt-in, a cost
+#: report) reports when every code is selected.
+COMPOSITION_CODES = [code for code in CODES if code.startswith(("SKP2", "SKP3", "SKP5"))]
 
 
 def _found(source: str, selection: Selection) -> frozenset[tuple[int, str]]:

@@ -69,6 +69,29 @@ def _verified(model: Any, library: str) -> None:
                          "`skiplint check` says where") from None
 
 
+def _carried(model: Any, balance: tuple[int, ...], sample: Any, chunks: int) -> None:
+    """CannotPort when a stage would send a value that is not a tensor: the stages run one after the
+    other here on the sample's first micro-batch, as torch.distributed.pipelining would cut them."""
+    import copy
+
+    import torch
+
+    from skiplint.runtime import adapter
+    from skiplint.runtime.errors import one_line
+
+    twin = copy.deepcopy(model)
+    try:
+        with torch.no_grad():
+            for _ in adapter.run_in_sequence(adapter.stages(twin, adapter.plan(twin, balance)),
+                                             sample.chunk(chunks)[0]):
+                pass
+    except adapter.NotCarried as error:
+        raise CannotPort(f"{error}: torch.distributed.pipelining carries only tensors between stages; stash a "
+                         "tensor, or keep the stash and its pop in one stage (SKP501)") from None
+    except Exception as error:
+        raise CannotPort(f"the model fails on its sample: {one_line(error)}") from error
+
+
 def settle(target: str, balance: Optional[tuple[int, ...]], chunks: Optional[int], schedule: str,
            built: Any) -> Settings:
     """The settings of the port: given options first, then the factory's pipe's, then defaults;
@@ -102,6 +125,8 @@ def settle(target: str, balance: Optional[tuple[int, ...]], chunks: Optional[int
         adapter.plan(built.model, balance)
     except adapter.NoPlan as error:
         raise CannotPort(str(error)) from None
+    if built.sample is not None:
+        _carried(built.model, balance, built.sample, chunks)
     stages = len(balance)
     if schedule == "1f1b" and chunks < stages:
         raise CannotPort(f"the 1f1b schedule needs at least as many micro-batches as stages: --chunks {stages} "
@@ -166,10 +191,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         found = blockers.static(args.target)
         if found:
-            for line in found:
-                print(line, file=sys.stderr)
-            raise CannotPort(found[0].split(": ", 1)[-1] if len(found) == 1 else
-                             f"{len(found)} findings block the port (listed above)")
+            more = f" (and {len(found) - 1} more: skiplint check --select SKP5)" if len(found) > 1 else ""
+            raise CannotPort(found[0] + more)
         built = build(args.target)
         settings = settle(args.target, args.balance, args.chunks, args.schedule, built)
         if args.output is not None:

@@ -271,3 +271,64 @@ def test_the_written_script_trains_the_unet_as_gpipe_does(capsys, tmp_path):
     ported, expected = _losses(trained.stdout), _losses(gpipe.stdout)
     assert len(ported) == len(expected) == 3
     assert ported == pytest.approx(expected, rel=1e-5, abs=1e-6)
+
+
+CHECKPOINTED = textwrap.dedent('''\
+    import torch
+    from torch import nn
+    from torchgpipe import GPipe
+
+
+    def make_pipe():
+        model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4))
+        return GPipe(model, balance=[2, 1], devices=["cpu", "cpu"], chunks=2, checkpoint="always")
+''')
+
+NONE_ACROSS = textwrap.dedent('''\
+    import torch
+    from torch import nn
+    from torchgpipe.skip import pop, skippable, stash
+
+
+    @skippable(stash=["mask"])
+    class NoMask(nn.Module):
+        def forward(self, x):
+            yield stash("mask", None)
+            return x
+
+
+    @skippable(pop=["mask"])
+    class ApplyMask(nn.Module):
+        def forward(self, x):
+            mask = yield pop("mask")
+            return x if mask is None else x * mask
+
+
+    def build():
+        return nn.Sequential(NoMask(), nn.Linear(4, 4), ApplyMask()), torch.ones(4, 4)
+''')
+
+
+def test_a_blocker_finding_refuses_the_port_in_the_rules_words(capsys, tmp_path):
+    path = tmp_path / "checkpointed.py"
+    path.write_text(CHECKPOINTED)
+    code, out, err = port_cli(capsys, f"{path}:make_pipe", "-o", str(tmp_path / "pp.py"))
+    assert (code, out) == (2, "")
+    assert err == (f"skiplint port: cannot port {path}:make_pipe: {path}:8:75: SKP503 GPipe(checkpoint='always') "
+                   "has no counterpart in torch.distributed.pipelining: wrap the layers to recompute in "
+                   "torch.utils.checkpoint.checkpoint inside their forward instead\n")
+    found = subprocess.run([sys.executable, "-m", "skiplint", "check", "--select", "SKP503", str(path)],
+                           capture_output=True, text=True)
+    assert found.stdout.splitlines()[0] == err.split(": ", 2)[2].rstrip("\n")
+
+
+def test_a_skip_of_none_between_stages_is_refused(capsys, tmp_path):
+    path = tmp_path / "none_across.py"
+    path.write_text(NONE_ACROSS)
+    code, out, err = port_cli(capsys, f"{path}:build", "--balance", "1,2", "-o", str(tmp_path / "pp.py"))
+    assert (code, out) == (2, "")
+    assert err == (f"skiplint port: cannot port {path}:build: stage 0 would send its skip 'mask' as a NoneType, not "
+                   "a tensor: torch.distributed.pipelining carries only tensors between stages; stash a tensor, or "
+                   "keep the stash and its pop in one stage (SKP501)\n")
+    code, out, err = port_cli(capsys, f"{path}:build", "--balance", "3", "-o", str(tmp_path / "pp.py"))
+    assert code == 0, err  # one stage: the None never leaves it
