@@ -332,3 +332,77 @@ def test_a_skip_of_none_between_stages_is_refused(capsys, tmp_path):
                    "keep the stash and its pop in one stage (SKP501)\n")
     code, out, err = port_cli(capsys, f"{path}:build", "--balance", "3", "-o", str(tmp_path / "pp.py"))
     assert code == 0, err  # one stage: the None never leaves it
+
+
+def generated_unet(depth):
+    """A skippable Sequential of 2 * depth + 3 layers: the pipeline's input stashed by the first
+    layer and popped by the last, and `depth` nested skips named 'skip'; every skip in a namespace."""
+    return textwrap.dedent(f'''\
+        import torch
+        from torch import nn
+        from torchgpipe.skip import Namespace, pop, skippable, stash
+
+
+        @skippable(stash=["input"])
+        class KeepInput(nn.Module):
+            def forward(self, x):
+                yield stash("input", x)
+                return x
+
+
+        @skippable(pop=["input"])
+        class AddInput(nn.Module):
+            def forward(self, x):
+                identity = yield pop("input")
+                return x + identity
+
+
+        @skippable(stash=["skip"])
+        class Down(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = nn.Linear(4, 4)
+
+            def forward(self, x):
+                x = torch.tanh(self.linear(x))
+                yield stash("skip", x)
+                return x * 0.5
+
+
+        @skippable(pop=["skip"])
+        class Up(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = nn.Linear(8, 4)
+
+            def forward(self, x):
+                skip = yield pop("skip")
+                return self.linear(torch.cat([x, skip], dim=1))
+
+
+        def build():
+            torch.manual_seed(0)
+            spaces = [Namespace() for _ in range({depth})]
+            first = Namespace()  # a default namespace beside isolated ones fails GPipe itself (SKP306)
+            layers = [KeepInput().isolate(first)]
+            layers += [Down().isolate(ns) for ns in spaces]
+            layers.append(nn.Linear(4, 4))
+            layers += [Up().isolate(ns) for ns in reversed(spaces)]
+            layers.append(AddInput().isolate(first))
+            return nn.Sequential(*layers), torch.randn(12, 4)
+    ''')
+
+
+@pytest.mark.slow  # one torchrun launch per case
+@pytest.mark.parametrize("depth, schedule, balance, chunks", [
+    (2, "gpipe", "2,5", 2), (2, "gpipe", "3,2,2", 4), (3, "gpipe", "1,8", 1),
+    (2, "1f1b", "4,3", 2), (2, "1f1b", "1,3,3", 3), (3, "1f1b", "5,4", 4),
+    (2, "interleaved", "2,2,2,1", 2), (3, "interleaved", "1,3,3,2", 4),
+])
+def test_generated_sequentials_port_equal(capsys, tmp_path, depth, schedule, balance, chunks):
+    path = tmp_path / f"unet{depth}.py"
+    path.write_text(generated_unet(depth))
+    code, out, err = port_cli(capsys, f"{path}:build", "--schedule", schedule, "--balance", balance,
+                              "--chunks", str(chunks), "--check")
+    assert code == 0, err
+    assert EQUAL.match(out.strip()).group(1) == schedule
