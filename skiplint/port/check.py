@@ -77,7 +77,8 @@ def compare(dtype: str, ported: dict[str, Any], expected: dict[str, Any]) -> Opt
     rtol, atol = TOLERANCES[dtype]
     pairs = [("the output", ported.get("output"), expected["output"]),
              ("the loss", ported.get("loss"), expected["loss"])]
-    pairs += [(f"the gradient of '{name}'", ported["grads"].get(name), grad) for name, grad in expected["grads"].items()]
+    pairs += [(f"the gradient of '{name}'", ported["grads"].get(name), grad)
+              for name, grad in expected["grads"].items()]
     pairs += [(f"the gradient of '{name}'", grad, None) for name, grad in ported["grads"].items()
               if name not in expected["grads"]]
     for what, mine, theirs in pairs:

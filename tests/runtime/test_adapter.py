@@ -228,7 +228,7 @@ def test_a_pop_with_no_stash_before_it_has_no_plan():
             value = yield pop("x")
             return x + value
 
-    model = nn.Sequential(nn.Linear(2, 2), Pop())
+    model = nn.Sequential(nn.Linear(2, 2), Pop())  # noqa: SKP201
     with pytest.raises(adapter.NoPlan, match=r"^layer '1' \(Pop\) pops 'x' but no earlier layer stashes it$"):
         adapter.plan(model, (1, 1))
     with pytest.raises(adapter.NoPlan, match=r"^balance \[1\] sums to 1 but the model has 2 layers$"):

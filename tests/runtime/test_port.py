@@ -132,7 +132,8 @@ def test_a_factory_that_returns_the_pipe_gives_its_balance_and_chunks(tmp_path):
     built = port.build(f"{path}:make_pipe")
     settings = command.settle(f"{path}:make_pipe", None, None, "gpipe", built)
     assert (settings.balance, settings.chunks, settings.ranks, settings.library) == ((1, 2, 2), 4, 3, "torchgpipe")
-    assert dict(settings.origin) == {"balance": "the factory's torchgpipe pipe", "chunks": "the factory's torchgpipe pipe"}
+    assert dict(settings.origin) == {"balance": "the factory's torchgpipe pipe",
+                                     "chunks": "the factory's torchgpipe pipe"}
     given = command.settle(f"{path}:make_pipe", (2, 3), 2, "gpipe", built)
     assert (given.balance, given.chunks, given.ranks) == ((2, 3), 2, 2)
 
