@@ -180,6 +180,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.output is None and not args.check:
         print("skiplint port: nothing to do: give -o SCRIPT, --check, or both", file=sys.stderr)
         return EXIT_CANNOT
+    if not args.timeout > 0:
+        print(f"skiplint port: --timeout must be more than 0 seconds, not {args.timeout:g}", file=sys.stderr)
+        return EXIT_CANNOT
     try:
         import torch  # noqa: F401
     except ImportError as error:
@@ -197,8 +200,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         settings = settle(args.target, args.balance, args.chunks, args.schedule, built)
         if args.output is not None:
             text = script.render(settings, os.path.abspath(args.output))
-            with open(args.output, "w", encoding="utf-8") as handle:
-                handle.write(text)
+            try:
+                with open(args.output, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+            except OSError as error:
+                print(f"skiplint port: cannot write {args.output}: {error.strerror or error}", file=sys.stderr)
+                return EXIT_CANNOT
             print(f"wrote {args.output}: {len(settings.balance)} stages {list(settings.balance)} over "
                   f"{settings.ranks} processes, {settings.schedule}, {settings.chunks} micro-batches; run it with "
                   f"torchrun --nproc-per-node {settings.ranks} {args.output}")

@@ -171,6 +171,12 @@ def test_a_model_with_a_skip_bug_is_not_ported(capsys, fixture, reason):
     assert port_cli(capsys, target, "--check") == (2, "", f"skiplint port: cannot port {target}: {reason}\n")
 
 
+def test_a_script_that_cannot_be_written(capsys, tmp_path):
+    missing = tmp_path / "no such folder" / "pp.py"
+    assert port_cli(capsys, UNET, "-o", str(missing)) == (
+        2, "", f"skiplint port: cannot write {missing}: No such file or directory\n")
+
+
 def test_nothing_to_do(capsys):
     assert port_cli(capsys, UNET) == (2, "", "skiplint port: nothing to do: give -o SCRIPT, --check, or both\n")
 
