@@ -40,7 +40,7 @@ COMMANDS: dict[str, str] = {
     "fix": "rewrite the mechanical mistakes in place (SKP106, SKP107, SKP401)",
     "layout": "draw a composition's layers, partitions and skip arcs",
     "verify": "run a model for real and join the result with the static findings",
-    "port": "port a skippable model to torch.distributed.pipelining: a torchrun script, proven equal with --check",
+    "port": "port a model to torch.distributed.pipelining; --check proves the port equal to GPipe",
     "rule": "explain a rule: what it finds, why it fails at run time, an example and its fix",
     "server": "a language server for editors, over standard input and output (the lsp extra)",
 }
