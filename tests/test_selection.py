@@ -19,7 +19,8 @@ def test_default_selects_everything_but_the_opt_in_codes() -> None:
 
 
 def test_opt_in_codes_are_the_catalogue_s() -> None:
-    assert rules.OPT_IN == {"SKP116", "SKP302", "SKP901"}
+    # The catalogue's opt-in codes, and the port family (SKP5xx), opt-in as a whole.
+    assert rules.OPT_IN == {"SKP116", "SKP302", "SKP901", "SKP501", "SKP502", "SKP503", "SKP504"}
 
 
 def test_everything_selects_the_opt_in_codes_too() -> None:
