@@ -413,3 +413,41 @@ def test_generated_sequentials_port_equal(capsys, tmp_path, depth, schedule, bal
                               "--chunks", str(chunks), "--check")
     assert code == 0, err
     assert EQUAL.match(out.strip()).group(1) == schedule
+
+
+SAME_VALUE = textwrap.dedent('''\
+    import torch
+    from torch import nn
+    from torchgpipe.skip import pop, skippable, stash
+
+
+    @skippable(stash=["skip"])
+    class Save(nn.Module):
+        def forward(self, x):
+            yield stash("skip", x)
+            return x
+
+
+    @skippable(pop=["skip"])
+    class Load(nn.Module):
+        def forward(self, x):
+            skip = yield pop("skip")
+            return x + skip
+
+
+    def build():
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 4), Save(), nn.Linear(4, 4), nn.Tanh(), Load(), nn.Linear(4, 4))
+        return model, torch.randn(4, 4)
+''')
+
+
+def test_a_value_that_is_both_output_and_skip_reaches_two_stages_later(capsys, tmp_path):
+    """`yield stash(n, x); return x` at a stage's edge: the same tensor is the stage's output and a
+    skip popped two stages later (what the traced front end fails in backward); 1F1B runs it."""
+    path = tmp_path / "same_value.py"
+    path.write_text(SAME_VALUE)
+    code, out, err = port_cli(capsys, f"{path}:build", "--balance", "2,2,2", "--schedule", "1f1b", "--chunks", "4",
+                              "--check")
+    assert code == 0, err
+    assert EQUAL.match(out.strip()).groups()[:5] == ("1f1b", "3", "torchgpipe", "[2, 2, 2]", "4")
