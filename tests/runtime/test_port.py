@@ -451,3 +451,62 @@ def test_a_value_that_is_both_output_and_skip_reaches_two_stages_later(capsys, t
                               "--check")
     assert code == 0, err
     assert EQUAL.match(out.strip()).groups()[:5] == ("1f1b", "3", "torchgpipe", "[2, 2, 2]", "4")
+
+
+TUPLES = textwrap.dedent('''\
+    import torch
+    from torch import nn
+    from torchgpipe.skip import pop, skippable, stash
+
+
+    class Split(nn.Module):
+        def forward(self, x):
+            return x, x * 2
+
+
+    class Merge(nn.Module):
+        def forward(self, pair):
+            a, b = pair
+            return a + b
+
+
+    class Both(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(4, 4)
+
+        def forward(self, pair):
+            a, b = pair
+            return self.linear(a), torch.tanh(b)
+
+
+    @skippable(stash=["skip"])
+    class Save(nn.Module):
+        def forward(self, x):
+            yield stash("skip", x)
+            return x
+
+
+    @skippable(pop=["skip"])
+    class Load(nn.Module):
+        def forward(self, x):
+            skip = yield pop("skip")
+            return x + skip
+
+
+    def build():
+        torch.manual_seed(0)
+        return nn.Sequential(Save(), Split(), Both(), Merge(), nn.Linear(4, 4), Load()), torch.randn(4, 4)
+''')
+
+
+@pytest.mark.slow  # two launches of three processes
+@pytest.mark.parametrize("schedule, chunks", [("gpipe", "2"), ("1f1b", "4")])
+def test_a_tuple_between_layers_crosses_a_stage_boundary(capsys, tmp_path, schedule, chunks):
+    """A layer that returns a tuple at a stage's edge: its tensors cross the boundary before the skips."""
+    path = tmp_path / "tuples.py"
+    path.write_text(TUPLES)
+    code, out, err = port_cli(capsys, f"{path}:build", "--balance", "2,2,2", "--schedule", schedule, "--chunks", chunks,
+                              "--check")
+    assert code == 0, err
+    assert EQUAL.match(out.strip()).group(1) == schedule
