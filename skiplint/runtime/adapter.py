@@ -87,13 +87,6 @@ class Plan:
     def outgoing(self, stage: int) -> tuple[Skip, ...]:
         return self.carried(stage) if stage < self.stages - 1 else ()
 
-    def stage_of(self, layer: int) -> int:
-        stage, stop = 0, self.balance[0]
-        while layer >= stop:
-            stage += 1
-            stop += self.balance[stage]
-        return stage
-
 
 def is_skippable(layer: nn.Module) -> bool:
     """A layer of any of the libraries' `@skippable` classes (recognised by its base's module)."""
