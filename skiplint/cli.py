@@ -1,4 +1,4 @@
-"""The `skiplint` command: `check` (the default), `fix`, `layout`, `verify`, `rule` and `server`.
+"""The `skiplint` command: `check` (the default), `fix`, `layout`, `verify`, `port`, `rule` and `server`.
 
 `skiplint [PATH ...]` is `skiplint check [PATH ...]`: a first argument that is not a command name
 starts a check. The other commands live in their own modules, imported only when used; nothing
@@ -30,6 +30,7 @@ DELEGATED: dict[str, str] = {
     "fix": "skiplint.fix:main",
     "layout": "skiplint.layout:main",
     "verify": "skiplint.runtime.cli:main",
+    "port": "skiplint.port.command:main",
     "server": "skiplint.lsp:main",
 }
 
@@ -39,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "fix": "rewrite the mechanical mistakes in place (SKP106, SKP107, SKP401)",
     "layout": "draw a composition's layers, partitions and skip arcs",
     "verify": "run a model for real and join the result with the static findings",
+    "port": "port a model to torch.distributed.pipelining; --check proves the port equal to GPipe",
     "rule": "explain a rule: what it finds, why it fails at run time, an example and its fix",
     "server": "a language server for editors, over standard input and output (the lsp extra)",
 }

@@ -223,6 +223,8 @@ class Layer:
     output_stashes: tuple[str, ...] = ()
     input_output_stashes: tuple[str, ...] = ()
     inert_pops: tuple[str, ...] = ()
+    #: Stashed names that forward stashes as None, with the `stash(...)` call (SKP501).
+    none_stashes: tuple[tuple[str, Site], ...] = ()
     #: For a nested layer: only torch.nn layers that keep autograd history follow it in its
     #: containers, so the direct child's output carries its own (balance_by_time profiles direct
     #: children).

@@ -80,7 +80,7 @@ def test_help_lists_every_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     lines = done.stdout.splitlines()
     assert lines[0] == "usage: skiplint [-h] [--version] [COMMAND] [ARGS ...]"
     listed = [line.split()[0] for line in lines if line.startswith("    ") and line.split()]
-    assert listed == ["check", "fix", "layout", "verify", "rule", "server"]
+    assert listed == ["check", "fix", "layout", "verify", "port", "rule", "server"]
 
 
 @pytest.mark.parametrize("command, usage", [
@@ -88,6 +88,7 @@ def test_help_lists_every_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     ("fix", "usage: skiplint fix "),
     ("layout", "usage: skiplint layout "),
     ("verify", "usage: skiplint verify "),
+    ("port", "usage: skiplint port "),
     ("rule", "usage: skiplint rule "),
     ("server", "usage: skiplint server "),
 ])

@@ -239,7 +239,7 @@ def test_the_flake8_plugin_loads_only_the_front_for_a_file_without_the_api_or_se
         "loaded: ['skiplint.apiimports', 'skiplint.config', 'skiplint.filenoqa', 'skiplint.findings', "
         "'skiplint.flake8_plugin', 'skiplint.limits', 'skiplint.prefilter', 'skiplint.rules', "
         "'skiplint.rules.analyzer', 'skiplint.rules.base', 'skiplint.rules.composition', "
-        "'skiplint.rules.one_class', 'skiplint.rules.pipe', 'skiplint.rules.portability', "
+        "'skiplint.rules.one_class', 'skiplint.rules.pipe', 'skiplint.rules.port', 'skiplint.rules.portability', "
         "'skiplint.sources', 'skiplint.textlines']")
 
 

@@ -152,7 +152,8 @@ class Conversion:
                          tuple(sorted(both)), site, discarded=info.discarded, detached=info.detached,
                          output_stashes=tuple(sorted(info.output_stashes & info.stash)),
                          input_output_stashes=tuple(sorted(info.input_output_stashes & info.stash)),
-                         inert_pops=tuple(sorted(info.inert_pops & info.pop)))
+                         inert_pops=tuple(sorted(info.inert_pops & info.pop)),
+                         none_stashes=tuple((name, at) for name, at in info.none_stashes if name in info.stash))
         label = code(node) if node is not None else "?"
         return Layer(index, key, label, "unknown", site=site)
 

@@ -58,6 +58,8 @@ class SkipInfo:
     output_stashes: frozenset[str] = frozenset()
     input_output_stashes: frozenset[str] = frozenset()
     inert_pops: frozenset[str] = frozenset()
+    #: Stashed names that some `stash(name, None)` stashes as None, with the call (SKP501).
+    none_stashes: tuple[tuple[str, Site], ...] = ()
 
 
 @dataclass(eq=False)
@@ -298,6 +300,20 @@ def skip_info(cls: SkippableClass) -> SkipInfo:
     detached = tuple((c.name, c.site) for c in (cls.forward.commands if cls.forward is not None else ())
                      if c.kind == "pop" and c.yielded and c.detached_only and not c.discarded and c.name is not None
                      and c.site is not None)
+    none_stashes = tuple((c.name, c.site) for c in (cls.forward.commands if cls.forward is not None else ())
+                         if c.kind == "stash" and c.yielded and c.name is not None and c.site is not None
+                         and _stashes_none(c.site.node))
     return SkipInfo(cls.name, stash, pop, discarded, detached, cls.output_stashes, cls.input_output_stashes,
-                    cls.inert_pops)
+                    cls.inert_pops, none_stashes)
+
+
+def _stashes_none(node: cst.CSTNode) -> bool:
+    """Whether a `stash(...)` call's tensor argument is the literal None."""
+    if not isinstance(node, cst.Call):
+        return False
+    value = next((arg.value for arg in node.args if arg.keyword is not None and arg.keyword.value == "tensor"), None)
+    if value is None:
+        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+        value = positional[1].value if len(positional) > 1 else None
+    return isinstance(value, cst.Name) and value.value == "None"
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from skiplint.findings import Finding
-from skiplint.rules import analyzer, composition, one_class, pipe, portability
+from skiplint.rules import analyzer, composition, one_class, pipe, port, portability
 from skiplint.rules.base import Rule, diagnostic, run, selected as _selected
 
 #: Families in the order of their codes, each with its title and what fails.
-FAMILIES = (one_class, composition, pipe, portability, analyzer)
+FAMILIES = (one_class, composition, pipe, portability, port, analyzer)
 
 RULES: dict[str, Rule] = {rule.code: rule for family in FAMILIES for rule in vars(family).values()
                           if isinstance(rule, Rule)}

@@ -3,7 +3,7 @@
 Each rank joins the launcher's process group (gloo on CPU, nccl on CUDA with a gloo group beside it
 for objects) and runs one pipeline stage on cuda:LOCAL_RANK, or the CPU without CUDA. Rank 0 builds
 the model and the sample, runs the steps of the single-machine `pipelining` backend (static pass,
-plain reference, join), broadcasts the parameters, the sample and the split, gathers every rank's
+plain reference, join), broadcasts the parameters, the sample and the balance, gathers every rank's
 gradients, and alone prints the report.
 
 The rendezvous store is the notice board that keeps the run bounded: each rank posts its host, the
@@ -69,8 +69,7 @@ class Fault:
     rank: int
     host: str
     step: str
-    #: raised (an exception in the rank's own work), oom, hang, lost (a wait on a peer that failed),
-    #: unsupported (a restriction of torch.distributed.pipelining: see skiplint.runtime.stage).
+    #: raised (an exception in the rank's own work), oom, hang, lost (a wait on a peer that failed).
     kind: str
     error: str = ""
     seconds: float = 0.0
@@ -84,10 +83,7 @@ class Fault:
         if self.kind == "lost":
             return f"{who} stopped answering during {self.step}: {self.error}"
         kind, _, message = self.error.partition(": ")
-        line = f"{who} raised {kind} during {self.step}" + (f": {message}" if message else "")
-        if self.kind == "unsupported":
-            return f"the pipelining backend cannot run this model: {line}"
-        return line
+        return f"{who} raised {kind} during {self.step}" + (f": {message}" if message else "")
 
     @property
     def stops_the_run(self) -> bool:
@@ -159,7 +155,7 @@ class Board:
         from skiplint.runtime import stage
 
         error = stage.root_cause(error)  # the schedule wraps the stage's own error
-        kind = "oom" if _is_oom(error) else stage.ending(error, busy)
+        kind = "oom" if _is_oom(error) else stage.ending(busy)
         self.set(f"error/{self.rank}", json.dumps({"kind": kind, "step": step, "error": _one_line(error)}))
 
     def error(self, rank: int) -> Optional[dict[str, str]]:
@@ -298,7 +294,7 @@ class _Worker(threading.Thread):
 
 
 def _plan_of(ctx: Context) -> Any:
-    """Rank 0's broadcast: parameters, sample, loss weights and split (or None when there is no run)."""
+    """Rank 0's broadcast: parameters, sample, loss weights and balance (or None when there is no run)."""
     import torch.distributed as dist
 
     box: list[Any] = [None]
@@ -312,7 +308,7 @@ def _stage(ctx: Context, model: Any, plan: dict[str, Any]) -> dict[str, Any]:
     model.load_state_dict(plan["state"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        grads, output = run_stage(model, plan["sample"], plan["weights"][0], plan["split"], plan["chunks"],
+        grads, output = run_stage(model, plan["sample"], plan["weights"][0], plan["balance"], plan["chunks"],
                                   ctx.rank, ctx.world, ctx.device, ctx.board.note)
     return {"grads": grads, "output": output}
 
@@ -657,15 +653,12 @@ def _lead_stage(ctx: Context, runner: Any, reference: Any, name: str, shared: di
 
     from skiplint.runtime import pipelining
 
-    children = [child for child, _ in runner.model.named_children()]
-    starts, index = [], 0
-    for size in runner.balance[:-1]:
-        index += size
-        starts.append(children[index])
     plan = {"state": runner.model.state_dict(), "sample": runner.sample, "weights": runner.weights,
-            "split": starts, "chunks": runner.options.chunks}
+            "balance": list(runner.balance), "chunks": runner.options.chunks}
     shared["stage started"] = time.perf_counter()
     with runner.steps.timed(name) as out:
+        # What the backend cannot run is said before any rank starts its stage (CannotRun: exit 2).
+        pipelining.check_carried(runner.model, tuple(runner.balance), runner.sample, runner.options.chunks)
         try:
             ctx.board.note("sending the model to every rank", False)
             ctx.board.set("plan", "go")

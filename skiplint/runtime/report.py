@@ -105,7 +105,8 @@ class Route:
 
 @dataclass(frozen=True)
 class Crossing:
-    """A value that crosses a partition boundary in the fx split (pipelining backend)."""
+    """A value that crosses a stage boundary (pipelining backend): a stage's output to the next stage,
+    or a skip carried from the stage that stashes it to the one that pops it."""
 
     value: str
     src_partition: int
@@ -158,7 +159,7 @@ class Report:
     @property
     def routes_agree(self) -> bool:
         if self.runtime_routes is not None and self.crossings is not None:
-            # Every skip that the layout says crosses partitions is a value the fx split carries so.
+            # Every skip that the layout says crosses partitions is one the stages carry so.
             carried = {(x.skip, x.src_partition, x.dst_partition) for x in self.crossings if x.skip}
             layout = {(r.name, r.src_partition, r.dst_partition) for r in self.runtime_routes
                       if r.src_partition != r.dst_partition}
@@ -240,7 +241,7 @@ class Report:
                              f"gradient max |diff| {c.grad_max_abs:.2e}  {'ok' if c.ok else 'MISMATCH'}")
         if self.runtime_routes is not None:
             lines.append("")
-            source = "torch.fx trace" if self.crossings is not None else "runtime SkipLayout"
+            source = "runtime SkipLayout"
             lines.append(f"skip routes ({source}):" if self.runtime_routes else f"skip routes ({source}): none")
             lines.extend(f"  {r}" for r in self.runtime_routes)
             if self.static_routes is not None:
@@ -251,7 +252,7 @@ class Report:
                 lines.append(f"  static route table: {self.static_routes_note}")
         if self.crossings is not None:
             lines.append("")
-            lines.append("values crossing partitions (torch.fx split_module):")
+            lines.append("values crossing stages (carried by the stage adapter):")
             for x in self.crossings:
                 what = f"skip '{x.skip}'" if x.skip else "activation"
                 lines.append(f"  {x.value}: partition {x.src_partition} -> {x.dst_partition} ({what})")

@@ -93,7 +93,7 @@ class RunSteps(RunState):
                 out["status"], out["detail"] = "failed", f"{len(found)} mismatch(es)"
 
     def split(self) -> None:
-        """The pipelining backend's partitioning: the fx trace and split_module at the balance."""
+        """The pipelining backend's partitioning: the stage plan at the balance (skiplint.runtime.adapter)."""
         from skiplint.runtime import pipelining
 
         assert self.lib is not None
@@ -103,13 +103,9 @@ class RunSteps(RunState):
                 return
             self.reach.layout_ran = True
             self.reach.performed("partition", pipelining.STEP_SPLIT)
-            done = pipelining.split(self.model, self.lib, self.balance,
-                                    lambda error, layer: self._observe(pipelining.STEP_SPLIT, error, layer))
+            done = pipelining.split(self.model, self.lib, self.balance)
             self.raw.extend(done.observations)
             self.balanced = done.balanced
-            if done.failed_layer is not None and done.failed_layer in self.reach.layers:
-                self.reach.failed.add(self.reach.layers[done.failed_layer])
-            self.pipeline_inputs = done.inputs
             if done.crossings is not None:
                 self.report.crossings, self.report.runtime_routes = done.crossings, done.routes
             if not done.balanced:

@@ -23,10 +23,10 @@ STAGE_FORWARD = "stage forward"
 STAGE_BACKWARD = "stage backward"
 
 
-#: How a stage's part of the run ended early: an error in its own work (raised), a wait on a peer
-#: that failed because the peer went away (lost), or a restriction of torch.distributed.pipelining
-#: that this model meets (unsupported: the backend cannot run it, which says nothing of its skips).
-RAISED, LOST, UNSUPPORTED = "raised", "lost", "unsupported"
+#: How a stage's part of the run ended early: an error in its own work (raised), or a wait on a
+#: peer that failed because the peer went away (lost). What the backend cannot run never gets this
+#: far: it is decided from the model before the stage processes start (skiplint.runtime.pipelining).
+RAISED, LOST = "raised", "lost"
 
 
 def root_cause(error: BaseException) -> BaseException:
@@ -36,21 +36,8 @@ def root_cause(error: BaseException) -> BaseException:
     return error
 
 
-def is_restriction(error: BaseException) -> bool:
-    """An error torch.distributed.pipelining raises about what it can carry between stages (its
-    PipeliningMetadataError: a stage after the first that takes the pipeline's own input, a
-    value that is no tensor, metadata that differs between micro-batches), not about the model."""
-    try:
-        from torch.distributed.pipelining._utils import PipeliningMetadataError
-    except ImportError:
-        return False
-    return isinstance(error, PipeliningMetadataError)
-
-
-def ending(error: BaseException, busy: bool) -> str:
-    """RAISED, LOST or UNSUPPORTED for a stage's error; `busy`: it came from the stage's own work."""
-    if is_restriction(root_cause(error)):
-        return UNSUPPORTED
+def ending(busy: bool) -> str:
+    """RAISED or LOST for a stage's error; `busy`: it came from the stage's own work."""
     return RAISED if busy else LOST
 
 
@@ -63,22 +50,26 @@ def _noted(method: Callable[..., Any], step: str, note: StepNote) -> Callable[..
     return call
 
 
-def run_stage(model: Any, sample: Any, weights: Any, starts: list[str], chunks: int, rank: int, world: int,
+def run_stage(model: Any, sample: Any, weights: Any, balance: list[int], chunks: int, rank: int, world: int,
               device: Any, note: Optional[StepNote] = None) -> tuple[dict[str, Any], Any]:
-    """This rank's stage of `model` split before each child in `starts`: (gradients, output or None)."""
-    from torch.distributed.pipelining import ScheduleGPipe, SplitPoint, pipeline
+    """This rank's stage of `model` cut at `balance` (skiplint.runtime.adapter), one ScheduleGPipe
+    forward and backward: (gradients by the model's parameter names, output or None)."""
+    from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
+
+    from skiplint.runtime import adapter
 
     def noop(step: str, busy: bool) -> None:
         return None
 
     note = note or noop
     note(STAGE_BUILD, True)
-    micro = sample.tensor_split(chunks)[0]
-    pipe = pipeline(model, mb_args=(micro,), split_spec={name: SplitPoint.BEGINNING for name in starts})
-    stage = pipe.build_stage(rank, device)
-    stage.forward_one_chunk = _noted(stage.forward_one_chunk, STAGE_FORWARD, note)  # type: ignore[method-assign]
+    module = adapter.Stage(model, adapter.plan(model, tuple(balance)), rank).to(device)
+    stage = PipelineStage(module, rank, world, device)
+    # The stage's own forward work, wherever the library calls it (its shape inference included).
+    module.forward = _noted(module.forward, STAGE_FORWARD, note)  # type: ignore[method-assign]
     stage.backward_one_chunk = _noted(stage.backward_one_chunk, STAGE_BACKWARD, note)  # type: ignore[method-assign]
-    schedule = ScheduleGPipe(stage, n_microbatches=chunks,
+    # As many micro-batches as the library's pipe makes of this sample (fewer when it is small).
+    schedule = ScheduleGPipe(stage, n_microbatches=len(sample.chunk(chunks)),
                              loss_fn=lambda output, w: (output.float() * w.to(output.device)).sum(),
                              scale_grads=False)
     note(STAGE_FORWARD, False)
@@ -90,7 +81,7 @@ def run_stage(model: Any, sample: Any, weights: Any, starts: list[str], chunks: 
         output = schedule.step(*args, target=weights, losses=[])
     else:
         schedule.step()
-    grads = {name: p.grad.detach().cpu() for name, p in stage.submod.named_parameters() if p.grad is not None}
+    grads = {name: p.grad.detach().cpu() for name, p in module.named_parameters() if p.grad is not None}
     return grads, output.detach().cpu() if output is not None else None
 
 
@@ -120,7 +111,7 @@ def main(folder: str, rank: int) -> int:
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank,
                                 world_size=job["world"], init_method=f"tcp://127.0.0.1:{job['port']}",
                                 timeout=timeout)
-        grads, output = run_stage(model, data["sample"], data["weights"][0], job["split"], job["chunks"], rank,
+        grads, output = run_stage(model, data["sample"], data["weights"][0], job["balance"], job["chunks"], rank,
                                   job["world"], device, note)
         torch.save({"grads": grads, "output": output}, os.path.join(folder, f"rank{rank}.pt"))
         dist.destroy_process_group()
@@ -129,7 +120,7 @@ def main(folder: str, rank: int) -> int:
         cause = root_cause(exc)
         lines = str(cause).strip().splitlines()
         result = {"error": f"{type(cause).__name__}: {lines[0] if lines else ''}", "step": where["step"],
-                  "kind": ending(exc, bool(where["busy"]))}
+                  "kind": ending(bool(where["busy"]))}
     with open(result_path, "w") as handle:
         json.dump(result, handle)
     return 0 if result["error"] is None else 1

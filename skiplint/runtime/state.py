@@ -58,8 +58,6 @@ class RunState:
         #: The static pass (once the static step ran) and the target as it tells findings apart.
         self.analysis = static_pass.Analysis()
         self.static_target = static_pass.Target(None, "")
-        #: The pipelining backend's traced inputs (names of the graph's placeholders).
-        self.pipeline_inputs: frozenset[str] = frozenset()
 
     # -- helpers --------------------------------------------------------------------------
     def _observe(self, step: str, error: BaseException, layer: Optional[str]) -> list[Observation]:

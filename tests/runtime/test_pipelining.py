@@ -1,4 +1,4 @@
-"""The pipelining backend: fx split routes and a ScheduleGPipe run in one gloo process per stage."""
+"""The pipelining backend: the stage adapter's plan and a ScheduleGPipe run in one gloo process per stage."""
 
 import os
 
@@ -7,6 +7,7 @@ import pytest
 from skiplint.runtime import pipelining, stage, verify
 
 from .conftest import FIXTURES
+from .test_pipelining_verdict import verdict
 
 
 def test_unet_three_stages_match_the_plain_model():
@@ -61,20 +62,67 @@ def build():
 """
 
 
-def test_a_stage_given_the_pipelines_own_input_is_the_backends_restriction(tmp_path):
-    """The model stashes the pipeline's input and pops it in the second stage: torchgpipe runs it
-    clean; torch.distributed.pipelining gives that input to its first stage only. The report names
-    the restriction and the stage's own error (the first stage only saw 'Connection closed by
-    peer'), and says the run could not verify on this backend, not that the static pass missed a failure."""
+def test_a_skip_of_the_pipelines_own_input_is_carried_from_stage_0(tmp_path):
+    """The model stashes the pipeline's input and pops it in the second stage: the first stage
+    sends it on beside its output, and the backend reaches torchgpipe's verdict (clean)."""
     path = tmp_path / "input_stash.py"
     path.write_text(INPUT_STASH)
     assert verify(f"{path}:build", checkpoint="never").exit_code == 0
     report = verify(f"{path}:build", backend="pipelining", timeout=180)
+    assert report.exit_code == 0, report.to_text()
+    assert [(x.value, x.src_partition, x.dst_partition, x.skip) for x in report.crossings] == [
+        ("output of stage 0", 0, 1, None), ("layer 0 -> layer 3", 0, 1, "identity")]
+    assert report.routes_agree and report.comparisons[0].ok
+
+
+def test_the_balance_fixture_with_its_default_balance():
+    """skp301_balance.py with the default balance [3, 2]: its skip carries the pipeline's input past
+    stage 0; the stages run and match the plain model, and the verdict is torchgpipe's."""
+    target = os.path.join(FIXTURES, "skp301_balance.py") + ":build"
+    reference = verify(target, checkpoint="never")
+    report = verify(target, backend="pipelining", timeout=180)
+    assert verdict(report) == verdict(reference), report.to_text()
+    assert report.balance == (3, 2) and report.reason is None
+    assert [(s.name, s.status) for s in report.steps if s.name.startswith("pipelining")] == [
+        ("pipelining ScheduleGPipe (2 processes)", "ok")]
+    assert [c.ok for c in report.comparisons] == [True]
+
+
+NONE_SKIP = """\
+import torch
+from torch import nn
+from torchgpipe.skip import pop, skippable, stash
+
+
+@skippable(stash=["mask"])
+class NoMask(nn.Module):
+    def forward(self, x):
+        yield stash("mask", None)
+        return x
+
+
+@skippable(pop=["mask"])
+class UseMask(nn.Module):
+    def forward(self, x):
+        mask = yield pop("mask")
+        return x if mask is None else x * mask
+
+
+def build():
+    return nn.Sequential(NoMask(), nn.Linear(4, 4), UseMask(), nn.Linear(4, 4)), torch.ones(4, 4)
+"""
+
+
+def test_a_skip_that_is_no_tensor_is_the_backends_limit(tmp_path):
+    """torchgpipe carries a None skip; torch.distributed.pipelining carries tensors only. That is
+    said before any stage process starts, as the backend's limit (exit 2), not as a finding."""
+    path = tmp_path / "none_skip.py"
+    path.write_text(NONE_SKIP)
+    assert verify(f"{path}:build", checkpoint="never").exit_code == 0
+    report = verify(f"{path}:build", backend="pipelining", timeout=180)
     assert report.reason == (
-        "the pipelining backend cannot run this model: rank 1 raised PipeliningMetadataError during stage "
-        "forward: _retrieve_recv_activations expected non-root _RecvInfo but got root arg at index 1 (skip "
-        "'identity' carries the pipeline's own input to stage 1; torch.distributed.pipelining gives that input "
-        "to the first stage only)"), report.to_text()
+        "the pipelining backend cannot run this model: stage 0 would send its skip 'mask' as a NoneType, not a "
+        "tensor; torch.distributed.pipelining carries only tensors between stages")
     assert report.exit_code == 2 and report.observations == []
     assert [(s.name, s.status) for s in report.steps][-1] == ("pipelining ScheduleGPipe (2 processes)", "error")
 
@@ -82,7 +130,6 @@ def test_a_stage_given_the_pipelines_own_input_is_the_backends_restriction(tmp_p
 def test_the_culprit_is_the_stage_that_says_why():
     lost = (stage.LOST, 0, "stage forward", "RuntimeError: Connection closed by peer [127.0.0.1]:6272")
     raised = (stage.RAISED, 2, "stage backward", "ValueError: the stage's own error")
-    unsupported = (stage.UNSUPPORTED, 1, "stage forward", "PipeliningMetadataError: no")
     assert pipelining.culprit([lost, raised]) == raised
-    assert pipelining.culprit([lost, raised, unsupported]) == unsupported
+    assert pipelining.culprit([raised, lost]) == raised
     assert pipelining.culprit([lost]) == lost

@@ -83,7 +83,7 @@ def test_clean_unet_is_one_run_with_one_report(nproc, balance):
     assert payload["devices"] == ["cpu"] * nproc
     assert [(s["name"], s["status"]) for s in payload["steps"]] == [
         ("import", "ok"), ("build", "ok"), ("static analysis", "ok"), ("verify_skippables", "ok"),
-        ("fx trace and split_module", "ok"), ("plain Sequential", "ok"),
+        ("stage plan", "ok"), ("plain Sequential", "ok"),
         (f"pipelining ScheduleGPipe ({nproc} ranks)", "ok"), ("join", "ok")]
     assert [(c["mode"], c["ok"]) for c in payload["comparisons"]] == [("pipelining", True)]
     assert sorted(map(tuple, (r.values() for r in payload["runtime_routes"]))) == sorted(
@@ -354,3 +354,37 @@ def test_unet_over_nccl_one_gpu_per_rank():
     assert code == 0, stderr
     assert payload["devices"] == ["cuda:0", "cuda:1"]
     assert [(c["mode"], c["ok"]) for c in payload["comparisons"]] == [("pipelining", True)]
+
+
+FIXTURE_FILES = sorted(f for f in os.listdir(FIXTURES) if f.endswith(".py"))
+#: Fixtures whose skippables come from fairscale: their own library is the reference backend.
+REFERENCE = {"unet_fairscale.py": "fairscale"}
+
+
+def _reference_verdict(fixture, balance):
+    target = os.path.join(FIXTURES, fixture) + ":build"
+    reference = verify(target, backend=REFERENCE.get(fixture, "torchgpipe"), balance=balance, checkpoint="never")
+    assert reference.reason is None, reference.reason
+    return verdict(reference)
+
+
+def test_a_skip_of_the_pipelines_own_input_runs_under_torchrun():
+    """skp301_balance.py with the default balance over two ranks ([3, 2]): the skip of the
+    pipeline's own input is carried from rank 0's stage, and the verdict is torchgpipe's."""
+    target = os.path.join(FIXTURES, "skp301_balance.py") + ":build"
+    code, stdout, stderr = standalone(2, target, "--format", "json", "--timeout", "120")
+    payload = json.loads(stdout)
+    assert payload["balance"] == [3, 2] and payload["reason"] is None, stderr
+    assert [(s["name"], s["status"]) for s in payload["steps"] if s["name"].startswith("pipelining")] == [
+        ("pipelining ScheduleGPipe (2 ranks)", "ok")]
+    assert verdict(payload) == _reference_verdict("skp301_balance.py", (3, 2))
+
+
+@pytest.mark.slow  # one launch of two ranks per runtime fixture
+@pytest.mark.parametrize("fixture", FIXTURE_FILES)
+def test_every_fixture_has_the_reference_verdict_under_torchrun(fixture):
+    target = os.path.join(FIXTURES, fixture) + ":build"
+    code, stdout, stderr = standalone(2, target, "--format", "json", "--timeout", "120")
+    payload = json.loads(stdout)
+    assert verdict(payload) == _reference_verdict(fixture, tuple(payload["balance"])), stderr
+    assert code == payload["exit_code"]

@@ -1,0 +1,20 @@
+from torch import nn
+from torchgpipe import GPipe
+from torchgpipe.skip import pop, skippable, stash
+
+
+@skippable(stash=["mask"])
+class NoMask(nn.Module):
+    def forward(self, x):
+        yield stash("mask", None)  # expect: SKP501
+        return x
+
+
+@skippable(pop=["mask"])
+class ApplyMask(nn.Module):
+    def forward(self, x):
+        mask = yield pop("mask")
+        return x if mask is None else x * mask
+
+
+pipe = GPipe(nn.Sequential(NoMask(), nn.Linear(8, 8), ApplyMask()), balance=[1, 2], chunks=4)

@@ -1,0 +1,5 @@
+from torch import nn
+from torchgpipe import GPipe
+
+model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.Linear(8, 8))
+pipe = GPipe(model, balance=[2, 1], chunks=4, deferred_batch_norm=True)  # expect: SKP502
