@@ -16,13 +16,11 @@ import libcst as cst
 
 from skiplint import gradflow, syntax
 from skiplint.facts import (
-    Command, Declaration, Declared, Finding, Forward, Key, Kind, Locator, ModuleFacts,
-    NonCommandYield, Site, SkippableClass,
+    Brought, Command, Declaration, Declared, Forward, IsolateName, Key, Kind, Locator, ModuleFacts,
+    NonCommandYield, RemovedImport, Site, SkippableClass, SkippableMisuse, UndecoratedYield,
 )
 from skiplint.imports import OTHER, Binding, Scope, dotted_name, import_bindings, removed_module
 from skiplint.limits import BUDGET
-from skiplint.rules.one_class import ISOLATE_UNKNOWN_NAME, SKIPPABLE_MISUSE, YIELD_OUTSIDE_SKIPPABLE
-from skiplint.rules.portability import REMOVED_TORCH_PIPELINE
 
 #: Beyond this many distinct paths, forward's path facts are given up (abstain).
 MAX_STATES = 256
@@ -1064,7 +1062,8 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
     One `locator` per module lets every finding of it be located in one pass."""
     index = index or ModuleIndex(module)
     locator = locator or Locator(module)
-    findings: list[Finding] = []
+    misuses: list[SkippableMisuse] = []
+    undecorated: list[UndecoratedYield] = []
     skippables: list[SkippableClass] = []
     reported_loose: set[int] = set()
 
@@ -1076,15 +1075,13 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
             if isinstance(expr, cst.Call) and info.outer.api(expr.func) == "skippable":
                 decorated[id(info.node)] = expr
             elif info.outer.api(expr) == "skippable":
-                findings.append(SKIPPABLE_MISUSE.at(Site(decorator, locator), problem="@skippable must be called: "
-                                                    "write @skippable(stash=[...], pop=[...])"))
+                misuses.append(SkippableMisuse(None, Site(decorator, locator)))
     for func, scope in index.functions:
         for decorator in func.decorators:
             expr = decorator.decorator
             target = expr.func if isinstance(expr, cst.Call) else expr
             if scope.api(target) == "skippable":
-                findings.append(SKIPPABLE_MISUSE.at(Site(decorator, locator), problem=f"@skippable decorates "
-                                                    f"nn.Module classes, not the function '{func.name.value}'"))
+                misuses.append(SkippableMisuse(func.name.value, Site(decorator, locator)))
     by_scope_name = {(id(info.outer), info.node.name.value): info for info in index.classes}
     wrapped_names: set[str] = set()
     for call, scope in _wrapping_calls(index):
@@ -1118,8 +1115,7 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
                 first = _first_command_yield(index, info, forward)
                 if first is not None:
                     kind, node = first
-                    findings.append(YIELD_OUTSIDE_SKIPPABLE.at(Site(node, locator), cls=info.node.name.value,
-                                                               kind=kind))
+                    undecorated.append(UndecoratedYield(info.node.name.value, kind, Site(node, locator)))
             continue
         index.skippable_calls[id(info.node)] = (info, decorator_call)
         skippables.append(_skippable_class(index, info, decorator_call, forward, locator, reported_loose))
@@ -1135,34 +1131,21 @@ def extract(module: cst.Module, path: str, source: Optional[str] = None,
             loose_name = static_string(index, scope, name_node) if name_node is not None else None
             loose.append(Command(loose_kind, loose_name, Site(call, locator), yielded=False))
 
+    removed: list[RemovedImport] = []
     for stmt, guarded in index.imports:
         if guarded:
             continue
         module_name = removed_module(stmt)
         if module_name is not None:
-            findings.append(REMOVED_TORCH_PIPELINE.at(Site(stmt, locator), module=module_name,
-                                                      advice=removed_import_advice(stmt)))
+            removed.append(RemovedImport(module_name, removed_import_brings(stmt), Site(stmt, locator)))
 
-    if source is None or "only" in source:
-        findings.extend(_isolate_findings(index, skippables, locator))
-    return ModuleFacts(path, tuple(skippables), tuple(findings), tuple(loose))
+    isolate_names = _isolate_names(index, skippables, locator) if source is None or "only" in source else []
+    return ModuleFacts(path, tuple(skippables), (), tuple(loose), tuple(misuses), tuple(undecorated),
+                       tuple(removed), tuple(isolate_names))
 
 
 _SKIP_API_NAMES = frozenset({"skippable", "stash", "pop", "Namespace", "verify_skippables", "inspect_skip_layout",
                              "Skippable", "skip", "_skip"})
-#: What replaces each kind of import from the removed torch.distributed.pipeline (SKP401).
-_ADVICE = {
-    "skip": "import skippable, stash, pop and Namespace from torchgpipe.skip or fairscale.nn.pipe.skip",
-    "Pipe": "use torchgpipe.GPipe or fairscale.nn.Pipe (partitions by balance=), or torch.distributed.pipelining",
-    "PipeSequential": "give a plain nn.Sequential to torchgpipe.GPipe or fairscale.nn.Pipe, or split the stages "
-                      "with torch.distributed.pipelining",
-    "placement": "place layers with balance= and devices= of torchgpipe.GPipe or fairscale.nn.Pipe, or split the "
-                 "stages with torch.distributed.pipelining",
-    "package": "the skip API lives on in torchgpipe.skip and fairscale.nn.pipe.skip, the pipe in torchgpipe.GPipe "
-               "and fairscale.nn.Pipe; or move to torch.distributed.pipelining",
-}
-
-
 def _wrapping_calls(index: ModuleIndex) -> Iterator[tuple[cst.Call, Scope]]:
     """The calls that may wrap a class: whole statement values, and the calls reached from them
     through lambda bodies and call arguments (`lambda: skippable(...)(Impl)`,
@@ -1196,15 +1179,15 @@ def _wrap(call: cst.Call, scope: Scope) -> Optional[tuple[cst.Call, str]]:
     return None
 
 
-def removed_import_advice(stmt: cst.Import | cst.ImportFrom) -> str:
-    """The replacement for what an import of the removed torch.distributed.pipeline brings in."""
-    kinds: list[str] = []
+def removed_import_brings(stmt: cst.Import | cst.ImportFrom) -> tuple[Brought, ...]:
+    """What an import of the removed torch.distributed.pipeline brings in, by what replaces it."""
+    kinds: list[Brought] = []
 
-    def add(kind: str) -> None:
+    def add(kind: Brought) -> None:
         if kind not in kinds:
             kinds.append(kind)
 
-    def module_kind(module: str) -> str:
+    def module_kind(module: str) -> Brought:
         parts = module.split(".")
         return "skip" if "skip" in parts or "_skip" in parts else "package"
 
@@ -1224,24 +1207,26 @@ def removed_import_advice(stmt: cst.Import | cst.ImportFrom) -> str:
                 name = alias.name.value if isinstance(alias.name, cst.Name) else ""
                 if name in _SKIP_API_NAMES:
                     add("skip")
-                elif name in ("Pipe", "PipeSequential"):
-                    add(name)
+                elif name == "Pipe":
+                    add("Pipe")
+                elif name == "PipeSequential":
+                    add("PipeSequential")
                 elif name in ("partition_model", "WithDevice"):
                     add("placement")
                 else:
                     add("package")
     if len(kinds) > 1 and "package" in kinds:
         kinds.remove("package")  # the named replacements say it; the general advice would repeat them
-    return "; ".join(_ADVICE[kind] for kind in kinds) if kinds else _ADVICE["package"]
+    return tuple(kinds) if kinds else ("package",)
 
 
 def _first_command_yield(index: ModuleIndex, info: ClassInfo,
-                         forward: cst.FunctionDef) -> Optional[tuple[str, cst.CSTNode]]:
+                         forward: cst.FunctionDef) -> Optional[tuple[Kind, cst.CSTNode]]:
     scope = index.scopes[id(forward)]
     for node in syntax.walk(forward.body):
         if type(node) is cst.Yield and type(node.value) is cst.Call:
-            kind = scope.api(node.value.func)
-            if kind in ("stash", "pop"):
+            kind = _command_kind(scope.api(node.value.func))
+            if kind is not None:
                 return kind, node
     return None
 
@@ -1324,13 +1309,13 @@ def specialize(index: ModuleIndex, node: cst.ClassDef, locator: Locator,
     return _skippable_class(index, info, call, info.methods.get("forward"), locator, set(), resolve)
 
 
-def _isolate_findings(index: ModuleIndex, skippables: Iterable[SkippableClass],
-                      locator: Locator) -> list[Finding]:
-    """SKP115: `Cls(...).isolate(ns, only=[...])` naming a skip Cls never declares."""
+def _isolate_names(index: ModuleIndex, skippables: Iterable[SkippableClass],
+                   locator: Locator) -> list[IsolateName]:
+    """`Cls(...).isolate(ns, only=[...])` naming a skip Cls never declares."""
     known = {cls.name: cls for cls in skippables}
     if not known:
         return []
-    findings: list[Finding] = []
+    found: list[IsolateName] = []
     for node in syntax.walk(index.module, into_scopes=True):
         if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
                 and node.func.attr.value == "isolate"):
@@ -1350,5 +1335,5 @@ def _isolate_findings(index: ModuleIndex, skippables: Iterable[SkippableClass],
             for element in arg.value.elements:
                 name = syntax.string_value(element.value)
                 if name is not None and name not in declared:
-                    findings.append(ISOLATE_UNKNOWN_NAME.at(Site(arg, locator), name=name, cls=cls.name))
-    return findings
+                    found.append(IsolateName(name, cls.name, Site(arg, locator)))
+    return found

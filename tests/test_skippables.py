@@ -274,7 +274,45 @@ def test_skippable_call_form_and_nested_classes() -> None:
     facts = extract(cst.parse_module(source), "m.py", source)
     assert [(c.name, sorted(c.stash.name_set), sorted(c.pop.name_set)) for c in facts.skippables] == [
         ("Block", ["a"], []), ("Tail", [], ["a"])]
+    assert (facts.findings, facts.misuses, facts.undecorated_yields) == ((), (), ())
+
+
+def test_extraction_records_facts_and_makes_no_finding() -> None:
+    """What is wrong outside a skippable class is recorded as facts (the rules make the findings)."""
+    source = HEADER + textwrap.dedent('''
+        from torch.distributed.pipeline.sync.skip import Namespace
+
+        @skippable
+        class Bare(nn.Module):
+            pass
+
+        @skippable(stash=["a"])
+        def function(x):
+            return x
+
+        class Plain(nn.Module):
+            def forward(self, x):
+                yield pop("a")
+                return x
+
+        @skippable(stash=["a"])
+        class Stash(nn.Module):
+            def forward(self, x):
+                yield stash("a", x)
+                return x
+
+        layer = Stash().isolate(Namespace(), only=["a", "b"])
+    ''')
+    module = cst.parse_module(source)
+    facts = extract(module, "m.py", source)
     assert facts.findings == ()
+    assert [(m.function, m.site.position if m.site else None) for m in facts.misuses] == [
+        (None, (6, 0)), ("function", (10, 0))]
+    assert [(y.cls, y.kind, y.site.position if y.site else None) for y in facts.undecorated_yields] == [
+        ("Plain", "pop", (16, 8))]
+    assert [(r.module, r.brings) for r in facts.removed_imports] == [
+        ("torch.distributed.pipeline.sync.skip", ("skip",))]
+    assert [(n.name, n.cls) for n in facts.isolate_names] == [("b", "Stash")]
 
 
 @pytest.mark.parametrize("dead", ["if False: return x", "if 0: return x", "while False: return x"])

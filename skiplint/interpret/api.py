@@ -14,8 +14,6 @@ from skiplint.interpret.values import (
     PIPES, STAR_UNKNOWN, UNKNOWN, VERIFIERS, NS, ApiV, BoundV, DictV, FuncV, LambdaV, LayerV, ListV,
     PipeRecord, PipeV, SeqV, code, is_int,
 )
-from skiplint.rules.analyzer import COMPUTED_SKIP_NAME
-from skiplint.rules.one_class import ISOLATE_UNKNOWN_NAME
 
 
 class Api(Core):
@@ -143,14 +141,14 @@ class Api(Core):
 
     def isolate(self, layer: LayerV, values: list[Any], kwargs: dict[str, Any], node: cst.Call) -> Any:
         """`.isolate(ns, only=...)`: the names it isolates take the namespace. A namespace or
-        names that cannot be known leave the layer unknown (SKP901 says so), and so does an
-        `only=` that names a skip its class never declares (SKP115)."""
+        names that cannot be known leave the layer unknown (a fact of what cannot be
+        known), and so does an `only=` that names a skip its class never declares."""
         ns = values[0] if values else kwargs.get("ns", (UNKNOWN,))[0]
         if not isinstance(ns, NS) or len(values) > 1:
             layer.tainted = True
             given = node.args[0] if node.args else None
             if given is not None and (ns is UNKNOWN or ns is None) and len(values) <= 1:
-                self.report(COMPUTED_SKIP_NAME, given, what="the namespace given to isolate()")
+                self.note_unknown(given, "the namespace given to isolate()")
             return layer
         only_entry = kwargs.get("only")
         info = layer.info
@@ -168,7 +166,7 @@ class Api(Core):
                 else:
                     layer.unsure = True  # its names are unknown; the other layers are still checked
                 if only_arg is not None:
-                    self.report(COMPUTED_SKIP_NAME, only_arg, what="the only= argument of this isolate()")
+                    self.note_unknown(only_arg, "the only= argument of this isolate()")
                 return layer
             names = frozenset(only)
             if info is not None and info.stash is not None and info.pop is not None and \
@@ -177,7 +175,7 @@ class Api(Core):
                 layer.tainted = True
                 if only_arg is not None:
                     for name in sorted(names - (info.stash | info.pop)):
-                        self.report(ISOLATE_UNKNOWN_NAME, only_arg, name=name, cls=info.name)
+                        self.note_isolate_name(only_arg, name, info.name)
                 return layer
         for name in names:
             layer.namespaces[name] = ns

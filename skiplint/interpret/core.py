@@ -9,15 +9,13 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import libcst as cst
 
-from skiplint.facts import Finding, Locator, ModuleFacts, Site
+from skiplint.facts import IsolateName, Locator, ModuleFacts, Site, Unknown
 from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, OutOfBudget, Return
 from skiplint.interpret.rebinding import Rebinding
 from skiplint.interpret.values import (
     ClassV, DirectCall, FuncV, LambdaV, LayerV, PipeRecord, SeqV, SkipInfo, skip_info,
 )
 from skiplint.limits import Budget
-from skiplint.rules import Rule
-from skiplint.rules.one_class import ISOLATE_UNKNOWN_NAME
 from skiplint.skippables import ModuleIndex, computed
 
 #: (qualified name of a class of another project module) -> its ClassV, or None.
@@ -95,12 +93,13 @@ class Core:
         self.open_classes: builtins.set[int] = {
             id(cls.site.node) for cls in facts.skippables if cls.site is not None and computed(cls)}
         self.definitions: list[Definition] = []
-        #: SKP115/SKP901 at `.isolate(...)` calls, each (call argument, name) once; the SKP115 that
-        #: the module's own pass reports (`Cls(...).isolate(...)` of a class it knows) are not repeated.
-        self.findings: list[Finding] = []
-        self.reported: builtins.set[tuple[int, str]] = {
-            (id(f.site.node), dict(f.args).get("name", "")) for f in facts.findings
-            if f.code == ISOLATE_UNKNOWN_NAME.code and f.site is not None}
+        #: At `.isolate(...)` calls, each (call argument, name) once: the names a class never
+        #: declares (not those the module's own pass found: `Cls(...).isolate(...)` of a class it
+        #: knows), and what cannot be known.
+        self.isolate_names: list[IsolateName] = []
+        self.unknowns: list[Unknown] = []
+        self.noted: builtins.set[tuple[int, str]] = {
+            (id(found.site.node), found.name) for found in facts.isolate_names if found.site is not None}
         self.definition_count: dict[int, int] = {}
         #: id(SkipInfo of one execution) -> that with what its specialization adds (the pops it
         #: discards, the stashes that share its output).
@@ -131,11 +130,21 @@ class Core:
         elif self.tracker_leaks is not None:
             self.tracker_leaks |= self.tracker
 
-    def report(self, rule: Rule, node: cst.CSTNode, **args: str) -> None:
-        key = (id(node), args.get("name", args.get("what", "")))
-        if key not in self.reported:
-            self.reported.add(key)
-            self.findings.append(rule.at(Site(node, self.locator), **args))
+    def note_isolate_name(self, node: cst.CSTNode, name: str, cls: str) -> None:
+        """`only=` (at `node`) names `name`, which `cls` never declares."""
+        if self._first(node, name):
+            self.isolate_names.append(IsolateName(name, cls, Site(node, self.locator)))
+
+    def note_unknown(self, node: cst.CSTNode, what: str) -> None:
+        """`what` (at `node`) cannot be known."""
+        if self._first(node, what):
+            self.unknowns.append(Unknown(what, Site(node, self.locator)))
+
+    def _first(self, node: cst.CSTNode, key: str) -> bool:
+        if (id(node), key) in self.noted:
+            return False
+        self.noted.add((id(node), key))
+        return True
 
     def tick(self, cost: int = 1) -> None:
         self.steps += cost

@@ -32,7 +32,8 @@ class Conversion:
         self.tracker_leaks = run.tracker_leaks
         self.fresh_test_trackers = run.fresh_test_trackers
         self.refined = run.refined
-        self.findings = run.findings
+        self.isolate_names = run.isolate_names
+        self.unknowns = run.unknowns
 
     def facts(self, path: str) -> ModelFacts:
         converted: dict[int, Composition] = {}
@@ -66,7 +67,7 @@ class Conversion:
                 kind = "verify_skippables" if seq.verified else "exported"
                 pipes.append(Pipe(kind, found.name, found, None,  # type: ignore[arg-type]
                                   Site(seq.node, self.locator)))
-        return ModelFacts(path, tuple(compositions), tuple(pipes), findings=tuple(self.findings))
+        return ModelFacts(path, tuple(compositions), tuple(pipes), isolate_names=tuple(self.isolate_names), unknowns=tuple(self.unknowns))
 
     def direct_pops(self) -> Iterator[SeqV]:
         """A composition of one for each popping layer called directly (`layer(x)`, `Pop()(x)`):
