@@ -284,6 +284,9 @@ class Layer:
     #: containers, so the direct child's output carries its own (balance_by_time profiles direct
     #: children).
     feeds_output: bool = False
+    #: For a plain layer: `requires_grad_(...)` was called on it, not certainly with True (its
+    #: parameters may not require grad).
+    frozen: bool = False
 
 
 @dataclass(frozen=True)
@@ -324,6 +327,8 @@ class Pipe:
     #: None when computed).
     chunks: Optional[int] = None
     checkpoint: Optional[str] = None
+    #: For a balancer: the sample it profiles with certainly requires grad.
+    sample_requires_grad: bool = False
 
 
 @dataclass(frozen=True)

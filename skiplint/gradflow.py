@@ -71,11 +71,13 @@ BREAKING = frozenset({
 @dataclass(frozen=True)
 class Value:
     """What a value's history certainly holds: saving nodes, each (node id, YES or INPUT); its grad;
-    the pops (by their call's id) and the input that it depends on differentiably."""
+    the pops (by their call's id) and the input that it depends on differentiably; for a tuple
+    or list whose items are known, each item's value (the whole holds what all items hold)."""
 
     ops: frozenset[tuple[int, int]] = frozenset()
     grad: int = NO
     sources: frozenset[int] = frozenset()
+    items: Optional[tuple["Value", ...]] = None
 
 
 NOTHING = Value()
@@ -102,13 +104,22 @@ def _saving(node: cst.CSTNode, values: Sequence[Value], grad: int = NO) -> Value
     return Value(joined.ops | {(id(node), certainty)}, certainty, joined.sources)
 
 
+def _container(items: Sequence[Value]) -> Value:
+    """A tuple or list of known items."""
+    joined = _union(items)
+    return Value(joined.ops, joined.grad, joined.sources, tuple(items))
+
+
 def meet(a: Value, b: Value) -> Value:
     """What two paths both hold."""
     if a is b:
         return a
     b_ops = dict(b.ops)
     ops = frozenset((node, min(kind, b_ops[node])) for node, kind in a.ops if node in b_ops)
-    return Value(ops, min(a.grad, b.grad), a.sources & b.sources)
+    items = None
+    if a.items is not None and b.items is not None and len(a.items) == len(b.items):
+        items = tuple(meet(x, y) for x, y in zip(a.items, b.items))
+    return Value(ops, min(a.grad, b.grad), a.sources & b.sources, items)
 
 
 Env = dict[str, Value]
@@ -151,10 +162,13 @@ class Flow:
 
 class _Analysis:
     def __init__(self, scope_of: dict[int, Scope], methods: dict[str, cst.FunctionDef],
-                 layers: dict[str, str], commands: Mapping[int, str], depth_limit: int = 8) -> None:
+                 attributes: Attributes, commands: Mapping[int, str],
+                 functions: Optional[Mapping[str, cst.FunctionDef]] = None, depth_limit: int = 8) -> None:
         self.scope_of = scope_of
         self.methods = methods
-        self.layers = layers
+        self.attributes = attributes
+        #: Module-level functions of the same module, by name (followed where a forward calls them).
+        self.functions = functions or {}
         #: id(stash/pop call) -> "stash" / "pop" (the API's commands, resolved by the caller).
         self.commands = commands
         self.flow = Flow()
@@ -164,13 +178,13 @@ class _Analysis:
         self.depth_limit = depth_limit
 
     # -- functions -------------------------------------------------------------------------------
-    def run(self, func: cst.FunctionDef, args: Sequence[Value]) -> tuple[Value, bool]:
-        """Run a function with its positional arguments (after self): its return value, and
-        whether every path that leaves it returns a value."""
+    def run(self, func: cst.FunctionDef, args: Sequence[Value], bound: bool = True) -> tuple[Value, bool]:
+        """Run a function with its positional arguments (after self, for a method: `bound`): its
+        return value, and whether every path that leaves it returns a value."""
         self.active.append(func)
         env: Env = {}
         params = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
-        for i, name in enumerate(params[1:]):
+        for i, name in enumerate(params[1:] if bound else params):
             env[name] = args[i] if i < len(args) else NOTHING
         returns: list[Value] = []
         try:
@@ -238,14 +252,21 @@ class _Analysis:
     def compound(self, stmt: cst.BaseCompoundStatement, env: Env, returns: list[Value]) -> Optional[Env]:
         if isinstance(stmt, cst.If):
             self.eval(stmt.test, env)
-            body = self.block(syntax.statements(stmt.body), dict(env), returns)
-            if isinstance(stmt.orelse, cst.If):
-                other = self.compound(stmt.orelse, dict(env), returns)
-            elif isinstance(stmt.orelse, cst.Else):
-                other = self.block(syntax.statements(stmt.orelse.body), dict(env), returns)
-            else:
-                other = env
+            decided = self.decide(stmt.test, env)
+            body: Optional[Env] = None
+            other: Optional[Env] = None
+            if decided is not False:
+                body = self.block(syntax.statements(stmt.body), dict(env), returns)
+            if decided is not True:
+                if isinstance(stmt.orelse, cst.If):
+                    other = self.compound(stmt.orelse, dict(env), returns)
+                elif isinstance(stmt.orelse, cst.Else):
+                    other = self.block(syntax.statements(stmt.orelse.body), dict(env), returns)
+                else:
+                    other = env
             alive = [e for e in (body, other) if e is not None]
+            if decided is not None:
+                return alive[0] if alive else None
             return _meet_envs(alive) if alive else None
         if isinstance(stmt, cst.With):
             stops = sum(1 for item in stmt.items if self.stops_grad(item.item))
@@ -277,6 +298,8 @@ class _Analysis:
             for node in syntax.walk(stmt):
                 for target in _targets(node):
                     self.assign(target, NOTHING, after_loop)
+                if isinstance(node, cst.Call) and self.in_place(node) is not None:
+                    self.assign(self.in_place(node), NOTHING, after_loop)  # type: ignore[arg-type]
             if stmt.orelse is not None:
                 return self.block(syntax.statements(stmt.orelse.body), after_loop, returns)
             return after_loop
@@ -305,6 +328,27 @@ class _Analysis:
                 env[node.value] = NOTHING
         return env
 
+    def decide(self, test: cst.BaseExpression, env: Env) -> Optional[bool]:
+        """The branch a condition certainly takes when balance_by_time profiles the layer (and when
+        a pipe trains it): `self.training` is true there, and a popped tensor is not None."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self.decide(test.expression, env)
+            return None if inner is None else not inner
+        if (isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name) and test.value.value == "self"
+                and test.attr.value == "training"):
+            return True
+        if (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name)
+                and isinstance(test.comparisons[0].comparator, cst.Name)
+                and test.comparisons[0].comparator.value == "None"):
+            value = env.get(test.left.value)
+            if value is None or not (value.sources - {INPUT_SOURCE}):
+                return None  # not known to hold a popped tensor
+            operator = test.comparisons[0].operator
+            if isinstance(operator, cst.IsNot):
+                return True
+            if isinstance(operator, cst.Is):
+                return False
+        return None
 
     def stops_grad(self, item: cst.BaseExpression) -> bool:
         func = item.func if isinstance(item, cst.Call) else item
@@ -316,6 +360,17 @@ class _Analysis:
         if key is not None:
             env[key] = value
             return
+        if isinstance(target, (cst.Tuple, cst.List)) and not any(
+                isinstance(e, cst.StarredElement) for e in target.elements):
+            if value.items is not None and len(value.items) == len(target.elements):
+                for element, item in zip(target.elements, value.items):
+                    self.assign(element.value, item, env)
+                return
+            if value.items is None:  # the parts of a tensor (chunk, split, unbind) are views of it
+                part = Value(value.ops, value.grad, value.sources)
+                for element in target.elements:
+                    self.assign(element.value, part, env)
+                return
         for node in syntax.walk(target):
             node_key = self.key(node) if isinstance(node, cst.BaseExpression) else None
             if node_key is not None:
@@ -342,7 +397,11 @@ class _Analysis:
         if isinstance(node, cst.Attribute):
             key = self.key(node)
             if key is not None:
-                return env.get(key, NOTHING)
+                return env.get(key, self.attributes.parameter(node.attr.value))
+            owner = node.value
+            if (isinstance(owner, cst.Attribute) and isinstance(owner.value, cst.Name) and owner.value.value == "self"
+                    and node.attr.value in ("weight", "bias") and "self." + owner.attr.value not in env):
+                return self.attributes.layer_weight(owner.attr.value)
             if node.attr.value in ("data",):
                 self.eval(node.value, env)
                 return NOTHING
@@ -363,14 +422,54 @@ class _Analysis:
             inner = self.eval(node.expression, env)
             return inner if isinstance(node.operator, (cst.Minus, cst.Plus)) else NOTHING
         if isinstance(node, cst.Subscript):  # indexing and slicing are views
-            return self.eval(node.value, env)
+            whole = self.eval(node.value, env)
+            index = _constant_index(node)
+            if whole.items is not None:
+                if index is not None and -len(whole.items) <= index < len(whole.items):
+                    return whole.items[index]
+                return _meet_all(whole.items)
+            return whole
         if isinstance(node, cst.IfExp):
             self.eval(node.test, env)
+            decided = self.decide(node.test, env)
+            if decided is not None:
+                return self.eval(node.body if decided else node.orelse, env)
             return meet(self.eval(node.body, env), self.eval(node.orelse, env))
+        if isinstance(node, (cst.Tuple, cst.List)):
+            items = [self.eval(e.value, env) for e in node.elements]
+            if any(isinstance(e, cst.StarredElement) for e in node.elements):
+                return _union(items)
+            return _container(items)
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            return self.comprehension(node, env)
+        if isinstance(node, (cst.Set, cst.Dict)):
+            return _union([self.eval(child, env) for child in syntax.children(node)
+                           if isinstance(child, cst.BaseExpression)] + [
+                self.eval(e.value, env) for e in getattr(node, "elements", ()) if hasattr(e, "value")])
         for child in syntax.children(node):
             if isinstance(child, cst.BaseExpression) and not isinstance(child, cst.Lambda):
                 self.eval(child, env)
         return NOTHING
+
+    def comprehension(self, node: cst.ListComp | cst.SetComp | cst.GeneratorExp, env: Env) -> Value:
+        """A comprehension with one `for` over known items holds what its element holds for each
+        item; over a tensor, what its element holds for a view of it."""
+        clause = node.for_in
+        iterated = self.eval(clause.iter, env)
+        if clause.inner_for_in is not None or clause.ifs or clause.asynchronous is not None:
+            inner = dict(env)
+            self.assign(clause.target, NOTHING, inner)
+            self.eval(node.elt, inner)
+            return NOTHING
+        results = []
+        for item in iterated.items if iterated.items is not None else (Value(iterated.ops, iterated.grad,
+                                                                               iterated.sources),):
+            inner = dict(env)
+            self.assign(clause.target, item, inner)
+            results.append(self.eval(node.elt, inner))
+        if iterated.items is not None:
+            return _container(results) if isinstance(node, cst.ListComp) else _union(results)
+        return Value(results[0].ops, results[0].grad, results[0].sources)
 
     def yielded(self, node: cst.Yield, env: Env) -> Value:
         value = node.value
@@ -405,37 +504,118 @@ class _Analysis:
             return None
         return method
 
+    def followed(self, func: Optional[cst.FunctionDef]) -> bool:
+        """Whether a call of `func` (a plain function, not a generator) is run here."""
+        return (func is not None and func not in self.active and len(self.active) <= self.depth_limit
+                and not any(isinstance(n, cst.Yield) for n in syntax.walk(func.body)))
+
+    def in_place(self, node: cst.Call) -> Optional[cst.BaseExpression]:
+        """The tensor an in-place method call changes (`out.add_(skip)`), when it is a name."""
+        func = node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and not func.attr.value.endswith("__")
+                and self.key(func.value) is not None):
+            return func.value
+        return None
+
     def call(self, node: cst.Call, env: Env) -> Value:
         func = node.func
         args = [self.eval(arg.value, env) for arg in node.args]
         if any(arg.star for arg in node.args):
-            return NOTHING
-        # self.<layer>(x): a torch.nn layer that __init__ stores
+            return _unknown_call(args)
+        positional = [value for value, arg in zip(args, node.args) if arg.keyword is None]
+        # self.<layer>(x), self.<method>(x), self.<container>[i](x)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-            layer = self.layers.get(func.attr.value)
-            if layer in PARAM_LAYERS:
-                return _saving(node, args, YES)
-            if layer in SAVING_LAYERS:
-                return _saving(node, args)
-            if layer in PASSING_LAYERS:
-                return _union(args)
-            return NOTHING
+            attr = func.attr.value
+            method = self.methods.get(attr)
+            if method is not None and attr not in self.attributes.kinds:
+                if self.followed(method) and len(positional) == len(args):
+                    result, returned = self.run(method, args)
+                    return result if returned else NOTHING
+                return _unknown_call(args)
+            return self.layer_call(node, attr, None, args)
+        if (isinstance(func, cst.Subscript) and isinstance(func.value, cst.Attribute)
+                and isinstance(func.value.value, cst.Name) and func.value.value.value == "self"):
+            return self.layer_call(node, func.value.attr.value, _constant_index(func), args)
+        owner = self.scope().owner(func.value) if isinstance(func, cst.Name) and func.value not in env else None
+        if owner is not None and owner.kind == "module" and isinstance(func, cst.Name):
+            function = self.functions.get(func.value)
+            if self.followed(function) and len(positional) == len(args):
+                result, returned = self.run(function, args, bound=False)  # type: ignore[arg-type]
+                return result if returned else NOTHING
         qualified = self.scope().qualified(func)
         if qualified is not None and qualified.startswith("torch."):
             name = qualified.rsplit(".", 1)[-1]
-            return self.operation(node, name, args)
+            return self.operation(node, name, args, unknown_saves=True)
+        changed = self.in_place(node)
+        if changed is not None and qualified is None:
+            name = func.attr.value  # type: ignore[attr-defined]
+            receiver = self.eval(changed, env)
+            result = self.operation(node, name[:-1], [receiver, *args], unknown_saves=True)
+            if name == "requires_grad_":
+                result = receiver if not node.args or _truth(node.args[0].value) is not False else NOTHING
+            self.assign(changed, self.grad_off(result), env)
+            return result
         if isinstance(func, cst.Attribute) and qualified is None:  # a method of a tensor
-            return self.operation(node, func.attr.value, [self.eval(func.value, env), *args])
-        return NOTHING
+            return self.operation(node, func.attr.value, [self.eval(func.value, env), *args], unknown_saves=True)
+        return _unknown_call(args)
 
-    def operation(self, node: cst.CSTNode, name: str, args: Sequence[Value]) -> Value:
+    def layer_call(self, node: cst.Call, attr: str, index: Optional[int], args: Sequence[Value]) -> Value:
+        """A call of a torch.nn layer that __init__ stores (`index`: of a container's child)."""
+        kinds = self.attributes.called(attr, index)
+        if kinds is None:
+            return _unknown_call(args)
+        value = _union(args)
+        frozen = attr in self.attributes.frozen or self.attributes.all_frozen
+        for kind in kinds:
+            if kind in PARAM_LAYERS:
+                value = _saving(node, (value,), NO if frozen else YES)
+            elif kind in SAVING_LAYERS:
+                value = _saving(node, (value,))
+            elif kind not in PASSING_LAYERS:
+                return _unknown_call(args)
+        return value
+
+    def operation(self, node: cst.CSTNode, name: str, args: Sequence[Value], unknown_saves: bool = False) -> Value:
         if name in BREAKING:
             return NOTHING
         if name in PASSING:
             return _union(args)
-        if name in SAVING:
+        if name in SAVING or unknown_saves:
             return _saving(node, args)
         return NOTHING
+
+
+def _unknown_call(args: Sequence[Value]) -> Value:
+    """A call that is not followed (not torch's, not the project's own code in this module): its
+    result is taken to depend on every argument, and to hold no saving node for certain."""
+    joined = _union(args)
+    return Value(frozenset(), NO, joined.sources)
+
+
+def _meet_all(values: Sequence[Value]) -> Value:
+    out = values[0] if values else NOTHING
+    for value in values[1:]:
+        out = meet(out, value)
+    return out
+
+
+def _constant_index(node: cst.Subscript) -> Optional[int]:
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    value = node.slice[0].slice.value
+    negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
+    if negative:
+        value = value.expression  # type: ignore[attr-defined]
+    if isinstance(value, cst.Integer):
+        number = int(value.value, 0)
+        return -number if negative else number
+    return None
+
+
+def _truth(node: cst.BaseExpression) -> Optional[bool]:
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    return None
 
 
 def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
@@ -499,12 +679,64 @@ def _reads_with_history(node: cst.CSTNode, name: str, scope: Scope, binding: cst
     return any(_reads_with_history(child, name, scope, binding, no_grad) for child in syntax.children(node))
 
 
-def torch_layers(methods: dict[str, cst.FunctionDef], scope_of: dict[int, Scope]) -> dict[str, str]:
-    """`self.<attr>` -> the torch.nn class that __init__ alone assigns to it, once."""
+@dataclass(frozen=True)
+class Attributes:
+    """What __init__ alone stores on `self` of torch.nn: each attribute's class name (`kinds`), the
+    class names of a Sequential's or ModuleList's children given as a literal, and what is frozen
+    (`requires_grad_(False)`, a Parameter made with `requires_grad=False`)."""
+
+    kinds: Mapping[str, str] = field(default_factory=dict)
+    children: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    frozen: frozenset[str] = frozenset()
+    #: `self.requires_grad_(False)`: every parameter of the module.
+    all_frozen: bool = False
+
+    def parameter(self, attr: str) -> Value:
+        """`self.<attr>` not assigned in forward: a Parameter requires grad unless frozen."""
+        if self.kinds.get(attr) == "Parameter" and attr not in self.frozen and not self.all_frozen:
+            return Value(frozenset(), YES)
+        return NOTHING
+
+    def layer_weight(self, attr: str) -> Value:
+        """`self.<attr>.weight` (or `.bias`) of a torch.nn layer with parameters."""
+        if self.kinds.get(attr) in PARAM_LAYERS and attr not in self.frozen and not self.all_frozen:
+            return Value(frozenset(), YES)
+        return NOTHING
+
+    def called(self, attr: str, index: Optional[int]) -> Optional[tuple[str, ...]]:
+        """The torch.nn layers that calling `self.<attr>` (or its child `index`) runs, in order;
+        None when that cannot be known."""
+        kind = self.kinds.get(attr)
+        children = self.children.get(attr)
+        if index is None:
+            if kind in ("Sequential",):
+                return children
+            return (kind,) if kind is not None and kind not in _CONTAINERS else None
+        if children is not None and kind in ("Sequential", "ModuleList") and -len(children) <= index < len(children):
+            return (children[index],)
+        return None
+
+
+_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "Parameter", "ParameterList"})
+
+
+def torch_layers(methods: dict[str, cst.FunctionDef], scope_of: dict[int, Scope]) -> Attributes:
+    """`self.<attr>` -> the torch.nn class that __init__ alone assigns to it, once; the children
+    of a Sequential or ModuleList given literally; the attributes __init__ freezes."""
     found: dict[str, list[str]] = {}
+    children: dict[str, tuple[str, ...]] = {}
     spoiled: set[str] = set()
+    frozen: set[str] = set()
+    all_frozen = False
     for name, method in methods.items():
+        scope = scope_of[id(method)]
         for node in syntax.walk(method.body):
+            if name == "__init__" and isinstance(node, cst.Expr) and isinstance(node.value, cst.Call):
+                freezes = _freezes(node.value)
+                if freezes == "self":
+                    all_frozen = True
+                elif freezes is not None:
+                    frozen.add(freezes)
             targets: list[cst.BaseExpression] = []
             if isinstance(node, cst.Assign):
                 targets = [t.target for t in node.targets]
@@ -517,19 +749,64 @@ def torch_layers(methods: dict[str, cst.FunctionDef], scope_of: dict[int, Scope]
                         continue
                     attr = part.attr.value
                     value = node.value if isinstance(node, (cst.Assign, cst.AnnAssign)) else None
-                    qualified = (scope_of[id(method)].qualified(value.func)
+                    qualified = (scope.qualified(value.func)
                                  if isinstance(value, cst.Call) and target is part else None)
                     if name != "__init__" or qualified is None or not qualified.startswith("torch.nn."):
                         spoiled.add(attr)
-                    else:
-                        found.setdefault(attr, []).append(qualified.rsplit(".", 1)[-1])
-    return {attr: kinds[0] for attr, kinds in found.items() if attr not in spoiled and len(kinds) == 1}
+                        continue
+                    kind = qualified.rsplit(".", 1)[-1]
+                    found.setdefault(attr, []).append(kind)
+                    assert isinstance(value, cst.Call)
+                    if kind == "Parameter" and any(
+                            arg.keyword is not None and arg.keyword.value == "requires_grad"
+                            and _truth(arg.value) is False for arg in value.args):
+                        frozen.add(attr)
+                    if kind in ("Sequential", "ModuleList"):
+                        listed = _listed_layers(value, scope, kind)
+                        if listed is not None:
+                            children[attr] = listed
+    kinds = {attr: kinds[0] for attr, kinds in found.items() if attr not in spoiled and len(kinds) == 1}
+    return Attributes(kinds, {attr: kids for attr, kids in children.items() if attr in kinds},
+                      frozenset(frozen), all_frozen)
+
+
+def _freezes(call: cst.Call) -> Optional[str]:
+    """`self.requires_grad_(False)` -> "self"; `self.<attr>.requires_grad_(False)` -> attr."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_" and len(call.args) == 1
+            and _truth(call.args[0].value) is False):
+        return None
+    receiver = func.value
+    if isinstance(receiver, cst.Name) and receiver.value == "self":
+        return "self"
+    if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
+        return receiver.attr.value
+    return None
+
+
+def _listed_layers(call: cst.Call, scope: Scope, kind: str) -> Optional[tuple[str, ...]]:
+    """The torch.nn class names of `nn.Sequential(nn.A(...), ...)` or `nn.ModuleList([nn.A(...), ...])`."""
+    values: list[cst.BaseExpression] = [arg.value for arg in call.args]
+    if kind == "ModuleList":
+        if len(values) != 1 or not isinstance(values[0], (cst.List, cst.Tuple)):
+            return None
+        values = [element.value for element in values[0].elements]
+    if any(arg.star or arg.keyword is not None for arg in call.args):
+        return None
+    names = []
+    for value in values:
+        qualified = scope.qualified(value.func) if isinstance(value, cst.Call) else None
+        if qualified is None or not qualified.startswith("torch.nn."):
+            return None
+        names.append(qualified.rsplit(".", 1)[-1])
+    return tuple(names)
 
 
 def analyse(forward: cst.FunctionDef, methods: dict[str, cst.FunctionDef], scope_of: dict[int, Scope],
-            commands: Mapping[int, str]) -> Flow:
-    """The dataflow of one skippable forward (`commands`: id of each stash/pop call -> its kind)."""
-    analysis = _Analysis(scope_of, methods, torch_layers(methods, scope_of), commands)
+            commands: Mapping[int, str], functions: Optional[Mapping[str, cst.FunctionDef]] = None) -> Flow:
+    """The dataflow of one skippable forward (`commands`: id of each stash/pop call -> its kind;
+    `functions`: the module-level functions of its module, followed where forward calls them)."""
+    analysis = _Analysis(scope_of, methods, torch_layers(methods, scope_of), commands, functions)
     output, returned = analysis.run(forward, [Value(frozenset(), INPUT, frozenset({INPUT_SOURCE}))])
     analysis.flow.output = output
     analysis.flow.returned = returned

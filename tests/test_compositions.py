@@ -655,15 +655,15 @@ def test_a_namespace_or_only_names_computed_at_run_time_is_skp901_at_the_argumen
                     "model = build(Namespace())\n") == []
 
 
-@pytest.mark.parametrize("stash, pop, first", profiling_shapes.CASES)
-def test_skp303_is_decided_by_autograd_dataflow(stash: str, pop: str, first: bool) -> None:
+@pytest.mark.parametrize("stash, pop, before", profiling_shapes.CASES)
+def test_skp303_is_decided_by_autograd_dataflow(stash: str, pop: str, before: str) -> None:
     # Each case runs for real in tests/runtime/test_oracle_conditions.py with both libraries.
-    text = profiling_shapes.source(stash, pop, first)
+    text = profiling_shapes.source(stash, pop, before)
     found = [(d.line, d.col, d.message) for d in engine.check_text(text, "t.py").diagnostics]
     line = text.splitlines().index(next(l for l in text.splitlines() if l.startswith("balance = "))) + 1
     expected = [(line, 10, "SKP303 balance_by_time() profiles layers in isolation; the skippable layers of this "
                            "composition fail there")]
-    assert found == (expected if profiling_shapes.fails(stash, pop, first) else [])
+    assert found == (expected if profiling_shapes.fails(stash, pop, before) else [])
 
 
 DETACHED = '''

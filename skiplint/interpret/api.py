@@ -65,7 +65,8 @@ class Api(Core):
             return self.inspect_layout(argument(args, kwargs, 0, "partitions"), node)
         if symbol in ("balance_by_time", "balance_by_size"):
             module = argument(args, kwargs, 1, "module")
-            self.pipes.append(PipeRecord(symbol, node, module, None))
+            sample = kwargs["sample"][1] if "sample" in kwargs else args[2][1] if len(args) > 2 else None
+            self.pipes.append(PipeRecord(symbol, node, module, None, sample_grad=requires_grad(sample)))
             return UNKNOWN
         if symbol == "LazyModule":
             target = argument(args, kwargs, 0, "function")
@@ -197,3 +198,15 @@ def balance_of(value: Any) -> Optional[tuple[int, ...]]:
             return tuple(numbers)
     return None
 
+
+
+def requires_grad(node: Any) -> bool:
+    """Whether an expression certainly makes a tensor that requires grad: a call given
+    `requires_grad=True`, or `.requires_grad_()` (with True or nothing)."""
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_":
+        return not node.args or (isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == "True")
+    return any(arg.keyword is not None and arg.keyword.value == "requires_grad" and isinstance(arg.value, cst.Name)
+               and arg.value.value == "True" for arg in node.args)

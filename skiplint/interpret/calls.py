@@ -203,6 +203,9 @@ class Calls(Core):
         if isinstance(obj, LayerV):
             if attr == "isolate" and obj.kind == "skippable":
                 return self.isolate(obj, values, kwargs, node)
+            if attr == "requires_grad_":
+                flag = values[0] if values else kwargs.get("requires_grad", (True,))[0]
+                obj.frozen = flag is not True
             if attr in MODULE_METHODS:
                 return obj
             return UNKNOWN

@@ -58,7 +58,8 @@ class Conversion:
                 found = self.composition(single(module, record.node))
             name = record.name or (found.name if found is not None else record.kind)
             pipes.append(Pipe(record.kind, name, found, record.balance,  # type: ignore[arg-type]
-                              Site(record.node, self.locator), record.chunks, record.checkpoint))
+                              Site(record.node, self.locator), record.chunks, record.checkpoint,
+                              record.sample_grad))
         # verify_skippables runs on these (directly, or in a pipe's constructor): a record each,
         # so that the checks know where a stash nobody pops fails.
         for seq in self.sequences:
@@ -131,7 +132,7 @@ class Conversion:
                 hidden = (Layer(-1, "?", value.label, "unknown"),)
                 return Layer(index, key, value.label, "container", site=site, nested=hidden)
             if value.kind != "skippable":
-                return Layer(index, key, value.label, value.kind, site=site)
+                return Layer(index, key, value.label, value.kind, site=site, frozen=value.frozen)
             info = self.refined.get(id(value.info), value.info)
             if value.tainted or info is None or info.stash is None or info.pop is None:
                 return Layer(index, key, value.label, "unknown", site=site)

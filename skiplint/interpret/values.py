@@ -81,6 +81,9 @@ class LayerV:
     #: Handed on: an argument, an element of a container, an attribute, a return value. Such an
     #: instance may run inside a model, so its direct calls are not judged alone.
     placed: bool = False
+    #: `requires_grad_(...)` was called on it, not certainly with True: its parameters may not
+    #: require grad.
+    frozen: bool = False
 
 
 @dataclass(eq=False)
@@ -223,6 +226,8 @@ class PipeRecord:
     name: Optional[str] = None
     chunks: Optional[int] = None
     checkpoint: Optional[str] = None
+    #: For a balancer: the sample certainly requires grad (`requires_grad=True`, `.requires_grad_()`).
+    sample_grad: bool = False
 
 
 #: A name one branch of an `if` did not bind.

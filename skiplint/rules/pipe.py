@@ -145,7 +145,8 @@ def _balanced(pipe: Pipe) -> Optional[Composition]:
 def profiling(pipe: Pipe) -> Iterator[Finding]:
     # balance_by_size profiles forward passes only (and on CUDA devices only): a skip carried
     # from layer to layer there fails nothing, so only balance_by_time is judged.
-    if pipe.composition is not None and pipe.kind == "balance_by_time" and _fails_profiling(pipe.composition):
+    if pipe.composition is not None and pipe.kind == "balance_by_time" and _fails_profiling(
+            pipe.composition, pipe.sample_requires_grad):
         yield PROFILED_SKIPPABLE.at(pipe.site, func=pipe.kind)
 
 
@@ -273,7 +274,7 @@ def _mixed_namespaces(found: Iterable[SkipRoute]) -> Optional[tuple[SkipRoute, S
     return None
 
 
-def _fails_profiling(composition: Composition) -> bool:
+def _fails_profiling(composition: Composition, sample_grad: bool = False) -> bool:
     """Whether balance_by_time fails on the layers: a popped tensor that the popping layer's
     output depends on shares, with its stashing layer's output, an autograd node that saved
     tensors (skiplint.gradflow). The profiler detaches each layer's input and runs each layer's
@@ -282,13 +283,14 @@ def _fails_profiling(composition: Composition) -> bool:
     on torchgpipe and fairscale: a stash of the untouched input, of `h.detach()`, of a tensor
     computed apart from the output or only by + and -, and a pop discarded, detached or used
     under no_grad profile fine. A node shared only when the layer's input requires grad
-    (`h = x * 2`) counts when an earlier layer certainly makes it so: a torch.nn layer with
-    parameters followed only by torch.nn layers that keep requires_grad."""
+    (`h = x * 2`) counts when the sample requires grad (`sample_grad`) or an earlier layer
+    certainly makes it so: a torch.nn layer with parameters (not frozen) followed only by torch.nn
+    layers that keep requires_grad (a frozen one among them)."""
     from skiplint import gradflow
 
     keeping = gradflow.SAVING_LAYERS | gradflow.PASSING_LAYERS  # torch.nn layers that keep requires_grad
     stashed: dict[str, int] = {}  # name -> the direct child whose output shares with the stash
-    input_grad = False
+    input_grad = sample_grad
     for layer in composition.layers:
         for candidate in (layer, *layer.nested):
             # A direct child is profiled whole: a nested layer counts where its own output is the
@@ -303,8 +305,8 @@ def _fails_profiling(composition: Composition) -> bool:
             if input_grad and candidate is layer:
                 for name in candidate.input_output_stashes:
                     stashed[name] = layer.index
-        if layer.kind == "plain" and layer.label in gradflow.PARAM_LAYERS:  # with parameters: requires grad
-            input_grad = True
-        elif not (layer.kind == "plain" and layer.label in keeping):
+        if layer.kind == "plain" and layer.label in gradflow.PARAM_LAYERS and not layer.frozen:
+            input_grad = True  # with parameters: requires grad
+        elif not (layer.kind == "plain" and (layer.label in keeping or layer.label in gradflow.PARAM_LAYERS)):
             input_grad = False  # what a layer of another kind makes of requires_grad is not followed
     return False

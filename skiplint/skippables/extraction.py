@@ -246,7 +246,9 @@ def _with_gradflow(index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef
              if c.yielded and c.name is not None and c.site is not None and c.arity_problem is None}
     if not kinds:
         return commands
-    flow = gradflow.analyse(forward, info.methods, index.scopes, kinds)
+    functions = {stmt.name.value: stmt for stmt in index.module.body if type(stmt) is cst.FunctionDef
+                 and len(index.scope.bindings.get(stmt.name.value, ())) == 1}
+    flow = gradflow.analyse(forward, info.methods, index.scopes, kinds, functions)
     detached = gradflow.detached_pops(forward, index.scopes[id(forward)], [
         c.site.node for c in commands if c.kind == "pop" and c.site is not None and id(c.site.node) in kinds
         and isinstance(c.site.node, cst.Call)])
