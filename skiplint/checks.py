@@ -1,7 +1,7 @@
 """The drivers: every check of the rules package run on each fact it consumes (the module, each
-skippable class, what the module builds, each composition and pipe), with what the findings belong to. Which rule a check
-serves, and which fact it consumes, is written in the rule's family module
-(`skiplint.rules.base.checks`); nothing here names a code."""
+skippable class, what the module builds, each composition and pipe), with what the findings
+belong to. Which rule a check serves, and which fact it consumes, is written in the rule's family
+module (`skiplint.rules.base.checks`); nothing here names a code."""
 
 from __future__ import annotations
 

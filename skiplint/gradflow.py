@@ -462,8 +462,8 @@ class _Analysis:
             self.eval(node.elt, inner)
             return NOTHING
         results = []
-        for item in iterated.items if iterated.items is not None else (Value(iterated.ops, iterated.grad,
-                                                                               iterated.sources),):
+        view = Value(iterated.ops, iterated.grad, iterated.sources)
+        for item in iterated.items if iterated.items is not None else (view,):
             inner = dict(env)
             self.assign(clause.target, item, inner)
             results.append(self.eval(node.elt, inner))

@@ -199,7 +199,6 @@ def balance_of(value: Any) -> Optional[tuple[int, ...]]:
     return None
 
 
-
 def requires_grad(node: Any) -> bool:
     """Whether an expression certainly makes a tensor that requires grad: a call given
     `requires_grad=True`, or `.requires_grad_()` (with True or nothing)."""

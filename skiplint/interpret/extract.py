@@ -68,7 +68,8 @@ class Conversion:
                 kind = "verify_skippables" if seq.verified else "exported"
                 pipes.append(Pipe(kind, found.name, found, None,  # type: ignore[arg-type]
                                   Site(seq.node, self.locator)))
-        return ModelFacts(path, tuple(compositions), tuple(pipes), isolate_names=tuple(self.isolate_names), unknowns=tuple(self.unknowns))
+        return ModelFacts(path, tuple(compositions), tuple(pipes), isolate_names=tuple(self.isolate_names),
+                          unknowns=tuple(self.unknowns))
 
     def direct_pops(self) -> Iterator[SeqV]:
         """A composition of one for each popping layer called directly (`layer(x)`, `Pop()(x)`):
