@@ -48,15 +48,26 @@ PROFILED_SKIPPABLE = Rule(
             "backward runs alone, and a popped skip leads back into the stashing layer's graph)",
     reported_at='the balancing call',
     when="a popped skip that the popping layer's output depends on shares, with its stashing layer's output, "
-         'an autograd node that saved tensors for backward, decided by dataflow through forward (operations, '
-         'views, attributes of `self`, methods reached by `yield from`): balance_by_time detaches each '
-         "layer's input and runs each layer's backward alone, so the popping layer's backward reaches what "
-         "the stashing layer's backward freed. Measured on torchgpipe and fairscale: a stash of the untouched "
-         'input, of `h.detach()`, of a tensor computed under `torch.no_grad()`, from a constant, apart from '
-         'the output or only by `+`, `-` and views, and a pop that is discarded, detached or used under '
-         "no_grad profile fine; a node made only from the layer's input (`h = x * 2`) counts when a torch.nn "
-         'layer with parameters comes before. balance_by_size profiles CUDA memory with forward passes only '
-         'and is not reported',
+         'an autograd node that saved tensors for backward, decided by dataflow through forward: '
+         'balance_by_time detaches each '
+         "layer's input (keeping requires_grad) and runs each layer's backward alone, so the popping layer's "
+         "backward reaches what the stashing layer's backward freed. Followed: operations and views; tuples, "
+         'lists and comprehensions (`torch.cat([x, skip], 1)`), unpacking (`a, b = h.chunk(2)`), subscripts, '
+         'in-place methods (`out.add_(skip)`, `skip.detach_()`), conditional expressions, `with` blocks, early '
+         'returns; attributes of `self`; methods of `self` and functions of the same module (called, or '
+         'reached by `yield from`); torch.nn layers, and nn.Sequential/nn.ModuleList attributes of them and '
+         'their indexing; `nn.Parameter` attributes and the weights of torch.nn layers need grad, unless '
+         'frozen (`requires_grad_(False)`, `requires_grad=False`). Branches on `self.training` and on whether '
+         'the popped tensor is None are decided (profiling runs in training mode). A torch function that '
+         'is not known to save nothing (views, `detach`, `+`, `-`, `cat`, `sum`, ...) is taken to depend on '
+         'and save its tensor arguments; any other call that is not followed is taken to depend on its '
+         'arguments and to save nothing for certain. Measured on torchgpipe and fairscale: a stash of the '
+         'untouched input, of `h.detach()`, of a tensor computed under `torch.no_grad()`, from a constant, '
+         'apart from the output or only by `+`, `-` and views, and a pop that is discarded, detached or used '
+         "under no_grad profile fine; a node made only from the layer's input (`h = x * 2`, a frozen layer) "
+         'counts when the sample requires grad (`requires_grad=True`) or a torch.nn layer with parameters '
+         '(not frozen) comes before. balance_by_size profiles CUDA memory with forward passes only and is not '
+         'reported',
 )
 
 
