@@ -18,6 +18,8 @@ from skiplint.findings import Finding as Finding
 from skiplint.positions import Locator as Locator, with_room as with_room
 
 Kind = Literal["stash", "pop"]
+#: Whether a tensor requires grad: certainly, when the layer's input does, not certainly.
+GradKind = Literal["yes", "input", "no"]
 #: A command a forward performs: ("stash", "skip") or ("pop", "skip").
 Key = tuple[Kind, str]
 
@@ -126,6 +128,12 @@ class Forward:
     unknown_kinds: frozenset[Kind] = frozenset()
     #: The first branching statement that leaves forward early (a conditional return).
     early_exit: Optional[Site] = None
+    #: Forward's output depends differentiably on its input: the autograd history of the input
+    #: passes through the layer (as far as its dataflow shows).
+    keeps_input: bool = False
+    #: Forward's output requires grad: certainly ("yes", a parameter of its own takes part), when
+    #: its input does ("input"), or not certainly ("no").
+    output_grad: GradKind = "no"
 
 
 @dataclass(frozen=True)
@@ -287,6 +295,8 @@ class Layer:
     #: For a plain layer: `requires_grad_(...)` was called on it, not certainly with True (its
     #: parameters may not require grad).
     frozen: bool = False
+    #: For a skippable layer: whether its output requires grad (`Forward.output_grad`).
+    output_grad: GradKind = "no"
 
 
 @dataclass(frozen=True)

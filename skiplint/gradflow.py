@@ -156,8 +156,10 @@ class Flow:
         kinds = [min(kind, out[node]) for node, kind in value.ops if node in out]
         return max(kinds, default=NO)
 
-    def reaches_output(self, pop_call: cst.CSTNode) -> bool:
-        return self.returned and id(pop_call) in self.output.sources
+    def reaches_output(self, pop_call: cst.CSTNode | int) -> bool:
+        """Whether the output depends on a pop call's tensor (or on forward's input: INPUT_SOURCE)."""
+        source = pop_call if isinstance(pop_call, int) else id(pop_call)
+        return self.returned and source in self.output.sources
 
 
 class _Analysis:
@@ -633,7 +635,8 @@ def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
 def detached_pops(forward: cst.FunctionDef, scope: Scope, pops: Sequence[cst.Call]) -> set[int]:
     """The pop calls (by id) whose tensor certainly never reaches forward's output with its
     history: `name = yield pop(...)`, `name` bound nowhere else in forward, and every read of it
-    is `name.detach()` or inside `with torch.no_grad():` (or there is none). Measured: such a pop
+    is `name.detach()` or inside `with torch.no_grad():` (or there is none), or the next statement
+    is `name.detach_()`. Measured: such a pop
     across partitions fails backward as a discarded one does (its portal gets no gradient)."""
     wanted = {id(call) for call in pops}
     assigned: dict[str, list[cst.CSTNode]] = {}
@@ -648,15 +651,41 @@ def detached_pops(forward: cst.FunctionDef, scope: Scope, pops: Sequence[cst.Cal
                 if isinstance(part, cst.Name):
                     assigned.setdefault(part.value, []).extend((node, node))
     found: set[int] = set()
+    detached_next = _detached_at_once(forward.body)
     for node in syntax.walk(forward.body):
         if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
                 and isinstance(node.value, cst.Yield) and isinstance(node.value.value, cst.Call)
                 and id(node.value.value) in wanted):
             continue
         name = node.targets[0].target.value
-        if len(assigned.get(name, ())) != 1 or _reads_with_history(forward.body, name, scope, node, False):
+        if len(assigned.get(name, ())) != 1:
             continue
-        found.add(id(node.value.value))
+        if id(node) in detached_next or not _reads_with_history(forward.body, name, scope, node, False):
+            found.add(id(node.value.value))
+    return found
+
+
+def _detached_at_once(body: cst.CSTNode) -> set[int]:
+    """The assignments `name = ...` followed, as the next statement of their block, by
+    `name.detach_()`: every later read of `name` has no history."""
+    found: set[int] = set()
+    for block in syntax.walk(body):
+        if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+            continue
+        statements = list(block.body)
+        for first, second in zip(statements, statements[1:]):
+            if not (isinstance(first, cst.SimpleStatementLine) and isinstance(second, cst.SimpleStatementLine)
+                    and len(first.body) == 1 and len(second.body) == 1):
+                continue
+            assign, expr = first.body[0], second.body[0]
+            if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+                    and isinstance(assign.targets[0].target, cst.Name) and isinstance(expr, cst.Expr)):
+                continue
+            call = expr.value
+            if (isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute)
+                    and call.func.attr.value == "detach_" and isinstance(call.func.value, cst.Name)
+                    and call.func.value.value == assign.targets[0].target.value):
+                found.add(id(assign))
     return found
 
 

@@ -155,3 +155,103 @@ def fails(stash: str, pop: str, before: str) -> bool:
     """The measured outcome: profiling fails."""
     input_grad = before in ("after-linear", "grad-sample")
     return pop in USED and (stash in SHARING or (stash in INPUT_SHARING and input_grad))
+
+
+#: Whole models whose layout decides (the layers around the skippable ones): the source after the
+#: imports of SOURCE, and whether profiling fails.
+LAYOUTS = {
+    # The stash shares the stashing layer's Linear with its output; the layer is nested, and a
+    # skippable layer that keeps its input's history follows it inside the profiled child.
+    "nested-then-skippable": ('''
+@skippable(stash=["s"])
+class Stash(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.lin(x)
+        yield stash("s", h)
+        return h
+
+
+@skippable(pop=["s"])
+class Pop(nn.Module):
+    def forward(self, x):
+        s = yield pop("s")
+        return x + s
+
+
+@skippable(stash=["t"])
+class Keep(nn.Module):
+    def forward(self, x):
+        yield stash("t", torch.zeros_like(x))
+        return x * 1
+
+
+@skippable(pop=["t"])
+class Drop(nn.Module):
+    def forward(self, x):
+        t = yield pop("t")
+        return x + t
+
+
+model = nn.Sequential(nn.Sequential(Stash(), Keep()), nn.Sequential(Drop(), Pop()))
+''', True),
+    # An input-sharing stash after a skippable layer whose own Linear makes its output require grad.
+    "after-skippable-with-parameters": ('''
+@skippable(stash=["s"])
+class Stash(nn.Module):
+    def forward(self, x):
+        h = x * 2
+        yield stash("s", h)
+        return h
+
+
+@skippable(pop=["s"])
+class Pop(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        s = yield pop("s")
+        return self.lin(x + s)
+
+
+ns = Namespace()
+model = nn.Sequential(Stash().isolate(ns), Pop().isolate(ns), nn.Identity(), Stash(), nn.Tanh(), Pop())
+''', True),
+    # ... after a skippable layer without parameters: its output does not require grad.
+    "after-skippable-without-parameters": ('''
+@skippable(stash=["s"])
+class Stash(nn.Module):
+    def forward(self, x):
+        h = x * 2
+        yield stash("s", h)
+        return h
+
+
+@skippable(pop=["s"])
+class Pop(nn.Module):
+    def forward(self, x):
+        s = yield pop("s")
+        return x + s
+
+
+ns = Namespace()
+model = nn.Sequential(Stash().isolate(ns), Pop().isolate(ns), nn.Identity(), Stash(), nn.Tanh(), Pop())
+''', False),
+}
+
+LAYOUT_HEADER = '''import torch
+from torch import nn
+from {root}.balance import balance_by_time
+from {root}.skip import Namespace, pop, skippable, stash
+'''
+
+
+def layout_source(name: str, root: str = "torchgpipe") -> str:
+    body, _fails = LAYOUTS[name]
+    return (LAYOUT_HEADER.format(root=root) + body + 'balance = balance_by_time(2, model, torch.randn(8, 4), '
+            'timeout=0.02, device=torch.device("cpu"))\n')

@@ -666,6 +666,14 @@ def test_skp303_is_decided_by_autograd_dataflow(stash: str, pop: str, before: st
     assert found == (expected if profiling_shapes.fails(stash, pop, before) else [])
 
 
+@pytest.mark.parametrize("name", sorted(profiling_shapes.LAYOUTS))
+def test_skp303_follows_the_layout(name: str) -> None:
+    # Each layout runs for real in tests/runtime/test_oracle_conditions.py with both libraries.
+    text = profiling_shapes.layout_source(name)
+    found = [d.code for d in engine.check_text(text, "t.py").diagnostics]
+    assert found == (["SKP303"] if profiling_shapes.LAYOUTS[name][1] else [])
+
+
 DETACHED = '''
 import torch
 
@@ -689,6 +697,8 @@ def test_a_pop_used_only_detached_across_partitions_is_skp305():
     no_grad = DETACHED.format(use="with torch.no_grad():\n            y = skip * 2\n        return x + y",
                               balance="[2, 1]")
     assert [(line, message[:6]) for line, _, message in messages(no_grad)] == [(7, "SKP305")]
+    in_place = DETACHED.format(use="skip.detach_()\n        return x + skip", balance="[2, 1]")
+    assert [(line, col, message[:6]) for line, col, message in messages(in_place)] == [(7, 21, "SKP305")]
     # In one partition, or used with its history as well, it runs.
     assert messages(DETACHED.format(use="return x + skip.detach()", balance="[3]")) == []
     assert messages(DETACHED.format(use="y = skip.detach()\n        return x + skip + y", balance="[2, 1]")) == []

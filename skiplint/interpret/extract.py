@@ -155,7 +155,7 @@ class Conversion:
                          tuple(sorted(both)), site, discarded=info.discarded, detached=info.detached,
                          output_stashes=tuple(sorted(info.output_stashes & info.stash)),
                          input_output_stashes=tuple(sorted(info.input_output_stashes & info.stash)),
-                         inert_pops=tuple(sorted(info.inert_pops & info.pop)))
+                         inert_pops=tuple(sorted(info.inert_pops & info.pop)), output_grad=info.output_grad)
         label = code(node) if node is not None else "?"
         return Layer(index, key, label, "unknown", site=site)
 
@@ -188,10 +188,14 @@ class Conversion:
             elif layer.kind == "container":
                 yield from layer.nested
 
-    @staticmethod
-    def keeps_history(value: Any) -> bool:
-        """A torch.nn layer whose output carries its input's autograd history (skiplint.gradflow)."""
-        return isinstance(value, LayerV) and value.kind == "plain" and value.label in _KEEPING
+    def keeps_history(self, value: Any) -> bool:
+        """A torch.nn layer, or a skippable layer, whose output carries its input's autograd
+        history (skiplint.gradflow)."""
+        if not isinstance(value, LayerV):
+            return False
+        if value.kind == "skippable" and value.info is not None:
+            return self.refined.get(id(value.info), value.info).keeps_input and not value.tainted
+        return value.kind == "plain" and value.label in _KEEPING
 
 
 def single(layer: LayerV, node: cst.CSTNode) -> SeqV:

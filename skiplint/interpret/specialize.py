@@ -81,11 +81,12 @@ class Specializations(Core):
                 out.append(made)
                 facts = skip_info(made)
                 if (facts.discarded or facts.detached or facts.output_stashes or facts.input_output_stashes
-                        or facts.inert_pops):
+                        or facts.inert_pops or facts.keeps_input or facts.output_grad != "no"):
                     self.refined[id(definition.info)] = dataclasses.replace(
                         definition.info, discarded=facts.discarded, detached=facts.detached,
                         output_stashes=facts.output_stashes,
-                        input_output_stashes=facts.input_output_stashes, inert_pops=facts.inert_pops)
+                        input_output_stashes=facts.input_output_stashes, inert_pops=facts.inert_pops,
+                        keeps_input=facts.keeps_input, output_grad=facts.output_grad)
         return tuple(out)
 
     def specialized(self, definition: Definition) -> Optional[SkippableClass]:

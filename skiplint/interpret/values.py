@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import libcst as cst
 
-from skiplint.facts import LayerKind, Site, SkippableClass
+from skiplint.facts import GradKind, LayerKind, Site, SkippableClass
 from skiplint.limits import BUDGET
 
 if TYPE_CHECKING:
@@ -58,6 +58,10 @@ class SkipInfo:
     output_stashes: frozenset[str] = frozenset()
     input_output_stashes: frozenset[str] = frozenset()
     inert_pops: frozenset[str] = frozenset()
+    #: Its output carries its input's autograd history (`facts.Forward.keeps_input`), and
+    #: requires grad (`facts.Forward.output_grad`).
+    keeps_input: bool = False
+    output_grad: GradKind = "no"
 
 
 @dataclass(eq=False)
@@ -304,5 +308,6 @@ def skip_info(cls: SkippableClass) -> SkipInfo:
                      if c.kind == "pop" and c.yielded and c.detached_only and not c.discarded and c.name is not None
                      and c.site is not None)
     return SkipInfo(cls.name, stash, pop, discarded, detached, cls.output_stashes, cls.input_output_stashes,
-                    cls.inert_pops)
+                    cls.inert_pops, cls.forward is not None and cls.forward.keeps_input,
+                    cls.forward.output_grad if cls.forward is not None else "no")
 

@@ -318,6 +318,8 @@ def _fails_profiling(composition: Composition, sample_grad: bool = False) -> boo
                     stashed[name] = layer.index
         if layer.kind == "plain" and layer.label in gradflow.PARAM_LAYERS and not layer.frozen:
             input_grad = True  # with parameters: requires grad
+        elif layer.kind == "skippable" and layer.output_grad != "no":
+            input_grad = input_grad or layer.output_grad == "yes"
         elif not (layer.kind == "plain" and (layer.label in keeping or layer.label in gradflow.PARAM_LAYERS)):
             input_grad = False  # what a layer of another kind makes of requires_grad is not followed
     return False

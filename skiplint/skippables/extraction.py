@@ -12,7 +12,7 @@ import libcst as cst
 
 from skiplint import gradflow, syntax
 from skiplint.facts import (
-    Brought, Command, Declaration, Forward, IsolateName, Kind, Locator, ModuleFacts, RemovedImport, Site,
+    Brought, GradKind, Command, Declaration, Forward, IsolateName, Kind, Locator, ModuleFacts, RemovedImport, Site,
     SkippableClass, SkippableMisuse, UndecoratedYield,
 )
 from skiplint.imports import Scope, dotted_name, removed_module
@@ -222,7 +222,8 @@ def _skippable_class(index: ModuleIndex, info: ClassInfo, call: cst.Call, forwar
         generator_elsewhere = not analysis.is_generator and any(
             is_generator(m) for name, m in info.methods.items() if name != "forward")
         if not generator_elsewhere:
-            commands = _with_gradflow(index, info, forward, tuple(analysis.commands.values()))
+            commands, keeps_input, output_grad = _with_gradflow(index, info, forward,
+                                                                tuple(analysis.commands.values()))
             for command in commands:
                 if not command.yielded and command.site is not None:
                     reported_loose.add(id(command.site.node))
@@ -232,20 +233,21 @@ def _skippable_class(index: ModuleIndex, info: ClassInfo, call: cst.Call, forwar
                 tuple(analysis.repeats.values()) if analysis.paths_known else (),
                 tuple((key, Site(node, locator)) for key, node in analysis.first_branch.items()),
                 _required_inputs(forward), frozenset(analysis.unknown),
-                Site(analysis.early_exits[0], locator) if analysis.early_exits else None,
+                Site(analysis.early_exits[0], locator) if analysis.early_exits else None, keeps_input,
+                output_grad,
             )
     return SkippableClass(info.node.name.value, stash, pop, forward_facts, Site(info.node, locator))
 
 
 def _with_gradflow(index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef,
-                   commands: tuple[Command, ...]) -> tuple[Command, ...]:
+                   commands: tuple[Command, ...]) -> tuple[tuple[Command, ...], bool, GradKind]:
     """The commands with what autograd dataflow through forward says of them (skiplint.gradflow):
     whether each stash shares saved history with the output, whether the output depends on
-    each popped tensor."""
+    each popped tensor; and whether the output depends on forward's input, and requires grad."""
     kinds = {id(c.site.node): c.kind for c in commands
              if c.yielded and c.name is not None and c.site is not None and c.arity_problem is None}
     if not kinds:
-        return commands
+        return commands, False, "no"
     functions = {stmt.name.value: stmt for stmt in index.module.body if type(stmt) is cst.FunctionDef
                  and len(index.scope.bindings.get(stmt.name.value, ())) == 1}
     flow = gradflow.analyse(forward, info.methods, index.scopes, kinds, functions)
@@ -264,7 +266,10 @@ def _with_gradflow(index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef
         else:
             out.append(dataclasses.replace(command, grad_used=not command.discarded and flow.reaches_output(node),
                                            detached_only=id(node) in detached))
-    return tuple(out)
+    grad: GradKind = "no"
+    if flow.returned:
+        grad = "yes" if flow.output.grad == gradflow.YES else "input" if flow.output.grad == gradflow.INPUT else "no"
+    return tuple(out), flow.reaches_output(gradflow.INPUT_SOURCE), grad
 
 
 def computed(cls: SkippableClass) -> bool:

@@ -435,6 +435,9 @@ def detached_popper(skip: Any, how: str) -> nn.Module:
             a = yield skip.pop("a")
             if how == "detach":
                 return x + a.detach()
+            if how == "detach_":
+                a.detach_()
+                return x + a
             with torch.no_grad():
                 b = a * 2
             return x + b
@@ -443,7 +446,7 @@ def detached_popper(skip: Any, how: str) -> nn.Module:
 
 
 @pytest.mark.parametrize("lib", sorted(LIBRARIES))
-@pytest.mark.parametrize("how", ["detach", "no_grad"])
+@pytest.mark.parametrize("how", ["detach", "detach_", "no_grad"])
 @pytest.mark.parametrize("checkpoint", CHECKPOINTS)
 def test_a_pop_used_only_detached_fails_backward_across_partitions(lib: str, how: str, checkpoint: str) -> None:
     skip, pipe_cls = library(lib)
@@ -463,3 +466,18 @@ def test_profiling_takes_each_direct_child_whole(lib: str) -> None:
                            nn.Sequential(nn.Linear(3, 3), popper(skip, "a"), nn.Tanh()))
     with pytest.raises(RuntimeError, match="^Trying to backward through the graph a second time"):
         profile(lib, across)
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("name", sorted(profiling_shapes.LAYOUTS))
+def test_profiling_follows_the_layout(lib: str, name: str) -> None:
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    code = compile(profiling_shapes.layout_source(name, ROOTS[lib]), f"<{name}>", "exec")
+    if profiling_shapes.LAYOUTS[name][1]:
+        with pytest.raises(RuntimeError, match="^Trying to backward through the graph a second time"):
+            exec(code, {"__name__": "profiled"})
+    else:
+        namespace: dict[str, Any] = {"__name__": "profiled"}
+        exec(code, namespace)
+        assert sum(namespace["balance"]) == len(namespace["model"])
