@@ -716,3 +716,39 @@ def test_profiling_takes_each_direct_child_whole():
         [(line, "SKP303")]
     assert profiled("nn.Sequential(Encode(), Mystery()), nn.Sequential(P())") == []
     assert profiled("nn.Sequential(Encode()), nn.Sequential(P(), Mystery())") == []
+
+
+SPLIT_OPTIONS = '''
+def build({params}):
+    model = nn.Sequential(nn.Sequential(S(), nn.Linear(4, 4)), nn.Sequential(nn.Linear(4, 4), P()))
+    return GPipe(model, balance=[1, 1], devices=["cpu", "cpu"]{spread})
+'''
+
+
+def test_pipe_options_that_cannot_be_known_are_said_so_where_some_value_fails():
+    # Measured (torchgpipe, fairscale): across partitions, with chunks=2 and the default
+    # checkpointing, backward raises "'skip' has not been stashed"; with chunks=1 it runs.
+    assert [(line, code) for line, _, code in
+            ((line, col, message[:6]) for line, col, message in messages(SPLIT_OPTIONS.format(params="**opts",
+                                                                                       spread=", **opts")))] == [
+        (4, "SKP901")]
+    assert [m[2][:6] for m in messages(SPLIT_OPTIONS.format(params="*args", spread=", *args"))] == []
+    # Known where it is called with a dict it can read.
+    called = SPLIT_OPTIONS.format(params="**opts", spread=", **opts") + "\npipe = build(**{'chunks': 2})\n"
+    assert [m[2][:6] for m in messages(called)] == ["SKP205"]
+    called_once = SPLIT_OPTIONS.format(params="**opts", spread=", **opts") + "\npipe = build(chunks=1)\n"
+    assert messages(called_once) == []
+    # Whatever the options, a pipe that never recomputes the popping partition runs.
+    never = SPLIT_OPTIONS.format(params="**opts", spread=", checkpoint='never', **opts")
+    assert messages(never) == []
+
+
+def test_a_positional_balance_given_to_a_pipe_class_that_is_a_parameter_counts():
+    lazy = '''
+from fairscale.nn.pipe import LazyModule
+
+def check(pipe_class):
+    model = [LazyModule(lambda: S()), LazyModule(lambda: P())]
+    return pipe_class(model, [1, 1], worker_map={0: "a", 1: "b"})
+'''
+    assert [(line, message[:6]) for line, _, message in messages(lazy)] == [(6, "SKP304")]

@@ -47,8 +47,11 @@ class Api(Core):
             else:
                 record = PipeRecord(symbol, node, module, balance_of(balance))
                 if symbol in ("GPipe", "FairscalePipe"):  # both take them as keywords only
-                    chunks = kwargs["chunks"][0] if "chunks" in kwargs else 1
-                    checkpoint = kwargs["checkpoint"][0] if "checkpoint" in kwargs else "except_last"
+                    # `**options`: what it holds cannot be known (None), unless given beside it.
+                    spread = not known and any(arg.star == "**" for arg in node.args)
+                    chunks = kwargs["chunks"][0] if "chunks" in kwargs else None if spread else 1
+                    checkpoint = (kwargs["checkpoint"][0] if "checkpoint" in kwargs else None if spread
+                                  else "except_last")
                     record.chunks = chunks if is_int(chunks) else None
                     record.checkpoint = checkpoint if isinstance(checkpoint, str) else None
             self.pipes.append(record)

@@ -8,6 +8,7 @@ from typing import Any
 import libcst as cst
 
 from skiplint import syntax
+from skiplint.interpret.api import balance_of
 from skiplint.interpret.core import Args, Core, Kwargs
 from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, Return
 from skiplint.interpret.operations import call_builtin
@@ -53,7 +54,10 @@ class Calls(Core):
                 else:
                     args.extend(items)
             elif arg.star == "**":
-                known = False
+                if isinstance(value, DictV) and not value.tainted and all(isinstance(k, str) for k in value.items):
+                    kwargs.update(value.items)
+                else:
+                    known = False
             elif arg.keyword is not None:
                 kwargs[arg.keyword.value] = (value, arg.value)
             else:
@@ -107,8 +111,9 @@ class Calls(Core):
             return self.api_call(func.symbol, args, kwargs, node, known)
         if not known:
             return UNKNOWN
-        if (func is UNKNOWN or isinstance(func, ExternalV)) and args and "balance" in kwargs:
-            self.lazy_pipe(args[0][0], node)
+        if (func is UNKNOWN or isinstance(func, ExternalV)) and args and (
+                "balance" in kwargs or (len(args) > 1 and balance_of(args[1][0]) is not None)):
+            self.lazy_pipe(args[0][0], node)  # a balance, by keyword or second
         if isinstance(func, ClassV):
             return self.instantiate(func, args, kwargs, node)
         if isinstance(func, (FuncV, LambdaV)):
@@ -291,14 +296,15 @@ class Calls(Core):
                 env.vars[param.name.value] = rest.pop(0)
             elif not self._bind_by_name(param, kwargs, env, entry):
                 return False
+        # At an entry point (a function nobody calls), `*args` and `**options` hold what cannot be known.
         if isinstance(params.star_arg, cst.Param):
-            env.vars[params.star_arg.name.value] = ListV([(a, None) for a in rest], True)
+            env.vars[params.star_arg.name.value] = ListV([(a, None) for a in rest], True, tainted=entry)
             rest = []
         if rest:
             return False
         if not all(self._bind_by_name(param, kwargs, env, entry) for param in params.kwonly_params):
             return False
         if isinstance(params.star_kwarg, cst.Param):
-            env.vars[params.star_kwarg.name.value] = DictV({k: (v, None) for k, v in kwargs.items()})
+            env.vars[params.star_kwarg.name.value] = DictV({k: (v, None) for k, v in kwargs.items()}, tainted=entry)
             kwargs = {}
         return not kwargs

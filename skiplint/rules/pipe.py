@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
+import skiplint.rules.analyzer as analyzer
 import skiplint.rules.composition as composition_rules
 from skiplint.findings import Finding
 from skiplint.rules.base import Rule, checks, run
@@ -217,13 +219,22 @@ def _partitioned(pipe: Pipe) -> Optional[Composition]:
     return composition
 
 
-@checks("pipe", composition_rules.NESTED_SKIPPABLE)
+@checks("pipe", composition_rules.NESTED_SKIPPABLE, analyzer.COMPUTED_SKIP_NAME)
 def split_children(pipe: Pipe) -> Iterator[Finding]:
-    """A skip between child Sequentials that this pipe's partitions and checkpointing break."""
+    """A skip between child Sequentials that this pipe's partitions and checkpointing break. When
+    `chunks=` or `checkpoint=` cannot be known (`**options`, computed) and some value the pipe
+    accepts breaks one, the pipe says so (SKP901)."""
     from skiplint import pipes
 
     composition = _partitioned(pipe)
     if composition is None or pipe.kind not in pipes.VERIFIERS:
+        return
+    if pipe.chunks is None or pipe.checkpoint is None:
+        worst = dataclasses.replace(pipe, chunks=2 if pipe.chunks is None else pipe.chunks,
+                                    checkpoint="always" if pipe.checkpoint is None else pipe.checkpoint)
+        if any(True for _ in pipes.split_failures(composition, worst)):
+            yield analyzer.COMPUTED_SKIP_NAME.at(pipe.site, what="the checkpointing of this pipe (chunks=, "
+                                                                 "checkpoint=)")
         return
     for container, layer, src, dst in pipes.split_failures(composition, pipe):
         if layer.site is not None:
