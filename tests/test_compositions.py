@@ -752,3 +752,24 @@ def check(pipe_class):
     return pipe_class(model, [1, 1], worker_map={0: "a", 1: "b"})
 '''
     assert [(line, message[:6]) for line, _, message in messages(lazy)] == [(6, "SKP304")]
+
+
+STAGES = '''
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.s0 = nn.Sequential(S(), nn.Linear(4, 4))
+        self.s1 = nn.Sequential(nn.Linear(4, 4), P())
+
+    def forward(self, x):
+        {body}
+'''
+
+
+def test_partitions_held_as_attributes_that_forward_runs_in_turn_are_one_route():
+    # Measured (tests/runtime/test_oracle_conditions.py): s0 then s1 runs; s1 alone, or before
+    # s0, raises "'skip' has not been stashed".
+    assert codes(STAGES.format(body="x = self.s0(x)\n        return self.s1(x)")) == []
+    assert codes(STAGES.format(body="return self.s1(self.s0(x))")) == []
+    assert codes(STAGES.format(body="x = self.s1(x)\n        return self.s0(x)")) == [(6, "SKP201")]
+    assert codes(STAGES.format(body="return self.s1(x)")) == [(6, "SKP201")]

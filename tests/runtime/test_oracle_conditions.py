@@ -481,3 +481,31 @@ def test_profiling_follows_the_layout(lib: str, name: str) -> None:
         namespace: dict[str, Any] = {"__name__": "profiled"}
         exec(code, namespace)
         assert sum(namespace["balance"]) == len(namespace["model"])
+
+
+# -- partitions held as attributes, run in turn by forward (one route) ------------------------------
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("order", ["s0-s1", "s1-s0", "s1"])
+def test_partitions_held_as_attributes_run_in_turn_share_one_tracker(lib: str, order: str) -> None:
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    skip, _pipe = library(lib)
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.s0 = nn.Sequential(stasher(skip, "skip"), nn.Linear(3, 3))
+            self.s1 = nn.Sequential(nn.Linear(3, 3), popper(skip, "skip"))
+
+        def forward(self, x: Any) -> Any:
+            for name in order.split("-"):
+                x = getattr(self, name)(x)
+            return x
+
+    x = torch.randn(2, 3)
+    if order == "s0-s1":
+        Model()(x).sum().backward()
+    else:
+        with pytest.raises(RuntimeError, match="'skip' has not been stashed"):
+            Model()(x)
