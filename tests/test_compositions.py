@@ -773,3 +773,25 @@ def test_partitions_held_as_attributes_that_forward_runs_in_turn_are_one_route()
     assert codes(STAGES.format(body="return self.s1(self.s0(x))")) == []
     assert codes(STAGES.format(body="x = self.s1(x)\n        return self.s0(x)")) == [(6, "SKP201")]
     assert codes(STAGES.format(body="return self.s1(x)")) == [(6, "SKP201")]
+
+
+DIRECT = '''
+import torch
+
+def run():
+    x = torch.randn(2, 4)
+{body}
+'''
+
+
+def test_direct_calls_follow_namespaces_and_pops():
+    # Measured (tests/runtime/test_oracle_conditions.py): the pop finds only a stash of its own
+    # namespace, and a pop takes the stash out of the tracker.
+    def found(body: str) -> list[str]:
+        return [code for _, code in codes(DIRECT.format(body=textwrap.indent(textwrap.dedent(body), "    ")))]
+
+    assert found("y = S()(x)\nreturn P()(y)") == []
+    assert found("ns = Namespace()\ny = S().isolate(ns)(x)\nreturn P()(y)") == ["SKP201"]
+    assert found("ns = Namespace()\ny = S().isolate(ns)(x)\nreturn P().isolate(ns)(y)") == []
+    assert found("y = S()(x)\ny = P()(y)\nreturn P()(y)") == ["SKP201"]
+    assert found("y = S()(x)\nif x.sum() > 0:\n    y = P()(y)\nreturn P()(y)") == []

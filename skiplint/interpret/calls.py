@@ -14,7 +14,8 @@ from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, Return
 from skiplint.interpret.operations import call_builtin
 from skiplint.interpret.values import (
     MODULE_METHODS, MUTATORS, STAR_UNKNOWN, UNKNOWN, ApiV, BoundV, BuiltinV, ClassV, DictV, DirectCall, ExternalV,
-    FuncV, LambdaV, LayerV, ListV, ObjV, PipeRecord, PipeV, SeqV, hashable_constant, is_int, place, taint,
+    FuncV, LambdaV, LayerV, ListV, ObjV, PipeRecord, PipeV, SeqV, hashable_constant, is_int, place, skip_keys,
+    taint,
 )
 
 
@@ -78,10 +79,14 @@ class Calls(Core):
     def forward_call(self, func: Any, func_node: cst.BaseExpression, with_arguments: bool) -> None:
         """A call that may run a module's forward: a skippable layer called directly is recorded;
         whatever may stash into the thread's default skip tracker is noted (a direct pop after a
-        direct stash of the same name finds it there)."""
+        direct stash of the same name, in the same namespace, finds it there, and takes it out
+        where the pop surely runs)."""
         if isinstance(func, LayerV) and func.kind == "skippable":
             before = None if self.tracker is None or self.other_tracker else frozenset(self.tracker)
             self.direct_calls.append(DirectCall(func, func_node, before, self.entry_kind))
+            if (self.tracker is not None and not self.other_tracker and not self.branches and func.info is not None
+                    and func.info.pop is not None and not func.tainted and not func.unsure):
+                self.tracker.difference_update(skip_keys(func, func.info.pop))
             self.note_stashes(func, 0)
         elif isinstance(func, (LayerV, SeqV)) or (with_arguments and (func is UNKNOWN or isinstance(func, ObjV))):
             self.note_stashes(func, 0)
@@ -95,7 +100,7 @@ class Calls(Core):
             return
         if isinstance(value, LayerV) and value.kind == "skippable" and value.info is not None \
                 and value.info.stash is not None and not value.tainted:
-            self.tracker.update(value.info.stash)
+            self.tracker.update(skip_keys(value, value.info.stash))
             return
         if isinstance(value, SeqV) and value.complete and not value.tainted and depth <= self.budget.nesting:
             for _, child, _ in value.children:

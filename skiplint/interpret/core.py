@@ -13,7 +13,7 @@ from skiplint.facts import IsolateName, Locator, ModuleFacts, Site, Unknown
 from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, OutOfBudget, Return
 from skiplint.interpret.rebinding import Rebinding
 from skiplint.interpret.values import (
-    ClassV, DirectCall, FuncV, LambdaV, LayerV, PipeRecord, SeqV, SkipInfo, skip_info,
+    ClassV, DirectCall, FuncV, LambdaV, LayerV, PipeRecord, SeqV, SkipInfo, TrackedSkip, skip_info,
 )
 from skiplint.limits import Budget
 from skiplint.skippables import ModuleIndex, computed
@@ -76,10 +76,10 @@ class Core:
         #: Names that the running entry point may have stashed so far into the skip tracker its
         #: direct calls use (the thread's default one, unless a fixture gives each test its own);
         #: None: any name.
-        self.tracker: Optional[set[str]] = set()
+        self.tracker: Optional[set[TrackedSkip]] = set()
         #: Names that some entry point may leave in the thread's default tracker, where an entry
         #: point run after it finds them; None: any name.
-        self.tracker_leaks: Optional[set[str]] = set()
+        self.tracker_leaks: Optional[set[TrackedSkip]] = set()
         #: Inside a `with` that may install another skip tracker (`use_skip_tracker(...)`, a
         #: context manager of the project): what a direct pop finds there cannot be known.
         self.other_tracker = 0

@@ -12,7 +12,7 @@ import libcst as cst
 from skiplint import gradflow
 from skiplint.facts import Composition, Layer, ModelFacts, Pipe, Site, SkipKey
 from skiplint.interpret.core import Core
-from skiplint.interpret.values import NS, UNKNOWN, LayerV, SeqV, code
+from skiplint.interpret.values import NS, UNKNOWN, LayerV, SeqV, code, skip_keys
 
 
 #: torch.nn layers that keep their input's autograd history in their output.
@@ -89,7 +89,7 @@ class Conversion:
                 before = None if self.tracker_leaks is None else before | self.tracker_leaks
             if (id(func_node) in seen or layer.placed or layer.tainted or layer.unsure or info is None
                     or info.stash is None or info.pop is None or not info.pop or info.stash & info.pop
-                    or before is None or info.pop & before):
+                    or before is None or skip_keys(layer, info.pop) & before):
                 continue
             seen.add(id(func_node))
             seq = SeqV("direct call", func_node, name=f"{code(func_node)}(...)")

@@ -207,6 +207,15 @@ class PipeV:
     record: "PipeRecord"
 
 
+#: A skip as a tracker holds it: (the serial of its namespace, None for the default one; its name).
+TrackedSkip = tuple[Optional[int], str]
+
+
+def skip_keys(layer: LayerV, names: frozenset[str]) -> frozenset[TrackedSkip]:
+    """The skips of `names` as `layer` stashes or pops them (its namespaces applied)."""
+    return frozenset((layer.namespaces[name].serial if name in layer.namespaces else None, name) for name in names)
+
+
 @dataclass(frozen=True)
 class DirectCall:
     """A skippable layer called directly (`layer(x)`, `Pop()(x)`)."""
@@ -216,7 +225,7 @@ class DirectCall:
     node: cst.BaseExpression
     #: Names the entry point it ran in may have stashed before it into the tracker it uses; None:
     #: any name (an unknown call ran before it, or another tracker may be installed).
-    before: Optional[frozenset[str]]
+    before: Optional[frozenset[TrackedSkip]]
     #: The kind of that entry point (Core.entry_kind).
     entry: str
 

@@ -509,3 +509,34 @@ def test_partitions_held_as_attributes_run_in_turn_share_one_tracker(lib: str, o
     else:
         with pytest.raises(RuntimeError, match="'skip' has not been stashed"):
             Model()(x)
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("case", ["plain", "other-namespace", "same-namespace", "second-pop"])
+def test_direct_calls_share_the_thread_tracker_by_namespace(lib: str, case: str) -> None:
+    skip, _pipe = library(lib)
+    tracker = importlib.import_module(LIBRARIES[lib][0] + ".tracker")
+    with tracker.use_skip_tracker(tracker.SkipTracker()):  # empty, whatever ran before
+        direct_calls(skip, case)
+
+
+def direct_calls(skip: Any, case: str) -> None:
+    x = torch.randn(2, 3)
+    ns = skip.Namespace()
+    stash_layer = stasher(skip, "skip")
+    pop_layer = popper(skip, "skip")
+    if case in ("other-namespace", "same-namespace"):
+        stash_layer = stash_layer.isolate(ns)
+    if case == "same-namespace":
+        pop_layer = pop_layer.isolate(ns)
+    stashed = stash_layer(x)
+    if case == "other-namespace":
+        with pytest.raises(RuntimeError, match="'skip' has not been stashed"):
+            pop_layer(stashed)
+        return
+    y = pop_layer(stashed)
+    if case in ("plain", "same-namespace"):
+        assert y.shape == x.shape
+    elif case == "second-pop":
+        with pytest.raises(RuntimeError, match="'skip' has not been stashed"):
+            popper(skip, "skip")(y)
