@@ -165,10 +165,14 @@ class Flow:
 class _Analysis:
     def __init__(self, scope_of: dict[int, Scope], methods: dict[str, cst.FunctionDef],
                  attributes: Attributes, commands: Mapping[int, str],
-                 functions: Optional[Mapping[str, cst.FunctionDef]] = None, depth_limit: int = 8) -> None:
+                 functions: Optional[Mapping[str, cst.FunctionDef]] = None,
+                 classes: Optional[Mapping[str, Mapping[str, cst.FunctionDef]]] = None, depth_limit: int = 8) -> None:
         self.scope_of = scope_of
-        self.methods = methods
+        #: The methods and attributes of the module whose code runs now (`self`).
+        self.methods: Mapping[str, cst.FunctionDef] = methods
         self.attributes = attributes
+        self.classes = classes or {}
+        self._attributes_of: dict[str, Attributes] = {}
         #: Module-level functions of the same module, by name (followed where a forward calls them).
         self.functions = functions or {}
         #: id(stash/pop call) -> "stash" / "pop" (the API's commands, resolved by the caller).
@@ -529,12 +533,24 @@ class _Analysis:
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             attr = func.attr.value
             method = self.methods.get(attr)
+            held = self.attributes.submodules.get(attr)
+            if held is not None:
+                return self.submodule_call(held, "forward", args, positional)
             if method is not None and attr not in self.attributes.kinds:
                 if self.followed(method) and len(positional) == len(args):
                     result, returned = self.run(method, args)
                     return result if returned else NOTHING
                 return _unknown_call(args)
             return self.layer_call(node, attr, None, args)
+        if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute)
+                and isinstance(func.value.value, cst.Name) and func.value.value.value == "self"):
+            held = self.attributes.submodules.get(func.value.attr.value)
+            if held is None:
+                return _unknown_call(args)  # a method of something `self` holds: not a tensor's
+            inner = self.attributes_of(held)
+            if func.attr.value in inner.kinds:
+                return self.layer_call(node, func.attr.value, None, args, inner)
+            return self.submodule_call(held, func.attr.value, args, positional)
         if (isinstance(func, cst.Subscript) and isinstance(func.value, cst.Attribute)
                 and isinstance(func.value.value, cst.Name) and func.value.value.value == "self"):
             return self.layer_call(node, func.value.attr.value, _constant_index(func), args)
@@ -561,13 +577,36 @@ class _Analysis:
             return self.operation(node, func.attr.value, [self.eval(func.value, env), *args], unknown_saves=True)
         return _unknown_call(args)
 
-    def layer_call(self, node: cst.Call, attr: str, index: Optional[int], args: Sequence[Value]) -> Value:
+    def attributes_of(self, cls: str) -> Attributes:
+        found = self._attributes_of.get(cls)
+        if found is None:
+            found = torch_layers(self.classes[cls], self.scope_of, self.classes)
+            self._attributes_of[cls] = found
+        return found
+
+    def submodule_call(self, cls: str, name: str, args: Sequence[Value], positional: Sequence[Value]) -> Value:
+        """`self.<attr>(...)` (its forward) or `self.<attr>.<method>(...)` of an instance of a class
+        of the module: run with that class's methods and attributes."""
+        method = self.classes[cls].get(name)
+        if method is None or not self.followed(method) or len(positional) != len(args):
+            return _unknown_call(args)
+        outer = self.methods, self.attributes
+        self.methods, self.attributes = self.classes[cls], self.attributes_of(cls)
+        try:
+            result, returned = self.run(method, args)
+        finally:
+            self.methods, self.attributes = outer
+        return result if returned else NOTHING
+
+    def layer_call(self, node: cst.Call, attr: str, index: Optional[int], args: Sequence[Value],
+                   attributes: Optional[Attributes] = None) -> Value:
         """A call of a torch.nn layer that __init__ stores (`index`: of a container's child)."""
-        kinds = self.attributes.called(attr, index)
+        attributes = attributes or self.attributes
+        kinds = attributes.called(attr, index)
         if kinds is None:
             return _unknown_call(args)
         value = _union(args)
-        frozen = attr in self.attributes.frozen or self.attributes.all_frozen
+        frozen = attr in attributes.frozen or attributes.all_frozen
         for kind in kinds:
             if kind in PARAM_LAYERS:
                 value = _saving(node, (value,), NO if frozen else YES)
@@ -719,6 +758,9 @@ class Attributes:
     frozen: frozenset[str] = frozenset()
     #: `self.requires_grad_(False)`: every parameter of the module.
     all_frozen: bool = False
+    #: Attributes holding an instance of a class of the same module (`self.enc = Encoder()`), by
+    #: the class's name.
+    submodules: Mapping[str, str] = field(default_factory=dict)
 
     def parameter(self, attr: str) -> Value:
         """`self.<attr>` not assigned in forward: a Parameter requires grad unless frozen."""
@@ -749,9 +791,12 @@ class Attributes:
 _CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "Parameter", "ParameterList"})
 
 
-def torch_layers(methods: dict[str, cst.FunctionDef], scope_of: dict[int, Scope]) -> Attributes:
+def torch_layers(methods: Mapping[str, cst.FunctionDef], scope_of: dict[int, Scope],
+                 classes: Mapping[str, Mapping[str, cst.FunctionDef]] = {}) -> Attributes:
     """`self.<attr>` -> the torch.nn class that __init__ alone assigns to it, once; the children
-    of a Sequential or ModuleList given literally; the attributes __init__ freezes."""
+    of a Sequential or ModuleList given literally; the attributes __init__ freezes; the instances
+    of the module's own `classes` (by name, their methods) it assigns."""
+    submodules: dict[str, str] = {}
     found: dict[str, list[str]] = {}
     children: dict[str, tuple[str, ...]] = {}
     spoiled: set[str] = set()
@@ -780,6 +825,13 @@ def torch_layers(methods: dict[str, cst.FunctionDef], scope_of: dict[int, Scope]
                     value = node.value if isinstance(node, (cst.Assign, cst.AnnAssign)) else None
                     qualified = (scope.qualified(value.func)
                                  if isinstance(value, cst.Call) and target is part else None)
+                    if (name == "__init__" and isinstance(value, cst.Call) and target is part
+                            and isinstance(value.func, cst.Name) and value.func.value in classes
+                            and scope.owner(value.func.value) is not None
+                            and scope.owner(value.func.value).kind == "module"):  # type: ignore[union-attr]
+                        found.setdefault(attr, []).append("")
+                        submodules[attr] = value.func.value
+                        continue
                     if name != "__init__" or qualified is None or not qualified.startswith("torch.nn."):
                         spoiled.add(attr)
                         continue
@@ -795,8 +847,10 @@ def torch_layers(methods: dict[str, cst.FunctionDef], scope_of: dict[int, Scope]
                         if listed is not None:
                             children[attr] = listed
     kinds = {attr: kinds[0] for attr, kinds in found.items() if attr not in spoiled and len(kinds) == 1}
-    return Attributes(kinds, {attr: kids for attr, kids in children.items() if attr in kinds},
-                      frozenset(frozen), all_frozen)
+    return Attributes({attr: kind for attr, kind in kinds.items() if kind},
+                      {attr: kids for attr, kids in children.items() if attr in kinds},
+                      frozenset(frozen), all_frozen,
+                      {attr: cls for attr, cls in submodules.items() if attr in kinds})
 
 
 def _freezes(call: cst.Call) -> Optional[str]:
@@ -832,10 +886,14 @@ def _listed_layers(call: cst.Call, scope: Scope, kind: str) -> Optional[tuple[st
 
 
 def analyse(forward: cst.FunctionDef, methods: dict[str, cst.FunctionDef], scope_of: dict[int, Scope],
-            commands: Mapping[int, str], functions: Optional[Mapping[str, cst.FunctionDef]] = None) -> Flow:
+            commands: Mapping[int, str], functions: Optional[Mapping[str, cst.FunctionDef]] = None,
+            classes: Optional[Mapping[str, Mapping[str, cst.FunctionDef]]] = None) -> Flow:
     """The dataflow of one skippable forward (`commands`: id of each stash/pop call -> its kind;
-    `functions`: the module-level functions of its module, followed where forward calls them)."""
-    analysis = _Analysis(scope_of, methods, torch_layers(methods, scope_of), commands, functions)
+    `functions`: the module-level functions of its module, followed where forward calls them;
+    `classes`: the methods of its module-level classes, followed where forward runs an instance
+    that __init__ stores)."""
+    classes = classes or {}
+    analysis = _Analysis(scope_of, methods, torch_layers(methods, scope_of, classes), commands, functions, classes)
     output, returned = analysis.run(forward, [Value(frozenset(), INPUT, frozenset({INPUT_SOURCE}))])
     analysis.flow.output = output
     analysis.flow.returned = returned

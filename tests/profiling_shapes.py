@@ -17,11 +17,26 @@ def merge(a, b):
     return a + b
 
 
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.relu(self.lin(x))
+
+
+class Join(nn.Module):
+    def forward(self, a, b):
+        return a * 1 + b
+
+
 @skippable(stash=["s"])
 class Stash(nn.Module):
     def __init__(self):
         super().__init__()
         self.lin = nn.Linear(4, 4)
+        self.enc = Encoder()
 {init}
 
     def helper(self, t):
@@ -39,6 +54,8 @@ class Pop(nn.Module):
     def __init__(self):
         super().__init__()
         self.seq = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+        self.blocks = nn.ModuleList([nn.ReLU(), nn.Linear(4, 4)])
+        self.join = Join()
 
     def merge(self, a, b):
         return a * 1 + b
@@ -69,6 +86,8 @@ SHARING = {
     "in-place": "h = self.lin(x)\nout = x + 1\nout.add_(h)\nyield stash('s', h)\nreturn out",
     "method": "h = self.twice(x)\nyield stash('s', h)\nreturn h",
     "einsum": "h = torch.einsum('ij,jk->ik', x, self.lin.weight)\nyield stash('s', h)\nreturn h",
+    "submodule": "h = self.enc(x)\nyield stash('s', h)\nreturn h",
+    "submodule-layer": "h = self.enc.lin(x)\nyield stash('s', h)\nreturn h",
     "training": "h = self.lin(x)\nif self.training:\n    yield stash('s', h)\nelse:\n    yield stash('s', x)\nreturn h",
 }
 #: ... that share a node only when the layer's input requires grad (after a Linear, or a sample
@@ -110,6 +129,8 @@ USED = {
     "sequential": "s = yield pop('s')\nreturn x + self.seq(s)",
     "einsum": "s = yield pop('s')\nreturn x + torch.einsum('ij,ij->ij', s, s)",
     "comprehension": "s = yield pop('s')\nreturn torch.cat([t * 1 for t in (x, s)], 1)",
+    "submodule": "s = yield pop('s')\nreturn self.join(x, s)",
+    "module-list": "s = yield pop('s')\nreturn x + self.blocks[1](s)",
 }
 UNUSED = {
     "detached": "s = yield pop('s')\nreturn x + s.detach().sum()",
