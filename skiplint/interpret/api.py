@@ -23,7 +23,7 @@ class Api(Core):
                  known: bool) -> Any:
         if symbol == "Sequential":
             seq = SeqV("Sequential", node)
-            self.sequences.append(seq)
+            self.built.sequences.append(seq)
             if kwargs:
                 seq.stop("keyword arguments to Sequential")
             self.fill_sequential(seq, args, kwargs, node)
@@ -54,7 +54,7 @@ class Api(Core):
                                   else "except_last")
                     record.chunks = chunks if is_int(chunks) else None
                     record.checkpoint = checkpoint if isinstance(checkpoint, str) else None
-            self.pipes.append(record)
+            self.built.pipes.append(record)
             if isinstance(module, SeqV):
                 module.piped = True
                 module.verified = module.verified or symbol in VERIFIERS
@@ -69,7 +69,7 @@ class Api(Core):
         if symbol in ("balance_by_time", "balance_by_size"):
             module = argument(args, kwargs, 1, "module")
             sample = kwargs["sample"][1] if "sample" in kwargs else args[2][1] if len(args) > 2 else None
-            self.pipes.append(PipeRecord(symbol, node, module, None, sample_grad=requires_grad(sample)))
+            self.built.pipes.append(PipeRecord(symbol, node, module, None, sample_grad=requires_grad(sample)))
             return UNKNOWN
         if symbol == "LazyModule":
             target = argument(args, kwargs, 0, "function")
@@ -102,7 +102,7 @@ class Api(Core):
         for value, _ in items:
             if isinstance(value, SeqV):
                 value.partition = True
-                self.partition_nodes.add(id(value.node))
+                self.built.partition_nodes.add(id(value.node))
         if not items or not all(isinstance(value, SeqV) for value, _ in items):
             return UNKNOWN
         whole = SeqV("inspect_skip_layout", node)
@@ -114,9 +114,9 @@ class Api(Core):
             sizes.append(len(value.children))
             for _, child, child_node in value.children:
                 whole.add(None, child, child_node)
-        self.sequences.append(whole)
+        self.built.sequences.append(whole)
         record = PipeRecord("inspect_skip_layout", node, whole, tuple(sizes) if whole.complete else None)
-        self.pipes.append(record)
+        self.built.pipes.append(record)
         return PipeV(record)
 
     def fill_sequential(self, seq: SeqV, args: Args, kwargs: Kwargs,

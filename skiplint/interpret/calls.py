@@ -74,7 +74,7 @@ class Calls(Core):
         skippables under lazy construction), so the call is checked as such a pipe (SKP304)."""
         lazy = self.lazy_layers(module, node)
         if lazy is not None:
-            self.pipes.append(PipeRecord("LazyModule", node, lazy, None))
+            self.built.pipes.append(PipeRecord("LazyModule", node, lazy, None))
 
     def forward_call(self, func: Any, func_node: cst.BaseExpression, with_arguments: bool) -> None:
         """A call that may run a module's forward: a skippable layer called directly is recorded;
@@ -82,11 +82,11 @@ class Calls(Core):
         direct stash of the same name, in the same namespace, finds it there, and takes it out
         where the pop surely runs)."""
         if isinstance(func, LayerV) and func.kind == "skippable":
-            before = None if self.tracker is None or self.other_tracker else frozenset(self.tracker)
-            self.direct_calls.append(DirectCall(func, func_node, before, self.entry_kind))
-            if (self.tracker is not None and not self.other_tracker and not self.branches and func.info is not None
+            before = None if self.entries.tracker is None or self.entries.other_tracker else frozenset(self.entries.tracker)
+            self.built.direct_calls.append(DirectCall(func, func_node, before, self.entries.kind))
+            if (self.entries.tracker is not None and not self.entries.other_tracker and not self.branches and func.info is not None
                     and func.info.pop is not None and not func.tainted and not func.unsure):
-                self.tracker.difference_update(skip_keys(func, func.info.pop))
+                self.entries.tracker.difference_update(skip_keys(func, func.info.pop))
             self.note_stashes(func, 0)
         elif isinstance(func, (LayerV, SeqV)) or (with_arguments and (func is UNKNOWN or isinstance(func, ObjV))):
             self.note_stashes(func, 0)
@@ -94,13 +94,13 @@ class Calls(Core):
     def note_stashes(self, value: Any, depth: int) -> None:
         """What a module run directly may stash into the tracker: a pop does take a stash out of
         it, but which namespace's is not followed, so the names only grow."""
-        if self.tracker is None:
+        if self.entries.tracker is None:
             return
         if isinstance(value, LayerV) and value.kind == "plain":
             return
         if isinstance(value, LayerV) and value.kind == "skippable" and value.info is not None \
                 and value.info.stash is not None and not value.tainted:
-            self.tracker.update(skip_keys(value, value.info.stash))
+            self.entries.tracker.update(skip_keys(value, value.info.stash))
             return
         if isinstance(value, SeqV) and value.complete and not value.tainted and depth <= self.budget.nesting:
             for _, child, _ in value.children:
@@ -108,7 +108,7 @@ class Calls(Core):
             return
         if isinstance(value, PipeV):
             return  # a pipe runs its layers with skip trackers of its own
-        self.tracker = None
+        self.entries.tracker = None
 
     def call(self, func: Any, args: Args, kwargs: Kwargs, node: cst.Call,
              known: bool = True) -> Any:

@@ -23,17 +23,17 @@ class Conversion:
     """The facts of one run (`Core` state after the module and its entry points ran)."""
 
     def __init__(self, run: Core) -> None:
-        self.sequences = run.sequences
-        self.pipes = run.pipes
+        self.sequences = run.built.sequences
+        self.pipes = run.built.pipes
         self.locator = run.locator
-        self.partition_nodes = run.partition_nodes
+        self.partition_nodes = run.built.partition_nodes
         self.budget = run.budget
-        self.direct_calls = run.direct_calls
-        self.tracker_leaks = run.tracker_leaks
-        self.fresh_test_trackers = run.fresh_test_trackers
-        self.refined = run.refined
-        self.isolate_names = run.isolate_names
-        self.unknowns = run.unknowns
+        self.direct_calls = run.built.direct_calls
+        self.tracker_leaks = run.entries.leaks
+        self.fresh_test_trackers = run.entries.fresh_test_trackers
+        self.refined = run.specializing.refined
+        self.isolate_names = run.built.isolate_names
+        self.unknowns = run.built.unknowns
 
     def facts(self, path: str) -> ModelFacts:
         converted: dict[int, Composition] = {}

@@ -23,7 +23,7 @@ class Interpreter(Statements, Expressions, Calls, Classes, Api, Specializations)
     def run(self) -> None:
         env = self.module_env
         env.vars["__name__"] = "__main__"
-        self.fresh_test_trackers = any(isinstance(stmt, cst.FunctionDef) and fresh_tracker_fixture(stmt)
+        self.entries.fresh_test_trackers = any(isinstance(stmt, cst.FunctionDef) and fresh_tracker_fixture(stmt)
                                        for stmt in self.index.module.body)
         self.guarded(lambda: self.block(self.index.module.body, env), "module")
         for value in list(env.vars.values()):
@@ -87,7 +87,7 @@ class Interpreter(Statements, Expressions, Calls, Classes, Api, Specializations)
                 route.stop(stage.unknown or "a part that cannot be known")
             for _key, value, child in stage.children:
                 route.add(None, value, child)
-        self.sequences.append(route)
+        self.built.sequences.append(route)
 
     def verify_result(self, result: Any) -> None:
         """A harness verifies what the function returns (a model, or a tuple starting with one)."""
