@@ -304,8 +304,9 @@ class _Analysis:
             for node in syntax.walk(stmt):
                 for target in _targets(node):
                     self.assign(target, NOTHING, after_loop)
-                if isinstance(node, cst.Call) and self.in_place(node) is not None:
-                    self.assign(self.in_place(node), NOTHING, after_loop)  # type: ignore[arg-type]
+                changed = self.in_place(node) if type(node) is cst.Call else None
+                if changed is not None:
+                    self.assign(changed, NOTHING, after_loop)
             if stmt.orelse is not None:
                 return self.block(syntax.statements(stmt.orelse.body), after_loop, returns)
             return after_loop
@@ -403,7 +404,8 @@ class _Analysis:
         if isinstance(node, cst.Attribute):
             key = self.key(node)
             if key is not None:
-                return env.get(key, self.attributes.parameter(node.attr.value))
+                found = env.get(key)
+                return found if found is not None else self.attributes.parameter(node.attr.value)
             owner = node.value
             if (isinstance(owner, cst.Attribute) and isinstance(owner.value, cst.Name) and owner.value.value == "self"
                     and node.attr.value in ("weight", "bias") and "self." + owner.attr.value not in env):
@@ -515,10 +517,10 @@ class _Analysis:
         return (func is not None and func not in self.active and len(self.active) <= self.depth_limit
                 and not any(isinstance(n, cst.Yield) for n in syntax.walk(func.body)))
 
-    def in_place(self, node: cst.Call) -> Optional[cst.BaseExpression]:
+    def in_place(self, node: cst.CSTNode) -> Optional[cst.BaseExpression]:
         """The tensor an in-place method call changes (`out.add_(skip)`), when it is a name."""
-        func = node.func
-        if (isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and not func.attr.value.endswith("__")
+        func = node.func  # type: ignore[attr-defined]
+        if (type(func) is cst.Attribute and func.attr.value.endswith("_") and not func.attr.value.endswith("__")
                 and self.key(func.value) is not None):
             return func.value
         return None
@@ -679,7 +681,10 @@ def detached_pops(forward: cst.FunctionDef, scope: Scope, pops: Sequence[cst.Cal
     across partitions fails backward as a discarded one does (its portal gets no gradient)."""
     wanted = {id(call) for call in pops}
     assigned: dict[str, list[cst.CSTNode]] = {}
+    in_place = False  # some `.detach_()`
     for node in syntax.walk(forward.body, into_scopes=True):
+        if type(node) is cst.Attribute and node.attr.value == "detach_":
+            in_place = True
         for target in _targets(node) + ([node.asname.name] if isinstance(node, cst.WithItem) and node.asname else []):
             for part in syntax.walk(target):
                 if isinstance(part, cst.Name):
@@ -690,7 +695,7 @@ def detached_pops(forward: cst.FunctionDef, scope: Scope, pops: Sequence[cst.Cal
                 if isinstance(part, cst.Name):
                     assigned.setdefault(part.value, []).extend((node, node))
     found: set[int] = set()
-    detached_next = _detached_at_once(forward.body)
+    detached_next = _detached_at_once(forward.body) if in_place else set()
     for node in syntax.walk(forward.body):
         if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
                 and isinstance(node.value, cst.Yield) and isinstance(node.value.value, cst.Call)

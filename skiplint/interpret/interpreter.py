@@ -59,6 +59,8 @@ class Interpreter(Statements, Expressions, Calls, Classes, Api, Specializations)
         """A module whose forward runs Sequentials it holds as attributes one after another
         (`x = self.s0(x)`, then `return self.s1(x)`, each once, outside any branch or loop): one
         route for the skips, as if their layers were one Sequential; each alone is a part."""
+        if sum(1 for value in obj.attrs.values() if isinstance(value, SeqV)) < 2:
+            return
         forward = next((f for f in class_functions(node) if f.name.value == "forward"), None)
         if forward is None:
             return

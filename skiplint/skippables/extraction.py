@@ -248,11 +248,7 @@ def _with_gradflow(index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef
              if c.yielded and c.name is not None and c.site is not None and c.arity_problem is None}
     if not kinds:
         return commands, False, "no"
-    functions = {stmt.name.value: stmt for stmt in index.module.body if type(stmt) is cst.FunctionDef
-                 and len(index.scope.bindings.get(stmt.name.value, ())) == 1}
-    names = [other.node.name.value for other in index.classes if other.outer is index.scope]
-    classes = {other.node.name.value: other.methods for other in index.classes
-               if other.outer is index.scope and names.count(other.node.name.value) == 1}
+    functions, classes = index.top_level()
     flow = gradflow.analyse(forward, info.methods, index.scopes, kinds, functions, classes)
     detached = gradflow.detached_pops(forward, index.scopes[id(forward)], [
         c.site.node for c in commands if c.kind == "pop" and c.site is not None and id(c.site.node) in kinds

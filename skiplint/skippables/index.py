@@ -50,6 +50,19 @@ class ModuleIndex:
         #: (scope, name, binding) of each binding of a `nonlocal` name, bound in its owner at the end.
         self._nonlocal_bindings: list[tuple[Scope, str, Binding]] = []
         self._block(module.body, self.scope, guarded=False)
+        self._top_level: Optional[tuple[dict[str, cst.FunctionDef], dict[str, dict[str, cst.FunctionDef]]]] = None
+
+    def top_level(self) -> tuple[dict[str, cst.FunctionDef], dict[str, dict[str, cst.FunctionDef]]]:
+        """The module-level functions, and the methods of the module-level classes, by name (each
+        name bound once in the module)."""
+        if self._top_level is None:
+            once = {name for name, bindings in self.scope.bindings.items() if len(bindings) == 1}
+            functions = {stmt.name.value: stmt for stmt in self.module.body
+                         if type(stmt) is cst.FunctionDef and stmt.name.value in once}
+            classes = {info.node.name.value: info.methods for info in self.classes
+                       if info.outer is self.scope and info.node.name.value in once}
+            self._top_level = functions, classes
+        return self._top_level
         for scope, name, binding in self._nonlocal_bindings:
             owner = nonlocal_owner(scope, name)
             if owner is not None:
