@@ -58,7 +58,8 @@ PROFILED_SKIPPABLE = Rule(
          'in-place methods (`out.add_(skip)`, `skip.detach_()`), conditional expressions, `with` blocks, early '
          'returns; attributes of `self`; methods of `self` and functions of the same module (called, or '
          'reached by `yield from`); torch.nn layers, and nn.Sequential/nn.ModuleList attributes of them and '
-         'their indexing; `nn.Parameter` attributes and the weights of torch.nn layers need grad, unless '
+         "their indexing; instances of the module's own classes (`self.enc(x)`, `self.enc.lin(x)`); "
+         '`nn.Parameter` attributes and the weights of torch.nn layers need grad, unless '
          'frozen (`requires_grad_(False)`, `requires_grad=False`). Branches on `self.training` and on whether '
          'the popped tensor is None are decided (profiling runs in training mode). A torch function that '
          'is not known to save nothing (views, `detach`, `+`, `-`, `cat`, `sum`, ...) is taken to depend on '
@@ -68,7 +69,10 @@ PROFILED_SKIPPABLE = Rule(
          'apart from the output or only by `+`, `-` and views, and a pop that is discarded, detached or used '
          "under no_grad profile fine; a node made only from the layer's input (`h = x * 2`, a frozen layer) "
          'counts when the sample requires grad (`requires_grad=True`) or a torch.nn layer with parameters '
-         '(not frozen) comes before. balance_by_size profiles CUDA memory with forward passes only and is not '
+         '(not frozen), or a skippable layer whose own parameters make its output require grad, comes before. '
+         'A nested layer counts where what follows it in its child keeps its history (torch.nn layers that '
+         "keep it, skippable layers whose output depends on their input). balance_by_size profiles CUDA memory "
+         'with forward passes only and is not '
          'reported',
 )
 
