@@ -49,8 +49,13 @@ class ModuleIndex:
         self.scope_defs: dict[int, tuple[cst.FunctionDef | cst.ClassDef, Scope]] = {}
         #: (scope, name, binding) of each binding of a `nonlocal` name, bound in its owner at the end.
         self._nonlocal_bindings: list[tuple[Scope, str, Binding]] = []
-        self._block(module.body, self.scope, guarded=False)
         self._top_level: Optional[tuple[dict[str, cst.FunctionDef], dict[str, dict[str, cst.FunctionDef]]]] = None
+        self._block(module.body, self.scope, guarded=False)
+        for scope, name, binding in self._nonlocal_bindings:
+            owner = nonlocal_owner(scope, name)
+            if owner is not None:
+                owner.bind(name, binding)
+        self.constants = {k: v for k, v in self.constants.items() if self.assign_count.get(k) == 1}
 
     def top_level(self) -> tuple[dict[str, cst.FunctionDef], dict[str, dict[str, cst.FunctionDef]]]:
         """The module-level functions, and the methods of the module-level classes, by name (each
@@ -63,11 +68,6 @@ class ModuleIndex:
                        if info.outer is self.scope and info.node.name.value in once}
             self._top_level = functions, classes
         return self._top_level
-        for scope, name, binding in self._nonlocal_bindings:
-            owner = nonlocal_owner(scope, name)
-            if owner is not None:
-                owner.bind(name, binding)
-        self.constants = {k: v for k, v in self.constants.items() if self.assign_count.get(k) == 1}
 
     def _bind(self, scope: Scope, name: str, binding: Binding) -> Scope:
         """Bind `name` from `scope`: in the scope it belongs to (the module for a `global` name;

@@ -1,168 +1,21 @@
-"""Autograd dataflow through a skippable forward: which tensors share saved autograd history.
-
-balance_by_time profiles each layer alone: it detaches the layer's input, runs forward, then
-backward from the layer's output, which frees the tensors every node of that graph saved. A skip
-stashed there and popped by a later layer leads the later layer's backward into the same graph:
-it fails ('Trying to backward through the graph a second time') exactly when the stashed tensor
-and the output share a node that saved tensors, and the popping layer's output depends on the
-popped tensor. Measured on torchgpipe 0.0.7 and fairscale 0.4.13 (tests/runtime/
-test_oracle_conditions.py): `+`, `-`, views, `cat`, `sum` save nothing; a Linear saves its input;
-`relu`, `*`, ... save theirs only when some operand requires grad; `detach()`, `torch.no_grad()`
-and constants start no history.
-
-A value is followed through forward's statements (and the methods it delegates to with `yield
-from self.<method>(...)`), as the set of saving nodes its history certainly holds. A node is
-certain when some operand certainly requires grad (a layer with parameters), or exists only when
-the layer's input requires grad. Branches and loops keep what every path holds; anything
-unknown (a call of another module, a loop variable) holds nothing, so that a report is certain.
-"""
+"""The one walk of a forward body (and of the methods, functions and submodules it reaches): each
+statement and expression evaluated to a `model.Value`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 import libcst as cst
 
 from skiplint import syntax
 
-if TYPE_CHECKING:  # read in annotations only: SKP303's check imports this module from the rules
+if TYPE_CHECKING:  # read in annotations only: SKP303's check imports this package from the rules
     from skiplint.imports import Scope
-
-#: Grad of a value: none, only when the layer's input requires grad, certainly.
-NO, INPUT, YES = 0, 1, 2
-
-#: torch.nn layers with parameters (they require grad): their output certainly does, and they save
-#: their input for the gradient of their weights.
-PARAM_LAYERS = frozenset({
-    "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-    "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
-    "LayerNorm", "GroupNorm", "Embedding", "EmbeddingBag", "PReLU", "RNN", "LSTM", "GRU", "MultiheadAttention",
-})
-#: torch.nn layers without parameters that save a tensor when their input requires grad.
-SAVING_LAYERS = frozenset({
-    "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid", "Tanh", "Softplus",
-    "Softmax", "LogSoftmax", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "MaxPool1d", "MaxPool2d",
-    "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "Hardtanh", "Hardswish", "Hardsigmoid",
-})
-#: torch.nn layers that return their input or a view of it.
-PASSING_LAYERS = frozenset({"Identity", "Flatten", "Unflatten"})
-#: Functions and tensor methods that save a tensor for backward.
-SAVING = frozenset({
-    "relu", "relu6", "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "sigmoid", "tanh", "softplus",
-    "softmax", "log_softmax", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "abs", "pow", "mul", "div",
-    "matmul", "mm", "bmm", "addmm", "linear", "conv1d", "conv2d", "conv3d", "dropout", "clamp", "max_pool2d",
-    "avg_pool2d", "layer_norm", "batch_norm", "prod", "norm", "square", "reciprocal", "erf",
-})
-#: ... that save none: sums, views, concatenation, copies.
-PASSING = frozenset({
-    "add", "sub", "neg", "sum", "mean", "cat", "stack", "concat", "view", "view_as", "reshape", "reshape_as",
-    "flatten", "unflatten", "squeeze", "unsqueeze", "transpose", "permute", "t", "narrow", "expand", "expand_as",
-    "contiguous", "clone", "float", "double", "half", "to", "type_as", "select", "movedim", "swapaxes", "unfold",
-})
-#: ... that start no history: detaching, constants.
-BREAKING = frozenset({
-    "detach", "detach_", "zeros", "ones", "zeros_like", "ones_like", "empty", "empty_like", "full", "full_like",
-    "rand", "randn", "rand_like", "randn_like", "randint", "arange", "linspace", "eye", "tensor", "as_tensor",
-    "argmax", "argmin", "numel", "size", "dim", "item", "tolist",
-})
+from skiplint.gradflow.attributes import Attributes, torch_layers, truth
+from skiplint.gradflow.model import BREAKING, Env, Flow, INPUT, INPUT_SOURCE, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, Value, YES, container, meet, meet_all, meet_envs, saving, union, unknown_call
 
 
-@dataclass(frozen=True)
-class Value:
-    """What a value's history certainly holds: saving nodes, each (node id, YES or INPUT); its grad;
-    the pops (by their call's id) and the input that it depends on differentiably; for a tuple
-    or list whose items are known, each item's value (the whole holds what all items hold)."""
-
-    ops: frozenset[tuple[int, int]] = frozenset()
-    grad: int = NO
-    sources: frozenset[int] = frozenset()
-    items: Optional[tuple["Value", ...]] = None
-
-
-NOTHING = Value()
-#: The source id that stands for forward's input.
-INPUT_SOURCE = 0
-
-
-def _union(values: Sequence[Value]) -> Value:
-    ops: set[tuple[int, int]] = set()
-    sources: set[int] = set()
-    for value in values:
-        ops |= value.ops
-        sources |= value.sources
-    return Value(frozenset(ops), max((v.grad for v in values), default=NO), frozenset(sources))
-
-
-def _saving(node: cst.CSTNode, values: Sequence[Value], grad: int = NO) -> Value:
-    """A node that saves tensors, made when some operand (or the layer's own parameters: `grad`)
-    requires grad."""
-    joined = _union(values)
-    certainty = max(joined.grad, grad)
-    if certainty == NO:
-        return Value(frozenset(), NO, joined.sources)
-    return Value(joined.ops | {(id(node), certainty)}, certainty, joined.sources)
-
-
-def _container(items: Sequence[Value]) -> Value:
-    """A tuple or list of known items."""
-    joined = _union(items)
-    return Value(joined.ops, joined.grad, joined.sources, tuple(items))
-
-
-def meet(a: Value, b: Value) -> Value:
-    """What two paths both hold."""
-    if a is b:
-        return a
-    b_ops = dict(b.ops)
-    ops = frozenset((node, min(kind, b_ops[node])) for node, kind in a.ops if node in b_ops)
-    items = None
-    if a.items is not None and b.items is not None and len(a.items) == len(b.items):
-        items = tuple(meet(x, y) for x, y in zip(a.items, b.items))
-    return Value(ops, min(a.grad, b.grad), a.sources & b.sources, items)
-
-
-Env = dict[str, Value]
-
-
-def _meet_envs(envs: Sequence[Env]) -> Env:
-    names = set().union(*envs) if envs else set()
-    out: Env = {}
-    for name in names:
-        value: Optional[Value] = None
-        for env in envs:
-            current = env.get(name, NOTHING)
-            value = current if value is None else meet(value, current)
-        out[name] = value if value is not None else NOTHING
-    return out
-
-
-@dataclass
-class Flow:
-    """The result for one forward: per stash call, what its tensor holds; per pop call, whether the
-    output depends on it; and the output."""
-
-    stashes: dict[int, Value] = field(default_factory=dict)
-    output: Value = NOTHING
-    returned: bool = False
-
-    def shares(self, stash_call: cst.CSTNode) -> int:
-        """YES: the stash shares a saving node with the output whatever the input; INPUT: only when
-        the layer's input requires grad; NO: it shares none (as far as can be known)."""
-        value = self.stashes.get(id(stash_call))
-        if value is None or not self.returned:
-            return NO
-        out = dict(self.output.ops)
-        kinds = [min(kind, out[node]) for node, kind in value.ops if node in out]
-        return max(kinds, default=NO)
-
-    def reaches_output(self, pop_call: cst.CSTNode | int) -> bool:
-        """Whether the output depends on a pop call's tensor (or on forward's input: INPUT_SOURCE)."""
-        source = pop_call if isinstance(pop_call, int) else id(pop_call)
-        return self.returned and source in self.output.sources
-
-
-class _Analysis:
+class Analysis:
     def __init__(self, scope_of: dict[int, Scope], methods: dict[str, cst.FunctionDef],
                  attributes: Attributes, commands: Mapping[int, str],
                  functions: Optional[Mapping[str, cst.FunctionDef]] = None,
@@ -237,9 +90,9 @@ class _Analysis:
             current = self.eval(small.target, env)
             value = self.eval(small.value, env)
             if isinstance(small.operator, (cst.AddAssign, cst.SubtractAssign)):
-                result = _union((current, value))
+                result = union((current, value))
             else:
-                result = _saving(small, (current, value))
+                result = saving(small, (current, value))
             self.assign(small.target, self.grad_off(result), env)
         elif isinstance(small, cst.Expr):
             self.eval(small.value, env)
@@ -273,7 +126,7 @@ class _Analysis:
             alive = [e for e in (body, other) if e is not None]
             if decided is not None:
                 return alive[0] if alive else None
-            return _meet_envs(alive) if alive else None
+            return meet_envs(alive) if alive else None
         if isinstance(stmt, cst.With):
             stops = sum(1 for item in stmt.items if self.stops_grad(item.item))
             for item in stmt.items:
@@ -302,7 +155,7 @@ class _Analysis:
                 self.in_loop -= 1
             after_loop = dict(env)
             for node in syntax.walk(stmt):
-                for target in _targets(node):
+                for target in targets(node):
                     self.assign(target, NOTHING, after_loop)
                 changed = self.in_place(node) if type(node) is cst.Call else None
                 if changed is not None:
@@ -319,13 +172,13 @@ class _Analysis:
                     reached.append(done)
             for handler in stmt.handlers:
                 # A handler starts from any point of the body: only what holds before it is sure.
-                start = _meet_envs([env] + ([body] if body is not None else []))
+                start = meet_envs([env] + ([body] if body is not None else []))
                 if handler.name is not None:
                     self.assign(handler.name.name, NOTHING, start)
                 out = self.block(syntax.statements(handler.body), start, returns)
                 if out is not None:
                     reached.append(out)
-            merged: Optional[Env] = _meet_envs(reached) if reached else None
+            merged: Optional[Env] = meet_envs(reached) if reached else None
             if stmt.finalbody is not None and merged is not None:
                 merged = self.block(syntax.statements(stmt.finalbody.body), merged, returns)
             return merged
@@ -424,8 +277,8 @@ class _Analysis:
         if isinstance(node, cst.BinaryOperation):
             left, right = self.eval(node.left, env), self.eval(node.right, env)
             if isinstance(node.operator, (cst.Add, cst.Subtract)):
-                return _union((left, right))
-            return _saving(node, (left, right))
+                return union((left, right))
+            return saving(node, (left, right))
         if isinstance(node, cst.UnaryOperation):
             inner = self.eval(node.expression, env)
             return inner if isinstance(node.operator, (cst.Minus, cst.Plus)) else NOTHING
@@ -435,7 +288,7 @@ class _Analysis:
             if whole.items is not None:
                 if index is not None and -len(whole.items) <= index < len(whole.items):
                     return whole.items[index]
-                return _meet_all(whole.items)
+                return meet_all(whole.items)
             return whole
         if isinstance(node, cst.IfExp):
             self.eval(node.test, env)
@@ -446,12 +299,12 @@ class _Analysis:
         if isinstance(node, (cst.Tuple, cst.List)):
             items = [self.eval(e.value, env) for e in node.elements]
             if any(isinstance(e, cst.StarredElement) for e in node.elements):
-                return _union(items)
-            return _container(items)
+                return union(items)
+            return container(items)
         if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
             return self.comprehension(node, env)
         if isinstance(node, (cst.Set, cst.Dict)):
-            return _union([self.eval(child, env) for child in syntax.children(node)
+            return union([self.eval(child, env) for child in syntax.children(node)
                            if isinstance(child, cst.BaseExpression)] + [
                 self.eval(e.value, env) for e in getattr(node, "elements", ()) if hasattr(e, "value")])
         for child in syntax.children(node):
@@ -476,7 +329,7 @@ class _Analysis:
             self.assign(clause.target, item, inner)
             results.append(self.eval(node.elt, inner))
         if iterated.items is not None:
-            return _container(results) if isinstance(node, cst.ListComp) else _union(results)
+            return container(results) if isinstance(node, cst.ListComp) else union(results)
         return Value(results[0].ops, results[0].grad, results[0].sources)
 
     def yielded(self, node: cst.Yield, env: Env) -> Value:
@@ -529,7 +382,7 @@ class _Analysis:
         func = node.func
         args = [self.eval(arg.value, env) for arg in node.args]
         if any(arg.star for arg in node.args):
-            return _unknown_call(args)
+            return unknown_call(args)
         positional = [value for value, arg in zip(args, node.args) if arg.keyword is None]
         # self.<layer>(x), self.<method>(x), self.<container>[i](x)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
@@ -542,13 +395,13 @@ class _Analysis:
                 if self.followed(method) and len(positional) == len(args):
                     result, returned = self.run(method, args)
                     return result if returned else NOTHING
-                return _unknown_call(args)
+                return unknown_call(args)
             return self.layer_call(node, attr, None, args)
         if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute)
                 and isinstance(func.value.value, cst.Name) and func.value.value.value == "self"):
             held = self.attributes.submodules.get(func.value.attr.value)
             if held is None:
-                return _unknown_call(args)  # a method of something `self` holds: not a tensor's
+                return unknown_call(args)  # a method of something `self` holds: not a tensor's
             inner = self.attributes_of(held)
             if func.attr.value in inner.kinds:
                 return self.layer_call(node, func.attr.value, None, args, inner)
@@ -572,12 +425,12 @@ class _Analysis:
             receiver = self.eval(changed, env)
             result = self.operation(node, name[:-1], [receiver, *args], unknown_saves=True)
             if name == "requires_grad_":
-                result = receiver if not node.args or _truth(node.args[0].value) is not False else NOTHING
+                result = receiver if not node.args or truth(node.args[0].value) is not False else NOTHING
             self.assign(changed, self.grad_off(result), env)
             return result
         if isinstance(func, cst.Attribute) and qualified is None:  # a method of a tensor
             return self.operation(node, func.attr.value, [self.eval(func.value, env), *args], unknown_saves=True)
-        return _unknown_call(args)
+        return unknown_call(args)
 
     def attributes_of(self, cls: str) -> Attributes:
         found = self._attributes_of.get(cls)
@@ -591,7 +444,7 @@ class _Analysis:
         of the module: run with that class's methods and attributes."""
         method = self.classes[cls].get(name)
         if method is None or not self.followed(method) or len(positional) != len(args):
-            return _unknown_call(args)
+            return unknown_call(args)
         outer = self.methods, self.attributes
         self.methods, self.attributes = self.classes[cls], self.attributes_of(cls)
         try:
@@ -606,40 +459,26 @@ class _Analysis:
         attributes = attributes or self.attributes
         kinds = attributes.called(attr, index)
         if kinds is None:
-            return _unknown_call(args)
-        value = _union(args)
+            return unknown_call(args)
+        value = union(args)
         frozen = attr in attributes.frozen or attributes.all_frozen
         for kind in kinds:
             if kind in PARAM_LAYERS:
-                value = _saving(node, (value,), NO if frozen else YES)
+                value = saving(node, (value,), NO if frozen else YES)
             elif kind in SAVING_LAYERS:
-                value = _saving(node, (value,))
+                value = saving(node, (value,))
             elif kind not in PASSING_LAYERS:
-                return _unknown_call(args)
+                return unknown_call(args)
         return value
 
     def operation(self, node: cst.CSTNode, name: str, args: Sequence[Value], unknown_saves: bool = False) -> Value:
         if name in BREAKING:
             return NOTHING
         if name in PASSING:
-            return _union(args)
+            return union(args)
         if name in SAVING or unknown_saves:
-            return _saving(node, args)
+            return saving(node, args)
         return NOTHING
-
-
-def _unknown_call(args: Sequence[Value]) -> Value:
-    """A call that is not followed (not torch's, not the project's own code in this module): its
-    result is taken to depend on every argument, and to hold no saving node for certain."""
-    joined = _union(args)
-    return Value(frozenset(), NO, joined.sources)
-
-
-def _meet_all(values: Sequence[Value]) -> Value:
-    out = values[0] if values else NOTHING
-    for value in values[1:]:
-        out = meet(out, value)
-    return out
 
 
 def _constant_index(node: cst.Subscript) -> Optional[int]:
@@ -655,13 +494,7 @@ def _constant_index(node: cst.Subscript) -> Optional[int]:
     return None
 
 
-def _truth(node: cst.BaseExpression) -> Optional[bool]:
-    if isinstance(node, cst.Name) and node.value in ("True", "False"):
-        return node.value == "True"
-    return None
-
-
-def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
+def targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
     if isinstance(node, cst.Assign):
         return [t.target for t in node.targets]
     if isinstance(node, (cst.AnnAssign, cst.AugAssign)):
@@ -673,223 +506,6 @@ def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
     return []
 
 
-def detached_pops(forward: cst.FunctionDef, scope: Scope, pops: Sequence[cst.Call]) -> set[int]:
-    """The pop calls (by id) whose tensor certainly never reaches forward's output with its
-    history: `name = yield pop(...)`, `name` bound nowhere else in forward, and every read of it
-    is `name.detach()` or inside `with torch.no_grad():` (or there is none), or the next statement
-    is `name.detach_()`. Measured: such a pop
-    across partitions fails backward as a discarded one does (its portal gets no gradient)."""
-    wanted = {id(call) for call in pops}
-    assigned: dict[str, list[cst.CSTNode]] = {}
-    in_place = False  # some `.detach_()`
-    for node in syntax.walk(forward.body, into_scopes=True):
-        if type(node) is cst.Attribute and node.attr.value == "detach_":
-            in_place = True
-        for target in _targets(node) + ([node.asname.name] if isinstance(node, cst.WithItem) and node.asname else []):
-            for part in syntax.walk(target):
-                if isinstance(part, cst.Name):
-                    assigned.setdefault(part.value, []).append(node)
-        if isinstance(node, (cst.Global, cst.Nonlocal, cst.Del, cst.Import, cst.ImportFrom, cst.FunctionDef,
-                             cst.ClassDef, cst.ExceptHandler)):
-            for part in syntax.walk(node):
-                if isinstance(part, cst.Name):
-                    assigned.setdefault(part.value, []).extend((node, node))
-    found: set[int] = set()
-    detached_next = _detached_at_once(forward.body) if in_place else set()
-    for node in syntax.walk(forward.body):
-        if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
-                and isinstance(node.value, cst.Yield) and isinstance(node.value.value, cst.Call)
-                and id(node.value.value) in wanted):
-            continue
-        name = node.targets[0].target.value
-        if len(assigned.get(name, ())) != 1:
-            continue
-        if id(node) in detached_next or not _reads_with_history(forward.body, name, scope, node, False):
-            found.add(id(node.value.value))
-    return found
-
-
-def _detached_at_once(body: cst.CSTNode) -> set[int]:
-    """The assignments `name = ...` followed, as the next statement of their block, by
-    `name.detach_()`: every later read of `name` has no history."""
-    found: set[int] = set()
-    for block in syntax.walk(body):
-        if not isinstance(block, (cst.IndentedBlock, cst.Module)):
-            continue
-        statements = list(block.body)
-        for first, second in zip(statements, statements[1:]):
-            if not (isinstance(first, cst.SimpleStatementLine) and isinstance(second, cst.SimpleStatementLine)
-                    and len(first.body) == 1 and len(second.body) == 1):
-                continue
-            assign, expr = first.body[0], second.body[0]
-            if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
-                    and isinstance(assign.targets[0].target, cst.Name) and isinstance(expr, cst.Expr)):
-                continue
-            call = expr.value
-            if (isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute)
-                    and call.func.attr.value == "detach_" and isinstance(call.func.value, cst.Name)
-                    and call.func.value.value == assign.targets[0].target.value):
-                found.add(id(assign))
-    return found
-
-
-def _reads_with_history(node: cst.CSTNode, name: str, scope: Scope, binding: cst.CSTNode, no_grad: bool) -> bool:
-    """Whether `node` reads `name` other than as `name.detach()` or under torch.no_grad()."""
-    if node is binding:
-        return False
-    if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-        return any(isinstance(n, cst.Name) and n.value == name for n in syntax.walk(node, into_scopes=True))
-    if isinstance(node, cst.Name):
-        return node.value == name and not no_grad
-    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "detach"
-            and isinstance(node.func.value, cst.Name) and node.func.value.value == name and not node.args):
-        return False
-    if isinstance(node, cst.With):
-        stops = any(scope.qualified(item.item.func if isinstance(item.item, cst.Call) else item.item)
-                    in ("torch.no_grad", "torch.inference_mode") for item in node.items)
-        return (any(_reads_with_history(item, name, scope, binding, no_grad) for item in node.items)
-                or _reads_with_history(node.body, name, scope, binding, no_grad or stops))
-    return any(_reads_with_history(child, name, scope, binding, no_grad) for child in syntax.children(node))
-
-
-@dataclass(frozen=True)
-class Attributes:
-    """What __init__ alone stores on `self` of torch.nn: each attribute's class name (`kinds`), the
-    class names of a Sequential's or ModuleList's children given as a literal, and what is frozen
-    (`requires_grad_(False)`, a Parameter made with `requires_grad=False`)."""
-
-    kinds: Mapping[str, str] = field(default_factory=dict)
-    children: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    frozen: frozenset[str] = frozenset()
-    #: `self.requires_grad_(False)`: every parameter of the module.
-    all_frozen: bool = False
-    #: Attributes holding an instance of a class of the same module (`self.enc = Encoder()`), by
-    #: the class's name.
-    submodules: Mapping[str, str] = field(default_factory=dict)
-
-    def parameter(self, attr: str) -> Value:
-        """`self.<attr>` not assigned in forward: a Parameter requires grad unless frozen."""
-        if self.kinds.get(attr) == "Parameter" and attr not in self.frozen and not self.all_frozen:
-            return Value(frozenset(), YES)
-        return NOTHING
-
-    def layer_weight(self, attr: str) -> Value:
-        """`self.<attr>.weight` (or `.bias`) of a torch.nn layer with parameters."""
-        if self.kinds.get(attr) in PARAM_LAYERS and attr not in self.frozen and not self.all_frozen:
-            return Value(frozenset(), YES)
-        return NOTHING
-
-    def called(self, attr: str, index: Optional[int]) -> Optional[tuple[str, ...]]:
-        """The torch.nn layers that calling `self.<attr>` (or its child `index`) runs, in order;
-        None when that cannot be known."""
-        kind = self.kinds.get(attr)
-        children = self.children.get(attr)
-        if index is None:
-            if kind in ("Sequential",):
-                return children
-            return (kind,) if kind is not None and kind not in _CONTAINERS else None
-        if children is not None and kind in ("Sequential", "ModuleList") and -len(children) <= index < len(children):
-            return (children[index],)
-        return None
-
-
-_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "Parameter", "ParameterList"})
-
-
-def torch_layers(methods: Mapping[str, cst.FunctionDef], scope_of: dict[int, Scope],
-                 classes: Mapping[str, Mapping[str, cst.FunctionDef]] = {}) -> Attributes:
-    """`self.<attr>` -> the torch.nn class that __init__ alone assigns to it, once; the children
-    of a Sequential or ModuleList given literally; the attributes __init__ freezes; the instances
-    of the module's own `classes` (by name, their methods) it assigns."""
-    submodules: dict[str, str] = {}
-    found: dict[str, list[str]] = {}
-    children: dict[str, tuple[str, ...]] = {}
-    spoiled: set[str] = set()
-    frozen: set[str] = set()
-    all_frozen = False
-    for name, method in methods.items():
-        scope = scope_of[id(method)]
-        for node in syntax.walk(method.body):
-            if name == "__init__" and isinstance(node, cst.Expr) and isinstance(node.value, cst.Call):
-                freezes = _freezes(node.value)
-                if freezes == "self":
-                    all_frozen = True
-                elif freezes is not None:
-                    frozen.add(freezes)
-            targets: list[cst.BaseExpression] = []
-            if isinstance(node, cst.Assign):
-                targets = [t.target for t in node.targets]
-            elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-                targets = [node.target]
-            for target in targets:
-                for part in syntax.walk(target):
-                    if not (isinstance(part, cst.Attribute) and isinstance(part.value, cst.Name)
-                            and part.value.value == "self"):
-                        continue
-                    attr = part.attr.value
-                    value = node.value if isinstance(node, (cst.Assign, cst.AnnAssign)) else None
-                    qualified = (scope.qualified(value.func)
-                                 if isinstance(value, cst.Call) and target is part else None)
-                    if (name == "__init__" and isinstance(value, cst.Call) and target is part
-                            and isinstance(value.func, cst.Name) and value.func.value in classes
-                            and scope.owner(value.func.value) is not None
-                            and scope.owner(value.func.value).kind == "module"):  # type: ignore[union-attr]
-                        found.setdefault(attr, []).append("")
-                        submodules[attr] = value.func.value
-                        continue
-                    if name != "__init__" or qualified is None or not qualified.startswith("torch.nn."):
-                        spoiled.add(attr)
-                        continue
-                    kind = qualified.rsplit(".", 1)[-1]
-                    found.setdefault(attr, []).append(kind)
-                    assert isinstance(value, cst.Call)
-                    if kind == "Parameter" and any(
-                            arg.keyword is not None and arg.keyword.value == "requires_grad"
-                            and _truth(arg.value) is False for arg in value.args):
-                        frozen.add(attr)
-                    if kind in ("Sequential", "ModuleList"):
-                        listed = _listed_layers(value, scope, kind)
-                        if listed is not None:
-                            children[attr] = listed
-    kinds = {attr: kinds[0] for attr, kinds in found.items() if attr not in spoiled and len(kinds) == 1}
-    return Attributes({attr: kind for attr, kind in kinds.items() if kind},
-                      {attr: kids for attr, kids in children.items() if attr in kinds},
-                      frozenset(frozen), all_frozen,
-                      {attr: cls for attr, cls in submodules.items() if attr in kinds})
-
-
-def _freezes(call: cst.Call) -> Optional[str]:
-    """`self.requires_grad_(False)` -> "self"; `self.<attr>.requires_grad_(False)` -> attr."""
-    func = call.func
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_" and len(call.args) == 1
-            and _truth(call.args[0].value) is False):
-        return None
-    receiver = func.value
-    if isinstance(receiver, cst.Name) and receiver.value == "self":
-        return "self"
-    if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
-        return receiver.attr.value
-    return None
-
-
-def _listed_layers(call: cst.Call, scope: Scope, kind: str) -> Optional[tuple[str, ...]]:
-    """The torch.nn class names of `nn.Sequential(nn.A(...), ...)` or `nn.ModuleList([nn.A(...), ...])`."""
-    values: list[cst.BaseExpression] = [arg.value for arg in call.args]
-    if kind == "ModuleList":
-        if len(values) != 1 or not isinstance(values[0], (cst.List, cst.Tuple)):
-            return None
-        values = [element.value for element in values[0].elements]
-    if any(arg.star or arg.keyword is not None for arg in call.args):
-        return None
-    names = []
-    for value in values:
-        qualified = scope.qualified(value.func) if isinstance(value, cst.Call) else None
-        if qualified is None or not qualified.startswith("torch.nn."):
-            return None
-        names.append(qualified.rsplit(".", 1)[-1])
-    return tuple(names)
-
-
 def analyse(forward: cst.FunctionDef, methods: dict[str, cst.FunctionDef], scope_of: dict[int, Scope],
             commands: Mapping[int, str], functions: Optional[Mapping[str, cst.FunctionDef]] = None,
             classes: Optional[Mapping[str, Mapping[str, cst.FunctionDef]]] = None) -> Flow:
@@ -898,7 +514,7 @@ def analyse(forward: cst.FunctionDef, methods: dict[str, cst.FunctionDef], scope
     `classes`: the methods of its module-level classes, followed where forward runs an instance
     that __init__ stores)."""
     classes = classes or {}
-    analysis = _Analysis(scope_of, methods, torch_layers(methods, scope_of, classes), commands, functions, classes)
+    analysis = Analysis(scope_of, methods, torch_layers(methods, scope_of, classes), commands, functions, classes)
     output, returned = analysis.run(forward, [Value(frozenset(), INPUT, frozenset({INPUT_SOURCE}))])
     analysis.flow.output = output
     analysis.flow.returned = returned
