@@ -365,3 +365,22 @@ def test_concrete_libcst_node_classes_have_no_subclasses() -> None:
                 and not cls.__name__.startswith("Base")]
     assert len(concrete) > 100
     assert [cls.__name__ for cls in concrete if cls.__subclasses__()] == []
+
+
+def test_the_extractor_and_the_dataflow_are_rooms_of_one_purpose() -> None:
+    """No module of the extractor, the dataflow or the interpreter is over 600 lines, and the
+    interpreter's shared state is a few named parts (issue 39)."""
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parent.parent / "skiplint"
+    assert not (package / "skippables.py").exists() and not (package / "gradflow.py").exists()
+    for folder in ("skippables", "gradflow", "interpret"):
+        for path in sorted((package / folder).glob("*.py")):
+            assert len(path.read_text(encoding="utf-8").splitlines()) <= 600, path.name
+    core = ast.parse((package / "interpret" / "core.py").read_text(encoding="utf-8"))
+    init = next(node for node in ast.walk(core) if isinstance(node, ast.FunctionDef) and node.name == "__init__"
+                and any(isinstance(c, ast.ClassDef) and c.name == "Core" and node in c.body for c in ast.walk(core)))
+    stored = {node.attr for node in ast.walk(init) if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+              and isinstance(node.value, ast.Name) and node.value.id == "self"}
+    assert len(stored) <= 17, sorted(stored)
