@@ -55,6 +55,7 @@ class Pop(nn.Module):
         super().__init__()
         self.seq = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
         self.blocks = nn.ModuleList([nn.ReLU(), nn.Linear(4, 4)])
+        self.heads = nn.ModuleDict({{"out": nn.Linear(4, 4)}})
         self.join = Join()
 
     def merge(self, a, b):
@@ -131,6 +132,7 @@ USED = {
     "comprehension": "s = yield pop('s')\nreturn torch.cat([t * 1 for t in (x, s)], 1)",
     "submodule": "s = yield pop('s')\nreturn self.join(x, s)",
     "module-list": "s = yield pop('s')\nreturn x + self.blocks[1](s)",
+    "module-dict": "s = yield pop('s')\nreturn x + self.heads['out'](s)",
 }
 UNUSED = {
     "detached": "s = yield pop('s')\nreturn x + s.detach().sum()",

@@ -4,7 +4,7 @@ the children of a Sequential or ModuleList given literally, instances of the mod
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional, Union
 
 import libcst as cst
 
@@ -23,6 +23,8 @@ class Attributes:
 
     kinds: Mapping[str, str] = field(default_factory=dict)
     children: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: For a ModuleDict given as a dict literal: its keys, in the order of `children`.
+    keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     frozen: frozenset[str] = frozenset()
     #: `self.requires_grad_(False)`: every parameter of the module.
     all_frozen: bool = False
@@ -42,15 +44,18 @@ class Attributes:
             return Value(frozenset(), YES)
         return NOTHING
 
-    def called(self, attr: str, index: Optional[int]) -> Optional[tuple[str, ...]]:
-        """The torch.nn layers that calling `self.<attr>` (or its child `index`) runs, in order;
-        None when that cannot be known."""
+    def called(self, attr: str, index: Union[int, str, None]) -> Optional[tuple[str, ...]]:
+        """The torch.nn layers that calling `self.<attr>` (or its child `index`: a position, or a
+        ModuleDict's key) runs, in order; None when that cannot be known."""
         kind = self.kinds.get(attr)
         children = self.children.get(attr)
         if index is None:
             if kind in ("Sequential",):
                 return children
             return (kind,) if kind is not None and kind not in _CONTAINERS else None
+        if isinstance(index, str):
+            keys = self.keys.get(attr, ())
+            return (children[keys.index(index)],) if children is not None and index in keys else None
         if children is not None and kind in ("Sequential", "ModuleList") and -len(children) <= index < len(children):
             return (children[index],)
         return None
@@ -67,6 +72,7 @@ def torch_layers(methods: Mapping[str, cst.FunctionDef], scope_of: dict[int, Sco
     submodules: dict[str, str] = {}
     found: dict[str, list[str]] = {}
     children: dict[str, tuple[str, ...]] = {}
+    keys: dict[str, tuple[str, ...]] = {}
     spoiled: set[str] = set()
     frozen: set[str] = set()
     all_frozen = False
@@ -110,13 +116,16 @@ def torch_layers(methods: Mapping[str, cst.FunctionDef], scope_of: dict[int, Sco
                             arg.keyword is not None and arg.keyword.value == "requires_grad"
                             and truth(arg.value) is False for arg in value.args):
                         frozen.add(attr)
-                    if kind in ("Sequential", "ModuleList"):
+                    if kind in ("Sequential", "ModuleList", "ModuleDict"):
                         listed = _listed_layers(value, scope, kind)
                         if listed is not None:
-                            children[attr] = listed
+                            children[attr] = listed[0]
+                            if kind == "ModuleDict":
+                                keys[attr] = listed[1]
     kinds = {attr: kinds[0] for attr, kinds in found.items() if attr not in spoiled and len(kinds) == 1}
     return Attributes({attr: kind for attr, kind in kinds.items() if kind},
                       {attr: kids for attr, kids in children.items() if attr in kinds},
+                      {attr: names for attr, names in keys.items() if attr in kinds},
                       frozenset(frozen), all_frozen,
                       {attr: cls for attr, cls in submodules.items() if attr in kinds})
 
@@ -135,10 +144,23 @@ def _freezes(call: cst.Call) -> Optional[str]:
     return None
 
 
-def _listed_layers(call: cst.Call, scope: Scope, kind: str) -> Optional[tuple[str, ...]]:
-    """The torch.nn class names of `nn.Sequential(nn.A(...), ...)` or `nn.ModuleList([nn.A(...), ...])`."""
+def _listed_layers(call: cst.Call, scope: Scope, kind: str) -> Optional[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """The torch.nn class names of `nn.Sequential(nn.A(...), ...)`, `nn.ModuleList([nn.A(...), ...])`
+    or `nn.ModuleDict({"key": nn.A(...), ...})`, and a ModuleDict's keys."""
     values: list[cst.BaseExpression] = [arg.value for arg in call.args]
-    if kind == "ModuleList":
+    keys: list[str] = []
+    if kind == "ModuleDict":
+        if len(values) != 1 or not isinstance(values[0], cst.Dict):
+            return None
+        entries = values[0].elements
+        values = []
+        for entry in entries:
+            key = syntax.string_value(entry.key) if isinstance(entry, cst.DictElement) else None
+            if key is None or not isinstance(entry, cst.DictElement):
+                return None
+            keys.append(key)
+            values.append(entry.value)
+    elif kind == "ModuleList":
         if len(values) != 1 or not isinstance(values[0], (cst.List, cst.Tuple)):
             return None
         values = [element.value for element in values[0].elements]
@@ -150,7 +172,7 @@ def _listed_layers(call: cst.Call, scope: Scope, kind: str) -> Optional[tuple[st
         if qualified is None or not qualified.startswith("torch.nn."):
             return None
         names.append(qualified.rsplit(".", 1)[-1])
-    return tuple(names)
+    return tuple(names), tuple(keys)
 
 
 def truth(node: cst.BaseExpression) -> Optional[bool]:

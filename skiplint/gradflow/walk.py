@@ -3,7 +3,7 @@ statement and expression evaluated to a `model.Value`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Union
 
 import libcst as cst
 
@@ -408,7 +408,9 @@ class Analysis:
             return self.submodule_call(held, func.attr.value, args, positional)
         if (isinstance(func, cst.Subscript) and isinstance(func.value, cst.Attribute)
                 and isinstance(func.value.value, cst.Name) and func.value.value.value == "self"):
-            return self.layer_call(node, func.value.attr.value, _constant_index(func), args)
+            key = syntax.string_value(func.slice[0].slice.value) if (
+                len(func.slice) == 1 and isinstance(func.slice[0].slice, cst.Index)) else None
+            return self.layer_call(node, func.value.attr.value, key if key is not None else _constant_index(func), args)
         owner = self.scope().owner(func.value) if isinstance(func, cst.Name) and func.value not in env else None
         if owner is not None and owner.kind == "module" and isinstance(func, cst.Name):
             function = self.functions.get(func.value)
@@ -453,7 +455,7 @@ class Analysis:
             self.methods, self.attributes = outer
         return result if returned else NOTHING
 
-    def layer_call(self, node: cst.Call, attr: str, index: Optional[int], args: Sequence[Value],
+    def layer_call(self, node: cst.Call, attr: str, index: Union[int, str, None], args: Sequence[Value],
                    attributes: Optional[Attributes] = None) -> Value:
         """A call of a torch.nn layer that __init__ stores (`index`: of a container's child)."""
         attributes = attributes or self.attributes

@@ -57,8 +57,8 @@ PROFILED_SKIPPABLE = Rule(
          'lists and comprehensions (`torch.cat([x, skip], 1)`), unpacking (`a, b = h.chunk(2)`), subscripts, '
          'in-place methods (`out.add_(skip)`, `skip.detach_()`), conditional expressions, `with` blocks, early '
          'returns; attributes of `self`; methods of `self` and functions of the same module (called, or '
-         'reached by `yield from`); torch.nn layers, and nn.Sequential/nn.ModuleList attributes of them and '
-         "their indexing; instances of the module's own classes (`self.enc(x)`, `self.enc.lin(x)`); "
+         'reached by `yield from`); torch.nn layers, and nn.Sequential/nn.ModuleList/nn.ModuleDict attributes of '
+         "them and their indexing; instances of the module's own classes (`self.enc(x)`, `self.enc.lin(x)`); "
          '`nn.Parameter` attributes and the weights of torch.nn layers need grad, unless '
          'frozen (`requires_grad_(False)`, `requires_grad=False`). Branches on `self.training` and on whether '
          'the popped tensor is None are decided (profiling runs in training mode). A torch function that '
