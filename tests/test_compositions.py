@@ -795,3 +795,27 @@ def test_direct_calls_follow_namespaces_and_pops():
     assert found("ns = Namespace()\ny = S().isolate(ns)(x)\nreturn P().isolate(ns)(y)") == []
     assert found("y = S()(x)\ny = P()(y)\nreturn P()(y)") == ["SKP201"]
     assert found("y = S()(x)\nif x.sum() > 0:\n    y = P()(y)\nreturn P()(y)") == []
+
+
+BALANCE = '''
+@skippable(pop=["skip"])
+class Discard(nn.Module):
+    def forward(self, x):
+        yield pop("skip")
+        return x
+
+
+def build({params}):
+    return GPipe(nn.Sequential(S(), nn.ReLU(), {last}), devices=["cpu", "cpu"]{given})
+'''
+
+
+def test_a_balance_that_cannot_be_known_is_said_so_where_some_balance_fails():
+    # Measured (tests/runtime/test_oracle_conditions.py, SKP305): a discarded pop across partitions
+    # fails backward; in one partition it runs. So the outcome depends on the balance.
+    for params, given in (("balance", ", balance=balance"), ("**opts", ", **opts"), ("*args", ", *args")):
+        found = messages(BALANCE.format(params=params, given=given, last="Discard()"))
+        assert [(line, message[:6]) for line, _, message in found] == [(10, "SKP901")], params
+        assert "the balance= of this pipe" in found[0][2]
+    # Whatever the balance, a used pop runs: nothing to say.
+    assert messages(BALANCE.format(params="balance", given=", balance=balance", last="P()")) == []

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 import skiplint.rules.analyzer as analyzer
 import skiplint.rules.composition as composition_rules
 from skiplint.findings import Finding
-from skiplint.rules.base import Rule, checks, run
+from skiplint.rules.base import CHECKS, Rule, checks, run
 
 if TYPE_CHECKING:
     from skiplint.facts import Composition, Pipe, SkipRoute
@@ -338,3 +338,39 @@ def _fails_profiling(composition: Composition, sample_grad: bool = False) -> boo
         elif not (layer.kind == "plain" and (layer.label in keeping or layer.label in gradflow.PARAM_LAYERS)):
             input_grad = False  # what a layer of another kind makes of requires_grad is not followed
     return False
+
+
+#: The most layers for which every two-partition balance is tried when a pipe's balance cannot be
+#: known (`unknown_balance`); past it, the pipe says it is not checked.
+_BALANCES_TRIED = 64
+
+
+@checks("pipe", analyzer.COMPUTED_SKIP_NAME)
+def unknown_balance(pipe: Pipe) -> Iterator[Finding]:
+    """A pipe whose `balance=` cannot be known (`**options`, a parameter, computed): its checks run
+    for each balance of one partition or two; where some of them find what the pipe does not find
+    without a balance, the outcome depends on it, and the pipe says so (SKP901)."""
+    from skiplint import pipes
+
+    composition = pipe.composition
+    if (pipe.balance is not None or composition is None or not composition.complete or pipe.kind == "TorchPipe"
+            or pipe.kind in pipes.NOT_PIPES or pipe.kind in _PROFILERS or pipe.kind == "LazyModule"
+            or not pipes.has_skippables(composition)):
+        return
+    count = len(composition.layers)
+    if count > _BALANCES_TRIED:
+        yield analyzer.COMPUTED_SKIP_NAME.at(pipe.site, what="the balance= of this pipe")
+        return
+
+    advice = {rule.code for check in CHECKS["pipe"] for rule in check.rules if rule.opt_in}
+
+    def found(candidate: Pipe) -> set[tuple[str, int, Optional[str]]]:
+        """What fails with `candidate` (the opt-in findings are advice, not failures)."""
+        return {(f.code, id(f.site.node) if f.site is not None else 0, f.arg("name"))
+                for f in run("pipe", candidate, but=unknown_balance) if f.code not in advice}
+
+    without = found(pipe)
+    for balance in [(count,)] + [(cut, count - cut) for cut in range(1, count)]:
+        if found(dataclasses.replace(pipe, balance=balance)) - without:
+            yield analyzer.COMPUTED_SKIP_NAME.at(pipe.site, what="the balance= of this pipe")
+            return
