@@ -21,6 +21,7 @@ KNOWN_GAPS lists the disagreements that are documented and expected, each keyed 
 the program's labels and naming the issue item that will close it.
 
     python benchmarks/oracle.py --n 1000 [--seed 0] [--jobs 2] [--show false-negative]
+    python benchmarks/oracle.py --n 300 --planted profiled-skippable
 """
 
 from __future__ import annotations
@@ -393,13 +394,19 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--show", action="append", default=[], choices=OUTCOMES,
                         help="print every program with this outcome")
     parser.add_argument("--probes", action="store_true", help="add the programs that exercise each known gap")
+    parser.add_argument("--planted", choices=sorted(MISTAKES),
+                        help="plant this mistake in every program (e.g. profiled-skippable)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         worker(args.worker)
         return 0
     start = time.perf_counter()
-    programs = generate_many(args.n, args.seed) + (probes() if args.probes else [])
+    if args.planted:
+        programs = [generate(args.seed * 100_000 + i, args.planted) for i in range(args.n)]
+    else:
+        programs = generate_many(args.n, args.seed)
+    programs += probes() if args.probes else []
     results = evaluate(programs, args.jobs)
     for result in results:
         if result.outcome in args.show:

@@ -154,7 +154,8 @@ def standard_body(spec: ClassSpec) -> list[str]:
     return lines
 
 
-_PLAIN = ("nn.ReLU()", f"nn.Linear({WIDTH}, {WIDTH})", "nn.Tanh()", "nn.Identity()")
+_PLAIN = ("nn.ReLU()", f"nn.Linear({WIDTH}, {WIDTH})", "nn.Tanh()", "nn.Identity()",
+          f"nn.Linear({WIDTH}, {WIDTH}).requires_grad_(False)")
 
 
 def _plain(rng: random.Random) -> LayerSpec:
@@ -460,6 +461,32 @@ PROFILE_STASHES: dict[str, tuple[list[str], list[str]]] = {
     "no-grad": (["with torch.no_grad():", "    h = self.lin(x)", "yield STASH(@@NAME@@, h)", "return x + h"], []),
     "input": (["yield STASH(@@NAME@@, x)", "return self.lin(x)"], []),
     "times-two": (["h = x * 2", "yield STASH(@@NAME@@, h)", "return h"], []),
+    "cat": (["h = self.lin(x)", f"yield STASH(@@NAME@@, torch.cat([h, h], 1)[:, :{WIDTH}])", "return h"], []),
+    "tuple-assign": (["h, g = self.lin(x), x + 1", "yield STASH(@@NAME@@, h)", "return h + g"], []),
+    "chunk": (["h = self.lin(x)", "a, b = h.chunk(2, dim=1)", "yield STASH(@@NAME@@, torch.cat((b, a), 1))",
+               "return h"], []),
+    "in-place": (["h = self.lin(x)", "out = x + 1", "out.add_(h)", "yield STASH(@@NAME@@, h)", "return out"], []),
+    "method": (["h = self.twice(x)", "yield STASH(@@NAME@@, h)", "return h"],
+               ["def twice(self, t):", "    return self.lin(self.lin(t))"]),
+    "einsum": (["h = torch.einsum('ij,kj->ik', x, self.lin.weight)", "yield STASH(@@NAME@@, h)", "return h"], []),
+    "training": (["h = self.lin(x)", "if self.training:", "    yield STASH(@@NAME@@, h)", "else:",
+                  "    yield STASH(@@NAME@@, x)", "return h"], []),
+}
+#: How the popping layer of a profiled program uses the popped tensor (`skip_0`), each a shape
+#: of tests/profiling_shapes.py: the lines that replace `x = x + skip_0`, and further methods.
+#: (`detach_()` of a stashed or popped tensor is left out: in some layouts it fails otherwise,
+#: "Can't detach views in-place", which no rule predicts.)
+PROFILE_USES: dict[str, tuple[list[str], list[str]]] = {
+    "plus": (["x = x + skip_0"], []),
+    "detached": (["x = x + skip_0.detach()"], []),
+    "cat": ([f"x = torch.cat([x, skip_0], 1)[:, :{WIDTH}]"], []),
+    "stack": (["x = torch.stack((x, skip_0)).sum(0)"], []),
+    "unpack": (["a, b = x, skip_0", "x = a + b"], []),
+    "in-place": (["out = x * 1", "out.add_(skip_0)", "x = out"], []),
+    "is-not-none": (["if skip_0 is not None:", "    x = x + skip_0"], []),
+    "training": (["if self.training:", "    x = x + skip_0"], []),
+    "method": (["x = self.merge(x, skip_0)"], ["def merge(self, a, b):", "    return a * 1 + b"]),
+    "comprehension": ([f"x = torch.cat([t * 1 for t in (x, skip_0)], 1)[:, :{WIDTH}]"], []),
 }
 
 
@@ -476,8 +503,13 @@ def m_profiled(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[T
         cls.helpers = [line.replace("@@NAME@@", f"@@{name}@@") for line in helpers]
         cls.linear = True
         poppers = [c for c in _skippables(layers, "pop") if c.pop == [name] and not c.stash]
-        if poppers and rng.random() < 0.25:
-            poppers[0].body = [line.replace("x = x + skip_0", "x = x + skip_0.detach()") for line in poppers[0].body]
+        if poppers and not poppers[0].helpers:
+            use, methods = PROFILE_USES[rng.choice(sorted(PROFILE_USES))]
+            body = poppers[0].body
+            if "x = x + skip_0" in body:
+                at = body.index("x = x + skip_0")
+                poppers[0].body = body[:at] + use + body[at + 1:]
+                poppers[0].helpers = list(methods)
     return layers
 
 
@@ -866,8 +898,9 @@ def generate(seed: int, mistake: Optional[str] = None, *, class_style: Optional[
                      f"device=torch.device('cuda')) if torch.cuda.is_available() else None")
     elif planted == "profiled-skippable":
         # The pipe takes the literal balance: where skips cross partitions stays known.
-        lines.append(f"profiled = balance_by_time({len(balance)}, model, torch.randn(4, {WIDTH}), timeout=0.02, "
-                     "device=torch.device('cpu'))")
+        grad = ", requires_grad=True" if rng.random() < 0.3 else ""
+        lines.append(f"profiled = balance_by_time({len(balance)}, model, torch.randn(4, {WIDTH}{grad}), "
+                     "timeout=0.02, device=torch.device('cpu'))")
     lines.append(f"pipe = {api.pipe}(model, balance={balance_text}, devices=[{devices}], chunks=2)")
     source = "\n".join(lines) + "\n"
     label = "profiled-by-size" if by_size else "direct-pair" if pair is not None else planted

@@ -1,7 +1,7 @@
 """The drivers: every check of the rules package run on each fact it consumes (the module, each
-skippable class, each composition and pipe), with what the findings belong to. Which rule a check
-serves, and which fact it consumes, is written in the rule's family module
-(`skiplint.rules.base.checks`); nothing here names a code."""
+skippable class, what the module builds, each composition and pipe), with what the findings
+belong to. Which rule a check serves, and which fact it consumes, is written in the rule's family
+module (`skiplint.rules.base.checks`); nothing here names a code."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from skiplint.rules.base import COMBINE, owned
 
 
 def module_findings(facts: ModuleFacts) -> Iterator[Finding]:
-    """Every finding of a module: those recorded while extracting, those of the module's checks,
-    then each class's.
+    """Every finding of a module: those carried with its facts (its compositions' and pipes',
+    `model_findings`), those of the module's checks, then each class's.
 
     One mistake, one diagnostic: a finding that a finding of a rule which supersedes it replaces
     at the same node is left out (a discarded pop that a pipe puts across partitions is not also
@@ -56,7 +56,7 @@ def model_findings(model: ModelFacts) -> Iterator[Finding]:
     arguments) is one mistake at one place, reported once, even where each build isolates it in
     a namespace of its own (what tells two findings of a rule apart: `Rule.distinct_by`)."""
     seen: dict[tuple[str, int, object], Finding] = {}
-    for finding in (*model.findings, *_all_findings(model)):
+    for finding in (*rules.run("model", model), *_all_findings(model)):
         node_id = id(finding.site.node) if finding.site is not None else 0
         key = (finding.code, node_id, rules.RULES[finding.code].identity(finding))
         first = seen.get(key)

@@ -18,6 +18,8 @@ from skiplint.findings import Finding as Finding
 from skiplint.positions import Locator as Locator, with_room as with_room
 
 Kind = Literal["stash", "pop"]
+#: Whether a tensor requires grad: certainly, when the layer's input does, not certainly.
+GradKind = Literal["yes", "input", "no"]
 #: A command a forward performs: ("stash", "skip") or ("pop", "skip").
 Key = tuple[Kind, str]
 
@@ -126,6 +128,12 @@ class Forward:
     unknown_kinds: frozenset[Kind] = frozenset()
     #: The first branching statement that leaves forward early (a conditional return).
     early_exit: Optional[Site] = None
+    #: Forward's output depends differentiably on its input: the autograd history of the input
+    #: passes through the layer (as far as its dataflow shows).
+    keeps_input: bool = False
+    #: Forward's output requires grad: certainly ("yes", a parameter of its own takes part), when
+    #: its input does ("input"), or not certainly ("no").
+    output_grad: GradKind = "no"
 
 
 @dataclass(frozen=True)
@@ -171,15 +179,72 @@ class SkippableClass:
 
 
 @dataclass(frozen=True)
+class SkippableMisuse:
+    """`@skippable` written without its call (`function` None), or decorating the function
+    `function` rather than a class."""
+
+    function: Optional[str]
+    site: Optional[Site] = None
+
+
+@dataclass(frozen=True)
+class UndecoratedYield:
+    """The first `yield stash(...)`/`yield pop(...)` in the forward of a class that is not
+    @skippable (nor wrapped, decorated otherwise, or a base of another class of the module)."""
+
+    cls: str
+    kind: Kind
+    site: Optional[Site] = None
+
+
+#: What an import of the removed torch.distributed.pipeline brings in, by what replaces it: the
+#: skip API, the Pipe class, PipeSequential, device placement, or the package as a whole.
+Brought = Literal["skip", "Pipe", "PipeSequential", "placement", "package"]
+
+
+@dataclass(frozen=True)
+class RemovedImport:
+    """An import (outside a guard that catches ImportError) of the removed torch.distributed.pipeline."""
+
+    module: str
+    brings: tuple[Brought, ...]
+    site: Optional[Site] = None
+
+
+@dataclass(frozen=True)
+class IsolateName:
+    """A name that `.isolate(ns, only=[...])` gives, which the layer's class `cls` never declares."""
+
+    name: str
+    cls: str
+    site: Optional[Site] = None
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """Something a check needs that cannot be known statically (computed at run time): `what` it
+    is, for people, at the expression that computes it."""
+
+    what: str
+    site: Optional[Site] = None
+
+
+@dataclass(frozen=True)
 class ModuleFacts:
     """Everything one module says about skips."""
 
     path: str
     skippables: tuple[SkippableClass, ...] = ()
-    #: SKP109, SKP113, SKP115, SKP401.
+    #: Findings made downstream of extraction and carried with the module (those of its
+    #: compositions and pipes, an analyzer failure): extraction itself makes none.
     findings: tuple[Finding, ...] = ()
     #: Commands built as whole statements outside any skippable forward (never yielded).
     loose_commands: tuple[Command, ...] = ()
+    misuses: tuple[SkippableMisuse, ...] = ()
+    undecorated_yields: tuple[UndecoratedYield, ...] = ()
+    removed_imports: tuple[RemovedImport, ...] = ()
+    #: `Cls(...).isolate(ns, only=[...])` of a class the module declares, naming a skip it never declares.
+    isolate_names: tuple[IsolateName, ...] = ()
 
 
 # -- compositions and pipes (SKP2xx, SKP3xx, `skiplint layout`) ----------------------------------
@@ -229,6 +294,11 @@ class Layer:
     #: containers, so the direct child's output carries its own (balance_by_time profiles direct
     #: children).
     feeds_output: bool = False
+    #: For a plain layer: `requires_grad_(...)` was called on it, not certainly with True (its
+    #: parameters may not require grad).
+    frozen: bool = False
+    #: For a skippable layer: whether its output requires grad (`Forward.output_grad`).
+    output_grad: GradKind = "no"
 
 
 @dataclass(frozen=True)
@@ -269,6 +339,8 @@ class Pipe:
     #: None when computed).
     chunks: Optional[int] = None
     checkpoint: Optional[str] = None
+    #: For a balancer: the sample it profiles with certainly requires grad.
+    sample_requires_grad: bool = False
 
 
 @dataclass(frozen=True)
@@ -293,6 +365,8 @@ class ModelFacts:
     #: Skippable classes as each execution of their class statement made them (a factory's
     #: arguments, a loop's variable): they replace the facts of those class statements.
     specialized: tuple[SkippableClass, ...] = ()
-    #: Findings about the layers the module builds: `.isolate(ns, only=[...])` naming a skip its
-    #: class never declares (SKP115), or given a namespace or names computed at run time (SKP901).
-    findings: tuple[Finding, ...] = ()
+    #: `.isolate(ns, only=[...])` naming a skip its class never declares, in the layers the module
+    #: builds (each not already among the module's own `isolate_names`).
+    isolate_names: tuple[IsolateName, ...] = ()
+    #: A namespace or `only=` names given to `.isolate(...)` that cannot be known.
+    unknowns: tuple[Unknown, ...] = ()

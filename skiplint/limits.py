@@ -150,6 +150,14 @@ class Budget:
 BUDGET = Budget()
 
 
+# -- one skippable class's forward (skiplint.skippables) ----------------------------------------
+
+#: Beyond this many distinct paths, forward's path facts are given up (abstain).
+MAX_STATES = 256
+#: Beyond this depth of `yield from` delegation, facts are given up.
+MAX_DELEGATION = 8
+
+
 # -- the project index's walk over other modules (skiplint.prefilter) ---------------------------
 
 #: Depth of re-exports followed (`__init__` importing from a submodule importing from another).

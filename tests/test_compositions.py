@@ -693,15 +693,23 @@ def test_a_namespace_or_only_names_computed_at_run_time_is_skp901_at_the_argumen
                     "model = build(Namespace())\n") == []
 
 
-@pytest.mark.parametrize("stash, pop, first", profiling_shapes.CASES)
-def test_skp303_is_decided_by_autograd_dataflow(stash: str, pop: str, first: bool) -> None:
+@pytest.mark.parametrize("stash, pop, before", profiling_shapes.CASES)
+def test_skp303_is_decided_by_autograd_dataflow(stash: str, pop: str, before: str) -> None:
     # Each case runs for real in tests/runtime/test_oracle_conditions.py with both libraries.
-    text = profiling_shapes.source(stash, pop, first)
+    text = profiling_shapes.source(stash, pop, before)
     found = [(d.line, d.col, d.message) for d in engine.check_text(text, "t.py").diagnostics]
     line = text.splitlines().index(next(l for l in text.splitlines() if l.startswith("balance = "))) + 1
     expected = [(line, 10, "SKP303 balance_by_time() profiles layers in isolation; the skippable layers of this "
                            "composition fail there")]
-    assert found == (expected if profiling_shapes.fails(stash, pop, first) else [])
+    assert found == (expected if profiling_shapes.fails(stash, pop, before) else [])
+
+
+@pytest.mark.parametrize("name", sorted(profiling_shapes.LAYOUTS))
+def test_skp303_follows_the_layout(name: str) -> None:
+    # Each layout runs for real in tests/runtime/test_oracle_conditions.py with both libraries.
+    text = profiling_shapes.layout_source(name)
+    found = [d.code for d in engine.check_text(text, "t.py").diagnostics]
+    assert found == (["SKP303"] if profiling_shapes.LAYOUTS[name][1] else [])
 
 
 DETACHED = '''
@@ -727,6 +735,8 @@ def test_a_pop_used_only_detached_across_partitions_is_skp305():
     no_grad = DETACHED.format(use="with torch.no_grad():\n            y = skip * 2\n        return x + y",
                               balance="[2, 1]")
     assert [(line, message[:6]) for line, _, message in messages(no_grad)] == [(7, "SKP305")]
+    in_place = DETACHED.format(use="skip.detach_()\n        return x + skip", balance="[2, 1]")
+    assert [(line, col, message[:6]) for line, col, message in messages(in_place)] == [(7, 21, "SKP305")]
     # In one partition, or used with its history as well, it runs.
     assert messages(DETACHED.format(use="return x + skip.detach()", balance="[3]")) == []
     assert messages(DETACHED.format(use="y = skip.detach()\n        return x + skip + y", balance="[2, 1]")) == []
@@ -744,3 +754,106 @@ def test_profiling_takes_each_direct_child_whole():
         [(line, "SKP303")]
     assert profiled("nn.Sequential(Encode(), Mystery()), nn.Sequential(P())") == []
     assert profiled("nn.Sequential(Encode()), nn.Sequential(P(), Mystery())") == []
+
+
+SPLIT_OPTIONS = '''
+def build({params}):
+    model = nn.Sequential(nn.Sequential(S(), nn.Linear(4, 4)), nn.Sequential(nn.Linear(4, 4), P()))
+    return GPipe(model, balance=[1, 1], devices=["cpu", "cpu"]{spread})
+'''
+
+
+def test_pipe_options_that_cannot_be_known_are_said_so_where_some_value_fails():
+    # Measured (torchgpipe, fairscale): across partitions, with chunks=2 and the default
+    # checkpointing, backward raises "'skip' has not been stashed"; with chunks=1 it runs.
+    assert [(line, code) for line, _, code in
+            ((line, col, message[:6]) for line, col, message in messages(SPLIT_OPTIONS.format(params="**opts",
+                                                                                       spread=", **opts")))] == [
+        (4, "SKP901")]
+    assert [m[2][:6] for m in messages(SPLIT_OPTIONS.format(params="*args", spread=", *args"))] == []
+    # Known where it is called with a dict it can read.
+    called = SPLIT_OPTIONS.format(params="**opts", spread=", **opts") + "\npipe = build(**{'chunks': 2})\n"
+    assert [m[2][:6] for m in messages(called)] == ["SKP205"]
+    called_once = SPLIT_OPTIONS.format(params="**opts", spread=", **opts") + "\npipe = build(chunks=1)\n"
+    assert messages(called_once) == []
+    # Whatever the options, a pipe that never recomputes the popping partition runs.
+    never = SPLIT_OPTIONS.format(params="**opts", spread=", checkpoint='never', **opts")
+    assert messages(never) == []
+
+
+def test_a_positional_balance_given_to_a_pipe_class_that_is_a_parameter_counts():
+    lazy = '''
+from fairscale.nn.pipe import LazyModule
+
+def check(pipe_class):
+    model = [LazyModule(lambda: S()), LazyModule(lambda: P())]
+    return pipe_class(model, [1, 1], worker_map={0: "a", 1: "b"})
+'''
+    assert [(line, message[:6]) for line, _, message in messages(lazy)] == [(6, "SKP304")]
+
+
+STAGES = '''
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.s0 = nn.Sequential(S(), nn.Linear(4, 4))
+        self.s1 = nn.Sequential(nn.Linear(4, 4), P())
+
+    def forward(self, x):
+        {body}
+'''
+
+
+def test_partitions_held_as_attributes_that_forward_runs_in_turn_are_one_route():
+    # Measured (tests/runtime/test_oracle_conditions.py): s0 then s1 runs; s1 alone, or before
+    # s0, raises "'skip' has not been stashed".
+    assert codes(STAGES.format(body="x = self.s0(x)\n        return self.s1(x)")) == []
+    assert codes(STAGES.format(body="return self.s1(self.s0(x))")) == []
+    assert codes(STAGES.format(body="x = self.s1(x)\n        return self.s0(x)")) == [(6, "SKP201")]
+    assert codes(STAGES.format(body="return self.s1(x)")) == [(6, "SKP201")]
+
+
+DIRECT = '''
+import torch
+
+def run():
+    x = torch.randn(2, 4)
+{body}
+'''
+
+
+def test_direct_calls_follow_namespaces_and_pops():
+    # Measured (tests/runtime/test_oracle_conditions.py): the pop finds only a stash of its own
+    # namespace, and a pop takes the stash out of the tracker.
+    def found(body: str) -> list[str]:
+        return [code for _, code in codes(DIRECT.format(body=textwrap.indent(textwrap.dedent(body), "    ")))]
+
+    assert found("y = S()(x)\nreturn P()(y)") == []
+    assert found("ns = Namespace()\ny = S().isolate(ns)(x)\nreturn P()(y)") == ["SKP201"]
+    assert found("ns = Namespace()\ny = S().isolate(ns)(x)\nreturn P().isolate(ns)(y)") == []
+    assert found("y = S()(x)\ny = P()(y)\nreturn P()(y)") == ["SKP201"]
+    assert found("y = S()(x)\nif x.sum() > 0:\n    y = P()(y)\nreturn P()(y)") == []
+
+
+BALANCE = '''
+@skippable(pop=["skip"])
+class Discard(nn.Module):
+    def forward(self, x):
+        yield pop("skip")
+        return x
+
+
+def build({params}):
+    return GPipe(nn.Sequential(S(), nn.ReLU(), {last}), devices=["cpu", "cpu"]{given})
+'''
+
+
+def test_a_balance_that_cannot_be_known_is_said_so_where_some_balance_fails():
+    # Measured (tests/runtime/test_oracle_conditions.py, SKP305): a discarded pop across partitions
+    # fails backward; in one partition it runs. So the outcome depends on the balance.
+    for params, given in (("balance", ", balance=balance"), ("**opts", ", **opts"), ("*args", ", *args")):
+        found = messages(BALANCE.format(params=params, given=given, last="Discard()"))
+        assert [(line, message[:6]) for line, _, message in found] == [(10, "SKP901")], params
+        assert "the balance= of this pipe" in found[0][2]
+    # Whatever the balance, a used pop runs: nothing to say.
+    assert messages(BALANCE.format(params="balance", given=", balance=balance", last="P()")) == []

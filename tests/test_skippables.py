@@ -274,7 +274,45 @@ def test_skippable_call_form_and_nested_classes() -> None:
     facts = extract(cst.parse_module(source), "m.py", source)
     assert [(c.name, sorted(c.stash.name_set), sorted(c.pop.name_set)) for c in facts.skippables] == [
         ("Block", ["a"], []), ("Tail", [], ["a"])]
+    assert (facts.findings, facts.misuses, facts.undecorated_yields) == ((), (), ())
+
+
+def test_extraction_records_facts_and_makes_no_finding() -> None:
+    """What is wrong outside a skippable class is recorded as facts (the rules make the findings)."""
+    source = HEADER + textwrap.dedent('''
+        from torch.distributed.pipeline.sync.skip import Namespace
+
+        @skippable
+        class Bare(nn.Module):
+            pass
+
+        @skippable(stash=["a"])
+        def function(x):
+            return x
+
+        class Plain(nn.Module):
+            def forward(self, x):
+                yield pop("a")
+                return x
+
+        @skippable(stash=["a"])
+        class Stash(nn.Module):
+            def forward(self, x):
+                yield stash("a", x)
+                return x
+
+        layer = Stash().isolate(Namespace(), only=["a", "b"])
+    ''')
+    module = cst.parse_module(source)
+    facts = extract(module, "m.py", source)
     assert facts.findings == ()
+    assert [(m.function, m.site.position if m.site else None) for m in facts.misuses] == [
+        (None, (6, 0)), ("function", (10, 0))]
+    assert [(y.cls, y.kind, y.site.position if y.site else None) for y in facts.undecorated_yields] == [
+        ("Plain", "pop", (16, 8))]
+    assert [(r.module, r.brings) for r in facts.removed_imports] == [
+        ("torch.distributed.pipeline.sync.skip", ("skip",))]
+    assert [(n.name, n.cls) for n in facts.isolate_names] == [("b", "Stash")]
 
 
 @pytest.mark.parametrize("dead", ["if False: return x", "if 0: return x", "while False: return x"])
@@ -327,3 +365,22 @@ def test_concrete_libcst_node_classes_have_no_subclasses() -> None:
                 and not cls.__name__.startswith("Base")]
     assert len(concrete) > 100
     assert [cls.__name__ for cls in concrete if cls.__subclasses__()] == []
+
+
+def test_the_extractor_and_the_dataflow_are_rooms_of_one_purpose() -> None:
+    """No module of the extractor, the dataflow or the interpreter is over 600 lines, and the
+    interpreter's shared state is a few named parts (issue 39)."""
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parent.parent / "skiplint"
+    assert not (package / "skippables.py").exists() and not (package / "gradflow.py").exists()
+    for folder in ("skippables", "gradflow", "interpret"):
+        for path in sorted((package / folder).glob("*.py")):
+            assert len(path.read_text(encoding="utf-8").splitlines()) <= 600, path.name
+    core = ast.parse((package / "interpret" / "core.py").read_text(encoding="utf-8"))
+    init = next(node for node in ast.walk(core) if isinstance(node, ast.FunctionDef) and node.name == "__init__"
+                and any(isinstance(c, ast.ClassDef) and c.name == "Core" and node in c.body for c in ast.walk(core)))
+    stored = {node.attr for node in ast.walk(init) if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+              and isinstance(node.value, ast.Name) and node.value.id == "self"}
+    assert len(stored) <= 17, sorted(stored)

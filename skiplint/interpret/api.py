@@ -14,8 +14,6 @@ from skiplint.interpret.values import (
     PIPES, STAR_UNKNOWN, UNKNOWN, VERIFIERS, NS, ApiV, BoundV, DictV, FuncV, LambdaV, LayerV, ListV,
     PipeRecord, PipeV, SeqV, code, is_int,
 )
-from skiplint.rules.analyzer import COMPUTED_SKIP_NAME
-from skiplint.rules.one_class import ISOLATE_UNKNOWN_NAME
 
 
 class Api(Core):
@@ -25,7 +23,7 @@ class Api(Core):
                  known: bool) -> Any:
         if symbol == "Sequential":
             seq = SeqV("Sequential", node)
-            self.sequences.append(seq)
+            self.built.sequences.append(seq)
             if kwargs:
                 seq.stop("keyword arguments to Sequential")
             self.fill_sequential(seq, args, kwargs, node)
@@ -49,11 +47,14 @@ class Api(Core):
             else:
                 record = PipeRecord(symbol, node, module, balance_of(balance))
                 if symbol in ("GPipe", "FairscalePipe"):  # both take them as keywords only
-                    chunks = kwargs["chunks"][0] if "chunks" in kwargs else 1
-                    checkpoint = kwargs["checkpoint"][0] if "checkpoint" in kwargs else "except_last"
+                    # `**options`: what it holds cannot be known (None), unless given beside it.
+                    spread = not known and any(arg.star == "**" for arg in node.args)
+                    chunks = kwargs["chunks"][0] if "chunks" in kwargs else None if spread else 1
+                    checkpoint = (kwargs["checkpoint"][0] if "checkpoint" in kwargs else None if spread
+                                  else "except_last")
                     record.chunks = chunks if is_int(chunks) else None
                     record.checkpoint = checkpoint if isinstance(checkpoint, str) else None
-            self.pipes.append(record)
+            self.built.pipes.append(record)
             if isinstance(module, SeqV):
                 module.piped = True
                 module.verified = module.verified or symbol in VERIFIERS
@@ -67,7 +68,8 @@ class Api(Core):
             return self.inspect_layout(argument(args, kwargs, 0, "partitions"), node)
         if symbol in ("balance_by_time", "balance_by_size"):
             module = argument(args, kwargs, 1, "module")
-            self.pipes.append(PipeRecord(symbol, node, module, None))
+            sample = kwargs["sample"][1] if "sample" in kwargs else args[2][1] if len(args) > 2 else None
+            self.built.pipes.append(PipeRecord(symbol, node, module, None, sample_grad=requires_grad(sample)))
             return UNKNOWN
         if symbol == "LazyModule":
             target = argument(args, kwargs, 0, "function")
@@ -100,7 +102,7 @@ class Api(Core):
         for value, _ in items:
             if isinstance(value, SeqV):
                 value.partition = True
-                self.partition_nodes.add(id(value.node))
+                self.built.partition_nodes.add(id(value.node))
         if not items or not all(isinstance(value, SeqV) for value, _ in items):
             return UNKNOWN
         whole = SeqV("inspect_skip_layout", node)
@@ -112,9 +114,9 @@ class Api(Core):
             sizes.append(len(value.children))
             for _, child, child_node in value.children:
                 whole.add(None, child, child_node)
-        self.sequences.append(whole)
+        self.built.sequences.append(whole)
         record = PipeRecord("inspect_skip_layout", node, whole, tuple(sizes) if whole.complete else None)
-        self.pipes.append(record)
+        self.built.pipes.append(record)
         return PipeV(record)
 
     def fill_sequential(self, seq: SeqV, args: Args, kwargs: Kwargs,
@@ -143,14 +145,14 @@ class Api(Core):
 
     def isolate(self, layer: LayerV, values: list[Any], kwargs: dict[str, Any], node: cst.Call) -> Any:
         """`.isolate(ns, only=...)`: the names it isolates take the namespace. A namespace or
-        names that cannot be known leave the layer unknown (SKP901 says so), and so does an
-        `only=` that names a skip its class never declares (SKP115)."""
+        names that cannot be known leave the layer unknown (a fact of what cannot be
+        known), and so does an `only=` that names a skip its class never declares."""
         ns = values[0] if values else kwargs.get("ns", (UNKNOWN,))[0]
         if not isinstance(ns, NS) or len(values) > 1:
             layer.tainted = True
             given = node.args[0] if node.args else None
             if given is not None and (ns is UNKNOWN or ns is None) and len(values) <= 1:
-                self.report(COMPUTED_SKIP_NAME, given, what="the namespace given to isolate()")
+                self.note_unknown(given, "the namespace given to isolate()")
             return layer
         only_entry = kwargs.get("only")
         info = layer.info
@@ -168,7 +170,7 @@ class Api(Core):
                 else:
                     layer.unsure = True  # its names are unknown; the other layers are still checked
                 if only_arg is not None:
-                    self.report(COMPUTED_SKIP_NAME, only_arg, what="the only= argument of this isolate()")
+                    self.note_unknown(only_arg, "the only= argument of this isolate()")
                 return layer
             names = frozenset(only)
             if info is not None and info.stash is not None and info.pop is not None and \
@@ -177,7 +179,7 @@ class Api(Core):
                 layer.tainted = True
                 if only_arg is not None:
                     for name in sorted(names - (info.stash | info.pop)):
-                        self.report(ISOLATE_UNKNOWN_NAME, only_arg, name=name, cls=info.name)
+                        self.note_isolate_name(only_arg, name, info.name)
                 return layer
         for name in names:
             layer.namespaces[name] = ns
@@ -199,3 +201,14 @@ def balance_of(value: Any) -> Optional[tuple[int, ...]]:
             return tuple(numbers)
     return None
 
+
+def requires_grad(node: Any) -> bool:
+    """Whether an expression certainly makes a tensor that requires grad: a call given
+    `requires_grad=True`, or `.requires_grad_()` (with True or nothing)."""
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_":
+        return not node.args or (isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == "True")
+    return any(arg.keyword is not None and arg.keyword.value == "requires_grad" and isinstance(arg.value, cst.Name)
+               and arg.value.value == "True" for arg in node.args)

@@ -8,12 +8,14 @@ from typing import Any
 import libcst as cst
 
 from skiplint import syntax
+from skiplint.interpret.api import balance_of
 from skiplint.interpret.core import Args, Core, Kwargs
 from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, Return
 from skiplint.interpret.operations import call_builtin
 from skiplint.interpret.values import (
     MODULE_METHODS, MUTATORS, STAR_UNKNOWN, UNKNOWN, ApiV, BoundV, BuiltinV, ClassV, DictV, DirectCall, ExternalV,
-    FuncV, LambdaV, LayerV, ListV, ObjV, PipeRecord, PipeV, SeqV, hashable_constant, is_int, place, taint,
+    FuncV, LambdaV, LayerV, ListV, ObjV, PipeRecord, PipeV, SeqV, hashable_constant, is_int, place, skip_keys,
+    taint,
 )
 
 
@@ -53,7 +55,10 @@ class Calls(Core):
                 else:
                     args.extend(items)
             elif arg.star == "**":
-                known = False
+                if isinstance(value, DictV) and not value.tainted and all(isinstance(k, str) for k in value.items):
+                    kwargs.update(value.items)
+                else:
+                    known = False
             elif arg.keyword is not None:
                 kwargs[arg.keyword.value] = (value, arg.value)
             else:
@@ -69,15 +74,19 @@ class Calls(Core):
         skippables under lazy construction), so the call is checked as such a pipe (SKP304)."""
         lazy = self.lazy_layers(module, node)
         if lazy is not None:
-            self.pipes.append(PipeRecord("LazyModule", node, lazy, None))
+            self.built.pipes.append(PipeRecord("LazyModule", node, lazy, None))
 
     def forward_call(self, func: Any, func_node: cst.BaseExpression, with_arguments: bool) -> None:
         """A call that may run a module's forward: a skippable layer called directly is recorded;
         whatever may stash into the thread's default skip tracker is noted (a direct pop after a
-        direct stash of the same name finds it there)."""
+        direct stash of the same name, in the same namespace, finds it there, and takes it out
+        where the pop surely runs)."""
         if isinstance(func, LayerV) and func.kind == "skippable":
-            before = None if self.tracker is None or self.other_tracker else frozenset(self.tracker)
-            self.direct_calls.append(DirectCall(func, func_node, before, self.entry_kind))
+            before = None if self.entries.tracker is None or self.entries.other_tracker else frozenset(self.entries.tracker)
+            self.built.direct_calls.append(DirectCall(func, func_node, before, self.entries.kind))
+            if (self.entries.tracker is not None and not self.entries.other_tracker and not self.branches and func.info is not None
+                    and func.info.pop is not None and not func.tainted and not func.unsure):
+                self.entries.tracker.difference_update(skip_keys(func, func.info.pop))
             self.note_stashes(func, 0)
         elif isinstance(func, (LayerV, SeqV)) or (with_arguments and (func is UNKNOWN or isinstance(func, ObjV))):
             self.note_stashes(func, 0)
@@ -85,13 +94,13 @@ class Calls(Core):
     def note_stashes(self, value: Any, depth: int) -> None:
         """What a module run directly may stash into the tracker: a pop does take a stash out of
         it, but which namespace's is not followed, so the names only grow."""
-        if self.tracker is None:
+        if self.entries.tracker is None:
             return
         if isinstance(value, LayerV) and value.kind == "plain":
             return
         if isinstance(value, LayerV) and value.kind == "skippable" and value.info is not None \
                 and value.info.stash is not None and not value.tainted:
-            self.tracker.update(value.info.stash)
+            self.entries.tracker.update(skip_keys(value, value.info.stash))
             return
         if isinstance(value, SeqV) and value.complete and not value.tainted and depth <= self.budget.nesting:
             for _, child, _ in value.children:
@@ -99,7 +108,7 @@ class Calls(Core):
             return
         if isinstance(value, PipeV):
             return  # a pipe runs its layers with skip trackers of its own
-        self.tracker = None
+        self.entries.tracker = None
 
     def call(self, func: Any, args: Args, kwargs: Kwargs, node: cst.Call,
              known: bool = True) -> Any:
@@ -107,8 +116,9 @@ class Calls(Core):
             return self.api_call(func.symbol, args, kwargs, node, known)
         if not known:
             return UNKNOWN
-        if (func is UNKNOWN or isinstance(func, ExternalV)) and args and "balance" in kwargs:
-            self.lazy_pipe(args[0][0], node)
+        if (func is UNKNOWN or isinstance(func, ExternalV)) and args and (
+                "balance" in kwargs or (len(args) > 1 and balance_of(args[1][0]) is not None)):
+            self.lazy_pipe(args[0][0], node)  # a balance, by keyword or second
         if isinstance(func, ClassV):
             return self.instantiate(func, args, kwargs, node)
         if isinstance(func, (FuncV, LambdaV)):
@@ -203,6 +213,9 @@ class Calls(Core):
         if isinstance(obj, LayerV):
             if attr == "isolate" and obj.kind == "skippable":
                 return self.isolate(obj, values, kwargs, node)
+            if attr == "requires_grad_":
+                flag = values[0] if values else kwargs.get("requires_grad", (True,))[0]
+                obj.frozen = flag is not True
             if attr in MODULE_METHODS:
                 return obj
             return UNKNOWN
@@ -288,14 +301,15 @@ class Calls(Core):
                 env.vars[param.name.value] = rest.pop(0)
             elif not self._bind_by_name(param, kwargs, env, entry):
                 return False
+        # At an entry point (a function nobody calls), `*args` and `**options` hold what cannot be known.
         if isinstance(params.star_arg, cst.Param):
-            env.vars[params.star_arg.name.value] = ListV([(a, None) for a in rest], True)
+            env.vars[params.star_arg.name.value] = ListV([(a, None) for a in rest], True, tainted=entry)
             rest = []
         if rest:
             return False
         if not all(self._bind_by_name(param, kwargs, env, entry) for param in params.kwonly_params):
             return False
         if isinstance(params.star_kwarg, cst.Param):
-            env.vars[params.star_kwarg.name.value] = DictV({k: (v, None) for k, v in kwargs.items()})
+            env.vars[params.star_kwarg.name.value] = DictV({k: (v, None) for k, v in kwargs.items()}, tainted=entry)
             kwargs = {}
         return not kwargs

@@ -29,7 +29,7 @@ class Classes(Core):
         if info is not None:
             if info.stash is None or info.pop is None:
                 info = self.declared_here(node, info, env)
-            if id(node) in self.open_classes:
+            if id(node) in self.specializing.open_classes:
                 info = self.remember_definition(node, env, info)
             return ClassV(name, "skippable", info, node, env)
         kind = "plain"
@@ -174,7 +174,7 @@ class Classes(Core):
         if cls.kind != "sequential":
             return LayerV("unknown", cls.name)
         seq = SeqV(cls.name, node, name=cls.name if entry else None)
-        self.sequences.append(seq)
+        self.built.sequences.append(seq)
         init = class_method(cls, "__init__") if cls.node is not None else None
         if init is None:
             if cls.node is None:

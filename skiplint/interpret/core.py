@@ -3,21 +3,19 @@ classes, the skip API) shares, and the signatures by which the parts call one an
 
 from __future__ import annotations
 
-import builtins
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import libcst as cst
 
-from skiplint.facts import Finding, Locator, ModuleFacts, Site
+from skiplint.facts import IsolateName, Locator, ModuleFacts, Site, Unknown
 from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, OutOfBudget, Return
 from skiplint.interpret.rebinding import Rebinding
+from skiplint.interpret.state import Built, Entries, Specializing
 from skiplint.interpret.values import (
-    ClassV, DirectCall, FuncV, LambdaV, LayerV, PipeRecord, SeqV, SkipInfo, skip_info,
+    ClassV, FuncV, LambdaV, LayerV, SeqV, SkipInfo, skip_info,
 )
 from skiplint.limits import Budget
-from skiplint.rules import Rule
-from skiplint.rules.one_class import ISOLATE_UNKNOWN_NAME
 from skiplint.skippables import ModuleIndex, computed
 
 #: (qualified name of a class of another project module) -> its ClassV, or None.
@@ -60,10 +58,6 @@ class Core:
         self.steps = 0
         self.depth = 0
         self.ns_serial = 0
-        self.sequences: list[SeqV] = []
-        self.pipes: list[PipeRecord] = []
-        #: Creation nodes of Sequentials used as inspect_skip_layout partitions (in any run).
-        self.partition_nodes: set[int] = set()
         #: Functions that some code of the module called (the others run on their own).
         self.ran: set[int] = set()
         self.module_env = Env(None, index.scope)
@@ -73,41 +67,12 @@ class Core:
         #: `skiplint verify FILE:NAME` names a factory (`skiplint layout FILE:NAME`).
         self.top_functions: dict[int, str] = {id(stmt): stmt.name.value for stmt in index.module.body
                                                if isinstance(stmt, cst.FunctionDef)}
-        #: Skippable layers called directly (`layer(x)`), in the order they ran.
-        self.direct_calls: list[DirectCall] = []
-        #: Names that the running entry point may have stashed so far into the skip tracker its
-        #: direct calls use (the thread's default one, unless a fixture gives each test its own);
-        #: None: any name.
-        self.tracker: Optional[set[str]] = set()
-        #: Names that some entry point may leave in the thread's default tracker, where an entry
-        #: point run after it finds them; None: any name.
-        self.tracker_leaks: Optional[set[str]] = set()
-        #: Inside a `with` that may install another skip tracker (`use_skip_tracker(...)`, a
-        #: context manager of the project): what a direct pop finds there cannot be known.
-        self.other_tracker = 0
-        #: The kind of the entry point running: "module", "test" (a pytest test function), "other".
-        self.entry_kind = "module"
-        #: An autouse fixture of the module runs each test inside `use_skip_tracker(...)` with a
-        #: tracker of its own, so a test starts with an empty tracker whatever ran before it.
-        self.fresh_test_trackers = False
-        #: Skippable classes whose names their code alone cannot tell, and each execution of
-        #: their class statements (skiplint.interpret.specialize).
-        self.open_classes: builtins.set[int] = {
-            id(cls.site.node) for cls in facts.skippables if cls.site is not None and computed(cls)}
-        self.definitions: list[Definition] = []
-        #: SKP115/SKP901 at `.isolate(...)` calls, each (call argument, name) once; the SKP115 that
-        #: the module's own pass reports (`Cls(...).isolate(...)` of a class it knows) are not repeated.
-        self.findings: list[Finding] = []
-        self.reported: builtins.set[tuple[int, str]] = {
-            (id(f.site.node), dict(f.args).get("name", "")) for f in facts.findings
-            if f.code == ISOLATE_UNKNOWN_NAME.code and f.site is not None}
-        self.definition_count: dict[int, int] = {}
-        #: id(SkipInfo of one execution) -> that with what its specialization adds (the pops it
-        #: discards, the stashes that share its output).
-        self.refined: dict[int, SkipInfo] = {}
-        #: The entry point running (one per `guarded` call), and those that did not finish.
-        self.run_serial = 0
-        self.aborted_runs: builtins.set[int] = builtins.set()
+        #: The module's own pass found the names of `Cls(...).isolate(...)` of a class it knows.
+        self.built = Built(noted={(id(found.site.node), found.name) for found in facts.isolate_names
+                                  if found.site is not None})
+        self.entries = Entries()
+        self.specializing = Specializing(open_classes={
+            id(cls.site.node) for cls in facts.skippables if cls.site is not None and computed(cls)})
         #: What the module's `global` and `nonlocal` declarations rebind; None without any.
         self.rebinding = Rebinding(index) if index.declarations else None
         #: The overlays of the branches under unknown conditions running now (Statements.if_).
@@ -117,25 +82,28 @@ class Core:
         """Run one entry point; an exhausted budget or stray control flow ends just that one.
         Each starts with nothing stashed by itself; what it may stash stays in the thread's
         default tracker for the entry points after it (all of it, when it did not finish)."""
-        self.run_serial += 1
-        self.entry_kind = kind
-        self.tracker = set()
+        self.entries.start(kind)
         try:
             action()
-        except (OutOfBudget, RecursionError):
-            self.aborted_runs.add(self.run_serial)
-        except (Return, Break, Continue, LoopUnknown):
-            self.aborted_runs.add(self.run_serial)
-        if self.run_serial in self.aborted_runs or self.tracker is None:
-            self.tracker_leaks = None
-        elif self.tracker_leaks is not None:
-            self.tracker_leaks |= self.tracker
+        except (OutOfBudget, RecursionError, Return, Break, Continue, LoopUnknown):
+            self.entries.aborted.add(self.entries.serial)
+        self.entries.end()
 
-    def report(self, rule: Rule, node: cst.CSTNode, **args: str) -> None:
-        key = (id(node), args.get("name", args.get("what", "")))
-        if key not in self.reported:
-            self.reported.add(key)
-            self.findings.append(rule.at(Site(node, self.locator), **args))
+    def note_isolate_name(self, node: cst.CSTNode, name: str, cls: str) -> None:
+        """`only=` (at `node`) names `name`, which `cls` never declares."""
+        if self._first(node, name):
+            self.built.isolate_names.append(IsolateName(name, cls, Site(node, self.locator)))
+
+    def note_unknown(self, node: cst.CSTNode, what: str) -> None:
+        """`what` (at `node`) cannot be known."""
+        if self._first(node, what):
+            self.built.unknowns.append(Unknown(what, Site(node, self.locator)))
+
+    def _first(self, node: cst.CSTNode, key: str) -> bool:
+        if (id(node), key) in self.built.noted:
+            return False
+        self.built.noted.add((id(node), key))
+        return True
 
     def tick(self, cost: int = 1) -> None:
         self.steps += cost

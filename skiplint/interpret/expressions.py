@@ -211,7 +211,7 @@ class Expressions(Core):
             if isinstance(key, slice):
                 part = SeqV(obj.label, node)
                 part.children = [(str(i), v, n) for i, (_, v, n) in enumerate(obj.children[key])]
-                self.sequences.append(part)
+                self.built.sequences.append(part)
                 return part
             if is_int(key) and -len(obj.children) <= key < len(obj.children):
                 return obj.children[key][1]

@@ -12,7 +12,7 @@ import libcst as cst
 from skiplint import gradflow
 from skiplint.facts import Composition, Layer, ModelFacts, Pipe, Site, SkipKey
 from skiplint.interpret.core import Core
-from skiplint.interpret.values import NS, UNKNOWN, LayerV, SeqV, code
+from skiplint.interpret.values import NS, UNKNOWN, LayerV, SeqV, code, skip_keys
 
 
 #: torch.nn layers that keep their input's autograd history in their output.
@@ -23,16 +23,17 @@ class Conversion:
     """The facts of one run (`Core` state after the module and its entry points ran)."""
 
     def __init__(self, run: Core) -> None:
-        self.sequences = run.sequences
-        self.pipes = run.pipes
+        self.sequences = run.built.sequences
+        self.pipes = run.built.pipes
         self.locator = run.locator
-        self.partition_nodes = run.partition_nodes
+        self.partition_nodes = run.built.partition_nodes
         self.budget = run.budget
-        self.direct_calls = run.direct_calls
-        self.tracker_leaks = run.tracker_leaks
-        self.fresh_test_trackers = run.fresh_test_trackers
-        self.refined = run.refined
-        self.findings = run.findings
+        self.direct_calls = run.built.direct_calls
+        self.tracker_leaks = run.entries.leaks
+        self.fresh_test_trackers = run.entries.fresh_test_trackers
+        self.refined = run.specializing.refined
+        self.isolate_names = run.built.isolate_names
+        self.unknowns = run.built.unknowns
 
     def facts(self, path: str) -> ModelFacts:
         converted: dict[int, Composition] = {}
@@ -57,7 +58,8 @@ class Conversion:
                 found = self.composition(single(module, record.node))
             name = record.name or (found.name if found is not None else record.kind)
             pipes.append(Pipe(record.kind, name, found, record.balance,  # type: ignore[arg-type]
-                              Site(record.node, self.locator), record.chunks, record.checkpoint))
+                              Site(record.node, self.locator), record.chunks, record.checkpoint,
+                              record.sample_grad))
         # verify_skippables runs on these (directly, or in a pipe's constructor): a record each,
         # so that the checks know where a stash nobody pops fails.
         for seq in self.sequences:
@@ -66,7 +68,8 @@ class Conversion:
                 kind = "verify_skippables" if seq.verified else "exported"
                 pipes.append(Pipe(kind, found.name, found, None,  # type: ignore[arg-type]
                                   Site(seq.node, self.locator)))
-        return ModelFacts(path, tuple(compositions), tuple(pipes), findings=tuple(self.findings))
+        return ModelFacts(path, tuple(compositions), tuple(pipes), isolate_names=tuple(self.isolate_names),
+                          unknowns=tuple(self.unknowns))
 
     def direct_pops(self) -> Iterator[SeqV]:
         """A composition of one for each popping layer called directly (`layer(x)`, `Pop()(x)`):
@@ -86,7 +89,7 @@ class Conversion:
                 before = None if self.tracker_leaks is None else before | self.tracker_leaks
             if (id(func_node) in seen or layer.placed or layer.tainted or layer.unsure or info is None
                     or info.stash is None or info.pop is None or not info.pop or info.stash & info.pop
-                    or before is None or info.pop & before):
+                    or before is None or skip_keys(layer, info.pop) & before):
                 continue
             seen.add(id(func_node))
             seq = SeqV("direct call", func_node, name=f"{code(func_node)}(...)")
@@ -130,7 +133,7 @@ class Conversion:
                 hidden = (Layer(-1, "?", value.label, "unknown"),)
                 return Layer(index, key, value.label, "container", site=site, nested=hidden)
             if value.kind != "skippable":
-                return Layer(index, key, value.label, value.kind, site=site)
+                return Layer(index, key, value.label, value.kind, site=site, frozen=value.frozen)
             info = self.refined.get(id(value.info), value.info)
             if value.tainted or info is None or info.stash is None or info.pop is None:
                 return Layer(index, key, value.label, "unknown", site=site)
@@ -152,7 +155,7 @@ class Conversion:
                          tuple(sorted(both)), site, discarded=info.discarded, detached=info.detached,
                          output_stashes=tuple(sorted(info.output_stashes & info.stash)),
                          input_output_stashes=tuple(sorted(info.input_output_stashes & info.stash)),
-                         inert_pops=tuple(sorted(info.inert_pops & info.pop)),
+                         inert_pops=tuple(sorted(info.inert_pops & info.pop)), output_grad=info.output_grad,
                          none_stashes=tuple((name, at) for name, at in info.none_stashes if name in info.stash))
         label = code(node) if node is not None else "?"
         return Layer(index, key, label, "unknown", site=site)
@@ -186,10 +189,14 @@ class Conversion:
             elif layer.kind == "container":
                 yield from layer.nested
 
-    @staticmethod
-    def keeps_history(value: Any) -> bool:
-        """A torch.nn layer whose output carries its input's autograd history (skiplint.gradflow)."""
-        return isinstance(value, LayerV) and value.kind == "plain" and value.label in _KEEPING
+    def keeps_history(self, value: Any) -> bool:
+        """A torch.nn layer, or a skippable layer, whose output carries its input's autograd
+        history (skiplint.gradflow)."""
+        if not isinstance(value, LayerV):
+            return False
+        if value.kind == "skippable" and value.info is not None:
+            return self.refined.get(id(value.info), value.info).keeps_input and not value.tainted
+        return value.kind == "plain" and value.label in _KEEPING
 
 
 def single(layer: LayerV, node: cst.CSTNode) -> SeqV:

@@ -23,7 +23,7 @@ class Interpreter(Statements, Expressions, Calls, Classes, Api, Specializations)
     def run(self) -> None:
         env = self.module_env
         env.vars["__name__"] = "__main__"
-        self.fresh_test_trackers = any(isinstance(stmt, cst.FunctionDef) and fresh_tracker_fixture(stmt)
+        self.entries.fresh_test_trackers = any(isinstance(stmt, cst.FunctionDef) and fresh_tracker_fixture(stmt)
                                        for stmt in self.index.module.body)
         self.guarded(lambda: self.block(self.index.module.body, env), "module")
         for value in list(env.vars.values()):
@@ -46,9 +46,50 @@ class Interpreter(Statements, Expressions, Calls, Classes, Api, Specializations)
                         continue
                     if cls.kind == "sequential" and item.name.value == "__init__":
                         self.guarded(lambda c=cls: self.instantiate(c, [], {}, stmt, entry=True))
+                    elif item.name.value == "__init__":
+                        obj = ObjV(cls)
+                        self.guarded(lambda i=item, c=cls, o=obj: self.mark_escape(self.call_function(
+                            FuncV(i, c.env or env, o), [], {}, entry=True)))
+                        self.stages(stmt, obj)
                     else:
                         self.guarded(lambda i=item, c=cls: self.mark_escape(self.call_function(
                             FuncV(i, c.env or env, ObjV(c)), [], {}, entry=True)))
+
+    def stages(self, node: cst.ClassDef, obj: ObjV) -> None:
+        """A module whose forward runs Sequentials it holds as attributes one after another
+        (`x = self.s0(x)`, then `return self.s1(x)`, each once, outside any branch or loop): one
+        route for the skips, as if their layers were one Sequential; each alone is a part."""
+        if sum(1 for value in obj.attrs.values() if isinstance(value, SeqV)) < 2:
+            return
+        forward = next((f for f in class_functions(node) if f.name.value == "forward"), None)
+        if forward is None:
+            return
+        order: list[SeqV] = []
+        for stmt in syntax.statements(forward.body):
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for call in _calls_in_order(stmt):
+                if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                        and isinstance(call.func.value, cst.Name) and call.func.value.value == "self"):
+                    continue
+                held = obj.attrs.get(call.func.attr.value)
+                if isinstance(held, SeqV):
+                    if held in order:
+                        return  # run twice: not one route
+                    order.append(held)
+        if len(order) < 2 or any(isinstance(n, (cst.If, cst.For, cst.While, cst.Try, cst.With, cst.Match))
+                                 and any(isinstance(c, cst.Call) and isinstance(c.func, cst.Attribute)
+                                         and isinstance(obj.attrs.get(c.func.attr.value), SeqV)
+                                         for c in syntax.walk(n)) for n in syntax.statements(forward.body)):
+            return
+        route = SeqV(f"{node.name.value}.forward", forward)
+        for stage in order:
+            stage.part = True
+            if not stage.complete or stage.tainted:
+                route.stop(stage.unknown or "a part that cannot be known")
+            for _key, value, child in stage.children:
+                route.add(None, value, child)
+        self.built.sequences.append(route)
 
     def verify_result(self, result: Any) -> None:
         """A harness verifies what the function returns (a model, or a tuple starting with one)."""
@@ -63,6 +104,21 @@ class Interpreter(Statements, Expressions, Calls, Classes, Api, Specializations)
             value = value.items[0][0]
         if isinstance(value, SeqV):
             value.escapes = True
+
+
+def _calls_in_order(node: cst.CSTNode) -> list[cst.Call]:
+    """The calls of a statement in the order they run (arguments before the call)."""
+    out: list[cst.Call] = []
+    pending: list[tuple[cst.CSTNode, bool]] = [(node, False)]
+    while pending:
+        current, done = pending.pop()
+        if done:
+            out.append(current)  # type: ignore[arg-type]
+            continue
+        if isinstance(current, cst.Call):
+            pending.append((current, True))
+        pending.extend((child, False) for child in reversed(list(syntax.children(current))))
+    return out
 
 
 def fresh_tracker_fixture(func: cst.FunctionDef) -> bool:

@@ -39,8 +39,8 @@ class Specializations(Core):
     def remember_definition(self, node: cst.ClassDef, env: Env, info: SkipInfo) -> SkipInfo:
         """Remember one execution of a class statement; what the class it makes declares (an
         object of its own, which `specializations` refines)."""
-        count = self.definition_count.get(id(node), 0) + 1
-        self.definition_count[id(node)] = count
+        count = self.specializing.count.get(id(node), 0) + 1
+        self.specializing.count[id(node)] = count
         if count > self.budget.specializations or env.overlay:
             return info  # past the budget, or made under an unknown condition: its names abstain
         frames: list[dict[str, Any]] = []
@@ -49,7 +49,7 @@ class Specializations(Core):
             frames.append(dict(frame.vars))
             frame = frame.parent
         own = dataclasses.replace(info)
-        self.definitions.append(Definition(node, env, frames, self.class_attributes(node, env), self.run_serial,
+        self.specializing.definitions.append(Definition(node, env, frames, self.class_attributes(node, env), self.entries.serial,
                                            own))
         return own
 
@@ -72,21 +72,22 @@ class Specializations(Core):
         What each made class discards and stashes of its output is added to what its layers declare
         (`refined`)."""
         out = []
-        for definition in self.definitions:
-            if (self.definition_count[id(definition.node)] > self.budget.specializations
-                    or definition.run in self.aborted_runs):
+        for definition in self.specializing.definitions:
+            if (self.specializing.count[id(definition.node)] > self.budget.specializations
+                    or definition.run in self.entries.aborted):
                 continue
             made = self.specialized(definition)
             if made is not None:
                 out.append(made)
                 facts = skip_info(made)
                 if (facts.discarded or facts.detached or facts.output_stashes or facts.input_output_stashes
-                        or facts.inert_pops or facts.none_stashes):
-                    self.refined[id(definition.info)] = dataclasses.replace(
+                        or facts.inert_pops or facts.none_stashes or facts.keeps_input or facts.output_grad != "no"):
+                    self.specializing.refined[id(definition.info)] = dataclasses.replace(
                         definition.info, discarded=facts.discarded, detached=facts.detached,
                         output_stashes=facts.output_stashes,
                         input_output_stashes=facts.input_output_stashes, inert_pops=facts.inert_pops,
-                        none_stashes=facts.none_stashes)
+                        none_stashes=facts.none_stashes, keeps_input=facts.keeps_input,
+                        output_grad=facts.output_grad)
         return tuple(out)
 
     def specialized(self, definition: Definition) -> Optional[SkippableClass]:

@@ -82,11 +82,11 @@ class Statements(Core):
                 self.eval(item.item, env)
                 if item.asname is not None:
                     self.assign(item.asname.name, UNKNOWN, env, None)
-            self.other_tracker += other
+            self.entries.other_tracker += other
             try:
                 self.suite(stmt.body, env)
             finally:
-                self.other_tracker -= other
+                self.entries.other_tracker -= other
         elif isinstance(stmt, cst.Try):
             self.suite(stmt.body, env)
             for handler in stmt.handlers:
@@ -203,7 +203,7 @@ class Statements(Core):
             any(known == name for known, _ in rebinding.followed.get(id(frame.func), ()))
             and len(self.branches) == owner.branching
             and not owner.vars.get("$maybe_returned") and not frame.vars.get("$maybe_returned")
-            and (owner is not self.module_env or self.run_serial == 1))
+            and (owner is not self.module_env or self.entries.serial == 1))
         self._write(owner, name, value if certain else UNKNOWN)
 
     def _owner_frame(self, env: Optional[Env], scope: Any) -> Optional[Env]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import libcst as cst
 
-from skiplint.facts import LayerKind, Site, SkippableClass
+from skiplint.facts import GradKind, LayerKind, Site, SkippableClass
 from skiplint.limits import BUDGET
 
 if TYPE_CHECKING:
@@ -60,6 +60,10 @@ class SkipInfo:
     inert_pops: frozenset[str] = frozenset()
     #: Stashed names that some `stash(name, None)` stashes as None, with the call (SKP501).
     none_stashes: tuple[tuple[str, Site], ...] = ()
+    #: Its output carries its input's autograd history (`facts.Forward.keeps_input`), and
+    #: requires grad (`facts.Forward.output_grad`).
+    keeps_input: bool = False
+    output_grad: GradKind = "no"
 
 
 @dataclass(eq=False)
@@ -83,6 +87,9 @@ class LayerV:
     #: Handed on: an argument, an element of a container, an attribute, a return value. Such an
     #: instance may run inside a model, so its direct calls are not judged alone.
     placed: bool = False
+    #: `requires_grad_(...)` was called on it, not certainly with True: its parameters may not
+    #: require grad.
+    frozen: bool = False
 
 
 @dataclass(eq=False)
@@ -202,6 +209,15 @@ class PipeV:
     record: "PipeRecord"
 
 
+#: A skip as a tracker holds it: (the serial of its namespace, None for the default one; its name).
+TrackedSkip = tuple[Optional[int], str]
+
+
+def skip_keys(layer: LayerV, names: frozenset[str]) -> frozenset[TrackedSkip]:
+    """The skips of `names` as `layer` stashes or pops them (its namespaces applied)."""
+    return frozenset((layer.namespaces[name].serial if name in layer.namespaces else None, name) for name in names)
+
+
 @dataclass(frozen=True)
 class DirectCall:
     """A skippable layer called directly (`layer(x)`, `Pop()(x)`)."""
@@ -211,7 +227,7 @@ class DirectCall:
     node: cst.BaseExpression
     #: Names the entry point it ran in may have stashed before it into the tracker it uses; None:
     #: any name (an unknown call ran before it, or another tracker may be installed).
-    before: Optional[frozenset[str]]
+    before: Optional[frozenset[TrackedSkip]]
     #: The kind of that entry point (Core.entry_kind).
     entry: str
 
@@ -225,6 +241,8 @@ class PipeRecord:
     name: Optional[str] = None
     chunks: Optional[int] = None
     checkpoint: Optional[str] = None
+    #: For a balancer: the sample certainly requires grad (`requires_grad=True`, `.requires_grad_()`).
+    sample_grad: bool = False
 
 
 #: A name one branch of an `if` did not bind.
@@ -304,7 +322,8 @@ def skip_info(cls: SkippableClass) -> SkipInfo:
                          if c.kind == "stash" and c.yielded and c.name is not None and c.site is not None
                          and _stashes_none(c.site.node))
     return SkipInfo(cls.name, stash, pop, discarded, detached, cls.output_stashes, cls.input_output_stashes,
-                    cls.inert_pops, none_stashes)
+                    cls.inert_pops, none_stashes, cls.forward is not None and cls.forward.keeps_input,
+                    cls.forward.output_grad if cls.forward is not None else "no")
 
 
 def _stashes_none(node: cst.CSTNode) -> bool:

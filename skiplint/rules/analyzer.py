@@ -31,14 +31,18 @@ COMPUTED_SKIP_NAME = Rule(
     template='{what} is computed at run time; skiplint cannot check it',
     summary='a skip name or declaration is computed at run time, so the checks abstain for it',
     failure='',
-    reported_at='the computed expression (for `.isolate(...)`, the namespace or `only=` argument)',
+    reported_at='the computed expression (for `.isolate(...)`, the namespace or `only=` argument; for a '
+                "pipe's options, the pipe call)",
     when=("the name cannot be known for a class the module makes: a name read from a factory's parameter, a "
           "loop's variable or a class attribute is checked class by class when the module calls the factory "
           '(or runs the loop) with names it can read (up to '
           f"{BUDGET.specializations} classes per class statement), "
           'and is reported here when it is computed at run time or the factory is never called in the module. '
           'Also the namespace or the `only=` names given to `.isolate(...)` when they cannot be known (a '
-          "builder's parameter): the layer's skips are then not checked"),
+          "builder's parameter): the layer's skips are then not checked. And a pipe's `balance=`, `chunks=` or "
+          '`checkpoint=` that cannot be known (given through `**options`, `*args` or a parameter, or computed) '
+          'where some value the pipe accepts makes one of its checks fail (each balance of one or two partitions '
+          f"is tried, up to 64 layers): reported at the pipe call"),
     opt_in=True,
 )
 

@@ -170,8 +170,9 @@ def diagnostic(path: str, start: tuple[int, int], code: str, message: str, end: 
 #: The kinds of fact a check consumes, and what it is given for each:
 #: "module": the module's `facts.ModuleFacts`; "class": one `facts.SkippableClass`;
 #: "composition": one `facts.Composition` and whether verify_skippables runs on it (a bool);
-#: "pipe": one `facts.Pipe` (a pipe, balancer or LazyModule call).
-Fact = Literal["module", "class", "composition", "pipe"]
+#: "pipe": one `facts.Pipe` (a pipe, balancer or LazyModule call); "model": the module's
+#: `facts.ModelFacts` (what it builds, as a whole).
+Fact = Literal["module", "class", "composition", "pipe", "model"]
 
 CheckFunction = Callable[..., Iterable[Finding]]
 _F = TypeVar("_F", bound=CheckFunction)

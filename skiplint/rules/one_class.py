@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     import ast
 
     from skiplint.diagnostics import Diagnostic
-    from skiplint.facts import Command, Declaration, Kind, ModuleFacts, SkippableClass
+    from skiplint.facts import Command, Declaration, Kind, ModelFacts, ModuleFacts, SkippableClass
     from skiplint.edits import Edit, Source
 
 #: The family's heading in docs/rules.md, and what its rules predict (rendered by skiplint.rules.doc).
@@ -233,6 +233,40 @@ def loose_commands(facts: ModuleFacts) -> Iterator[Finding]:
     """Commands built as whole statements outside any skippable forward."""
     for command in facts.loose_commands:
         yield _not_yielded(command)
+
+
+@checks("module", SKIPPABLE_MISUSE)
+def misuses(facts: ModuleFacts) -> Iterator[Finding]:
+    """@skippable without its call, or on a function."""
+    for misuse in facts.misuses:
+        if misuse.function is None:
+            problem = "@skippable must be called: write @skippable(stash=[...], pop=[...])"
+        else:
+            problem = f"@skippable decorates nn.Module classes, not the function '{misuse.function}'"
+        yield SKIPPABLE_MISUSE.at(misuse.site, problem=problem)
+
+
+@checks("module", YIELD_OUTSIDE_SKIPPABLE)
+def undecorated_yields(facts: ModuleFacts) -> Iterator[Finding]:
+    for found in facts.undecorated_yields:
+        yield YIELD_OUTSIDE_SKIPPABLE.at(found.site, cls=found.cls, kind=found.kind)
+
+
+@checks("module", ISOLATE_UNKNOWN_NAME)
+def isolated_names(facts: ModuleFacts) -> Iterator[Finding]:
+    """`Cls(...).isolate(ns, only=[...])` of a class the module declares."""
+    for found in facts.isolate_names:
+        yield ISOLATE_UNKNOWN_NAME.at(found.site, name=found.name, cls=found.cls)
+
+
+@checks("model", ISOLATE_UNKNOWN_NAME, analyzer.COMPUTED_SKIP_NAME)
+def isolated_layers(model: ModelFacts) -> Iterator[Finding]:
+    """`.isolate(...)` of the layers the module builds: a name their class never declares, or a
+    namespace or names that cannot be known."""
+    for found in model.isolate_names:
+        yield ISOLATE_UNKNOWN_NAME.at(found.site, name=found.name, cls=found.cls)
+    for unknown in model.unknowns:
+        yield analyzer.COMPUTED_SKIP_NAME.at(unknown.site, what=unknown.what)
 
 
 def _declarations(cls: SkippableClass) -> dict[Kind, Declaration]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
+import skiplint.rules.analyzer as analyzer
 import skiplint.rules.composition as composition_rules
 from skiplint.findings import Finding
-from skiplint.rules.base import Rule, checks, run
-from skiplint.rules.base import Fails
+from skiplint.rules.base import CHECKS, Fails, Rule, checks, run
 
 if TYPE_CHECKING:
     from skiplint.facts import Composition, Pipe, SkipRoute
@@ -49,15 +50,30 @@ PROFILED_SKIPPABLE = Rule(
             "backward runs alone, and a popped skip leads back into the stashing layer's graph)",
     reported_at='the balancing call',
     when="a popped skip that the popping layer's output depends on shares, with its stashing layer's output, "
-         'an autograd node that saved tensors for backward, decided by dataflow through forward (operations, '
-         'views, attributes of `self`, methods reached by `yield from`): balance_by_time detaches each '
-         "layer's input and runs each layer's backward alone, so the popping layer's backward reaches what "
-         "the stashing layer's backward freed. Measured on torchgpipe and fairscale: a stash of the untouched "
-         'input, of `h.detach()`, of a tensor computed under `torch.no_grad()`, from a constant, apart from '
-         'the output or only by `+`, `-` and views, and a pop that is discarded, detached or used under '
-         "no_grad profile fine; a node made only from the layer's input (`h = x * 2`) counts when a torch.nn "
-         'layer with parameters comes before. balance_by_size profiles CUDA memory with forward passes only '
-         'and is not reported',
+         'an autograd node that saved tensors for backward, decided by dataflow through forward: '
+         'balance_by_time detaches each '
+         "layer's input (keeping requires_grad) and runs each layer's backward alone, so the popping layer's "
+         "backward reaches what the stashing layer's backward freed. Followed: operations and views; tuples, "
+         'lists and comprehensions (`torch.cat([x, skip], 1)`), unpacking (`a, b = h.chunk(2)`), subscripts, '
+         'in-place methods (`out.add_(skip)`, `skip.detach_()`), conditional expressions, `with` blocks, early '
+         'returns; attributes of `self`; methods of `self` and functions of the same module (called, or '
+         'reached by `yield from`); torch.nn layers, and nn.Sequential/nn.ModuleList/nn.ModuleDict attributes of '
+         "them and their indexing; instances of the module's own classes (`self.enc(x)`, `self.enc.lin(x)`); "
+         '`nn.Parameter` attributes and the weights of torch.nn layers need grad, unless '
+         'frozen (`requires_grad_(False)`, `requires_grad=False`). Branches on `self.training` and on whether '
+         'the popped tensor is None are decided (profiling runs in training mode). A torch function that '
+         'is not known to save nothing (views, `detach`, `+`, `-`, `cat`, `sum`, ...) is taken to depend on '
+         'and save its tensor arguments; any other call that is not followed is taken to depend on its '
+         'arguments and to save nothing for certain. Measured on torchgpipe and fairscale: a stash of the '
+         'untouched input, of `h.detach()`, of a tensor computed under `torch.no_grad()`, from a constant, '
+         'apart from the output or only by `+`, `-` and views, and a pop that is discarded, detached or used '
+         "under no_grad profile fine; a node made only from the layer's input (`h = x * 2`, a frozen layer) "
+         'counts when the sample requires grad (`requires_grad=True`) or a torch.nn layer with parameters '
+         '(not frozen), or a skippable layer whose own parameters make its output require grad, comes before. '
+         'A nested layer counts where what follows it in its child keeps its history (torch.nn layers that '
+         "keep it, skippable layers whose output depends on their input). balance_by_size profiles CUDA memory "
+         'with forward passes only and is not '
+         'reported',
 )
 
 
@@ -146,7 +162,8 @@ def _balanced(pipe: Pipe) -> Optional[Composition]:
 def profiling(pipe: Pipe) -> Iterator[Finding]:
     # balance_by_size profiles forward passes only (and on CUDA devices only): a skip carried
     # from layer to layer there fails nothing, so only balance_by_time is judged.
-    if pipe.composition is not None and pipe.kind == "balance_by_time" and _fails_profiling(pipe.composition):
+    if pipe.composition is not None and pipe.kind == "balance_by_time" and _fails_profiling(
+            pipe.composition, pipe.sample_requires_grad):
         yield PROFILED_SKIPPABLE.at(pipe.site, func=pipe.kind)
 
 
@@ -206,13 +223,22 @@ def _partitioned(pipe: Pipe) -> Optional[Composition]:
     return composition
 
 
-@checks("pipe", composition_rules.NESTED_SKIPPABLE)
+@checks("pipe", composition_rules.NESTED_SKIPPABLE, analyzer.COMPUTED_SKIP_NAME)
 def split_children(pipe: Pipe) -> Iterator[Finding]:
-    """A skip between child Sequentials that this pipe's partitions and checkpointing break."""
+    """A skip between child Sequentials that this pipe's partitions and checkpointing break. When
+    `chunks=` or `checkpoint=` cannot be known (`**options`, computed) and some value the pipe
+    accepts breaks one, the pipe says so (SKP901)."""
     from skiplint import pipes
 
     composition = _partitioned(pipe)
     if composition is None or pipe.kind not in pipes.VERIFIERS:
+        return
+    if pipe.chunks is None or pipe.checkpoint is None:
+        worst = dataclasses.replace(pipe, chunks=2 if pipe.chunks is None else pipe.chunks,
+                                    checkpoint="always" if pipe.checkpoint is None else pipe.checkpoint)
+        if any(True for _ in pipes.split_failures(composition, worst)):
+            yield analyzer.COMPUTED_SKIP_NAME.at(pipe.site, what="the checkpointing of this pipe (chunks=, "
+                                                                 "checkpoint=)")
         return
     for container, layer, src, dst in pipes.split_failures(composition, pipe):
         if layer.site is not None:
@@ -274,7 +300,7 @@ def _mixed_namespaces(found: Iterable[SkipRoute]) -> Optional[tuple[SkipRoute, S
     return None
 
 
-def _fails_profiling(composition: Composition) -> bool:
+def _fails_profiling(composition: Composition, sample_grad: bool = False) -> bool:
     """Whether balance_by_time fails on the layers: a popped tensor that the popping layer's
     output depends on shares, with its stashing layer's output, an autograd node that saved
     tensors (skiplint.gradflow). The profiler detaches each layer's input and runs each layer's
@@ -283,13 +309,14 @@ def _fails_profiling(composition: Composition) -> bool:
     on torchgpipe and fairscale: a stash of the untouched input, of `h.detach()`, of a tensor
     computed apart from the output or only by + and -, and a pop discarded, detached or used
     under no_grad profile fine. A node shared only when the layer's input requires grad
-    (`h = x * 2`) counts when an earlier layer certainly makes it so: a torch.nn layer with
-    parameters followed only by torch.nn layers that keep requires_grad."""
+    (`h = x * 2`) counts when the sample requires grad (`sample_grad`) or an earlier layer
+    certainly makes it so: a torch.nn layer with parameters (not frozen) followed only by torch.nn
+    layers that keep requires_grad (a frozen one among them)."""
     from skiplint import gradflow
 
     keeping = gradflow.SAVING_LAYERS | gradflow.PASSING_LAYERS  # torch.nn layers that keep requires_grad
     stashed: dict[str, int] = {}  # name -> the direct child whose output shares with the stash
-    input_grad = False
+    input_grad = sample_grad
     for layer in composition.layers:
         for candidate in (layer, *layer.nested):
             # A direct child is profiled whole: a nested layer counts where its own output is the
@@ -304,8 +331,46 @@ def _fails_profiling(composition: Composition) -> bool:
             if input_grad and candidate is layer:
                 for name in candidate.input_output_stashes:
                     stashed[name] = layer.index
-        if layer.kind == "plain" and layer.label in gradflow.PARAM_LAYERS:  # with parameters: requires grad
-            input_grad = True
-        elif not (layer.kind == "plain" and layer.label in keeping):
+        if layer.kind == "plain" and layer.label in gradflow.PARAM_LAYERS and not layer.frozen:
+            input_grad = True  # with parameters: requires grad
+        elif layer.kind == "skippable" and layer.output_grad != "no":
+            input_grad = input_grad or layer.output_grad == "yes"
+        elif not (layer.kind == "plain" and (layer.label in keeping or layer.label in gradflow.PARAM_LAYERS)):
             input_grad = False  # what a layer of another kind makes of requires_grad is not followed
     return False
+
+
+#: The most layers for which every two-partition balance is tried when a pipe's balance cannot be
+#: known (`unknown_balance`); past it, the pipe says it is not checked.
+_BALANCES_TRIED = 64
+
+
+@checks("pipe", analyzer.COMPUTED_SKIP_NAME)
+def unknown_balance(pipe: Pipe) -> Iterator[Finding]:
+    """A pipe whose `balance=` cannot be known (`**options`, a parameter, computed): its checks run
+    for each balance of one partition or two; where some of them find what the pipe does not find
+    without a balance, the outcome depends on it, and the pipe says so (SKP901)."""
+    from skiplint import pipes
+
+    composition = pipe.composition
+    if (pipe.balance is not None or composition is None or not composition.complete or pipe.kind == "TorchPipe"
+            or pipe.kind in pipes.NOT_PIPES or pipe.kind in _PROFILERS or pipe.kind == "LazyModule"
+            or not pipes.has_skippables(composition)):
+        return
+    count = len(composition.layers)
+    if count > _BALANCES_TRIED:
+        yield analyzer.COMPUTED_SKIP_NAME.at(pipe.site, what="the balance= of this pipe")
+        return
+
+    advice = {rule.code for check in CHECKS["pipe"] for rule in check.rules if rule.opt_in}
+
+    def found(candidate: Pipe) -> set[tuple[str, int, Optional[str]]]:
+        """What fails with `candidate` (the opt-in findings are advice, not failures)."""
+        return {(f.code, id(f.site.node) if f.site is not None else 0, f.arg("name"))
+                for f in run("pipe", candidate, but=unknown_balance) if f.code not in advice}
+
+    without = found(pipe)
+    for balance in [(count,)] + [(cut, count - cut) for cut in range(1, count)]:
+        if found(dataclasses.replace(pipe, balance=balance)) - without:
+            yield analyzer.COMPUTED_SKIP_NAME.at(pipe.site, what="the balance= of this pipe")
+            return

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
-from skiplint.rules.base import Rule, fixes
+from skiplint.rules.base import Rule, checks, fixes
 
 if TYPE_CHECKING:
     import ast
 
     from skiplint.diagnostics import Diagnostic
     from skiplint.edits import Edit, Source
+    from skiplint.facts import ModuleFacts
+    from skiplint.findings import Finding
 
 #: The family's heading in docs/rules.md, and what its rules predict (rendered by skiplint.rules.doc).
 TITLE = 'SKP4xx: portability'
@@ -25,6 +27,28 @@ REMOVED_TORCH_PIPELINE = Rule(
     reported_at='the import',
     fix_title='Import from `{target}`',
 )
+
+
+# -- checks ----------------------------------------------------------------------------------------
+
+#: What replaces each thing an import from the removed torch.distributed.pipeline brings in.
+_ADVICE = {
+    "skip": "import skippable, stash, pop and Namespace from torchgpipe.skip or fairscale.nn.pipe.skip",
+    "Pipe": "use torchgpipe.GPipe or fairscale.nn.Pipe (partitions by balance=), or torch.distributed.pipelining",
+    "PipeSequential": "give a plain nn.Sequential to torchgpipe.GPipe or fairscale.nn.Pipe, or split the stages "
+                      "with torch.distributed.pipelining",
+    "placement": "place layers with balance= and devices= of torchgpipe.GPipe or fairscale.nn.Pipe, or split the "
+                 "stages with torch.distributed.pipelining",
+    "package": "the skip API lives on in torchgpipe.skip and fairscale.nn.pipe.skip, the pipe in torchgpipe.GPipe "
+               "and fairscale.nn.Pipe; or move to torch.distributed.pipelining",
+}
+
+
+@checks("module", REMOVED_TORCH_PIPELINE)
+def removed_imports(facts: ModuleFacts) -> Iterator[Finding]:
+    for imported in facts.removed_imports:
+        advice = "; ".join(_ADVICE[kind] for kind in imported.brings)
+        yield REMOVED_TORCH_PIPELINE.at(imported.site, module=imported.module, advice=advice)
 
 
 # -- fixes (`Rule.fixer`; `skiplint fix` keeps an edit only when the file gets strictly better) -------

@@ -364,12 +364,13 @@ ROOTS = {"torchgpipe": "torchgpipe", "fairscale": "fairscale.nn.pipe"}
 
 
 @pytest.mark.parametrize("lib", sorted(LIBRARIES))
-@pytest.mark.parametrize("stash, pop, first", profiling_shapes.CASES)
+@pytest.mark.parametrize("stash, pop, before", profiling_shapes.CASES)
 def test_profiling_fails_when_the_popped_skip_shares_saved_history(lib: str, stash: str, pop: str,
-                                                                   first: bool) -> None:
+                                                                   before: str) -> None:
     torch.manual_seed(0)
-    code = compile(profiling_shapes.source(stash, pop, first, ROOTS[lib]), f"<{stash}-{pop}>", "exec")
-    if profiling_shapes.fails(stash, pop, first):
+    torch.set_num_threads(1)
+    code = compile(profiling_shapes.source(stash, pop, before, ROOTS[lib]), f"<{stash}-{pop}>", "exec")
+    if profiling_shapes.fails(stash, pop, before):
         with pytest.raises(RuntimeError, match="^Trying to backward through the graph a second time"):
             exec(code, {"__name__": "profiled"})
     else:
@@ -434,6 +435,9 @@ def detached_popper(skip: Any, how: str) -> nn.Module:
             a = yield skip.pop("a")
             if how == "detach":
                 return x + a.detach()
+            if how == "detach_":
+                a.detach_()
+                return x + a
             with torch.no_grad():
                 b = a * 2
             return x + b
@@ -442,7 +446,7 @@ def detached_popper(skip: Any, how: str) -> nn.Module:
 
 
 @pytest.mark.parametrize("lib", sorted(LIBRARIES))
-@pytest.mark.parametrize("how", ["detach", "no_grad"])
+@pytest.mark.parametrize("how", ["detach", "detach_", "no_grad"])
 @pytest.mark.parametrize("checkpoint", CHECKPOINTS)
 def test_a_pop_used_only_detached_fails_backward_across_partitions(lib: str, how: str, checkpoint: str) -> None:
     skip, pipe_cls = library(lib)
@@ -462,3 +466,77 @@ def test_profiling_takes_each_direct_child_whole(lib: str) -> None:
                            nn.Sequential(nn.Linear(3, 3), popper(skip, "a"), nn.Tanh()))
     with pytest.raises(RuntimeError, match="^Trying to backward through the graph a second time"):
         profile(lib, across)
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("name", sorted(profiling_shapes.LAYOUTS))
+def test_profiling_follows_the_layout(lib: str, name: str) -> None:
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    code = compile(profiling_shapes.layout_source(name, ROOTS[lib]), f"<{name}>", "exec")
+    if profiling_shapes.LAYOUTS[name][1]:
+        with pytest.raises(RuntimeError, match="^Trying to backward through the graph a second time"):
+            exec(code, {"__name__": "profiled"})
+    else:
+        namespace: dict[str, Any] = {"__name__": "profiled"}
+        exec(code, namespace)
+        assert sum(namespace["balance"]) == len(namespace["model"])
+
+
+# -- partitions held as attributes, run in turn by forward (one route) ------------------------------
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("order", ["s0-s1", "s1-s0", "s1"])
+def test_partitions_held_as_attributes_run_in_turn_share_one_tracker(lib: str, order: str) -> None:
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    skip, _pipe = library(lib)
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.s0 = nn.Sequential(stasher(skip, "skip"), nn.Linear(3, 3))
+            self.s1 = nn.Sequential(nn.Linear(3, 3), popper(skip, "skip"))
+
+        def forward(self, x: Any) -> Any:
+            for name in order.split("-"):
+                x = getattr(self, name)(x)
+            return x
+
+    x = torch.randn(2, 3)
+    if order == "s0-s1":
+        Model()(x).sum().backward()
+    else:
+        with pytest.raises(RuntimeError, match="'skip' has not been stashed"):
+            Model()(x)
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("case", ["plain", "other-namespace", "same-namespace", "second-pop"])
+def test_direct_calls_share_the_thread_tracker_by_namespace(lib: str, case: str) -> None:
+    skip, _pipe = library(lib)
+    tracker = importlib.import_module(LIBRARIES[lib][0] + ".tracker")
+    with tracker.use_skip_tracker(tracker.SkipTracker()):  # empty, whatever ran before
+        direct_calls(skip, case)
+
+
+def direct_calls(skip: Any, case: str) -> None:
+    x = torch.randn(2, 3)
+    ns = skip.Namespace()
+    stash_layer = stasher(skip, "skip")
+    pop_layer = popper(skip, "skip")
+    if case in ("other-namespace", "same-namespace"):
+        stash_layer = stash_layer.isolate(ns)
+    if case == "same-namespace":
+        pop_layer = pop_layer.isolate(ns)
+    stashed = stash_layer(x)
+    if case == "other-namespace":
+        with pytest.raises(RuntimeError, match="'skip' has not been stashed"):
+            pop_layer(stashed)
+        return
+    y = pop_layer(stashed)
+    if case in ("plain", "same-namespace"):
+        assert y.shape == x.shape
+    elif case == "second-pop":
+        with pytest.raises(RuntimeError, match="'skip' has not been stashed"):
+            popper(skip, "skip")(y)

@@ -1,0 +1,183 @@
+"""The commands a forward performs: the stash/pop calls of each statement, yielded or not, the
+`yield from` helpers they delegate to, and the yields that cannot be commands."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from skiplint import syntax
+from skiplint.facts import Command, Kind, Locator, NonCommandYield, Site
+from skiplint.imports import Scope
+from skiplint.limits import MAX_DELEGATION
+from skiplint.skippables.index import ClassInfo, ModuleIndex, command_kind
+from skiplint.skippables.known import KnownValues, describe, non_command
+from skiplint.skippables.names import NameResolver, arity_problem, static_string
+
+
+@dataclass
+class Event:
+    """Something that happens while a statement runs: a command, a delegation, a branch."""
+
+    kind: str  # "cmd" | "delegate" | "unknown" | "maybe"
+    command: Optional[Command] = None
+    call: Optional[cst.CSTNode] = None
+    method: Optional[cst.FunctionDef] = None
+    inner: list["Event"] = field(default_factory=list)
+
+
+class Commands:
+    """The commands in the expressions of a forward and of the helpers it delegates to: each
+    stash/pop call (yielded or not), each yield of something else, each `yield from` of a
+    method; what cannot be known is recorded as `unknown`."""
+
+    def __init__(self, index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef,
+                 locator: Locator, skippable: bool, resolve: Optional[NameResolver]) -> None:
+        self.index = index
+        self.resolve = resolve
+        self.info = info
+        self.locator = locator
+        self.skippable = skippable
+        self.commands: dict[int, Command] = {}
+        self.non_commands: dict[int, NonCommandYield] = {}
+        self.unknown: set[Kind] = set()
+        self.is_generator = False
+        #: The forward and the methods it delegates to now running, outermost first.
+        self.active: list[cst.FunctionDef] = [forward]
+        self._command_vars: set[str] = set()
+        self._values = KnownValues(index, info, forward, self._command_vars)
+
+    def events(self, node: cst.CSTNode, scope: Scope) -> list[Event]:
+        """Commands, delegations and unknowns in an expression or small statement, in order."""
+        events: list[Event] = []
+        self._collect(node, scope, events, parent_stmt=node)
+        return events
+
+    def _collect(self, node: cst.CSTNode, scope: Scope, events: list[Event], parent_stmt: cst.CSTNode) -> None:
+        if type(node) in syntax.SCOPE_TYPES:
+            return
+        if type(node) is cst.Yield:
+            self.is_generator = True
+            self._yield(node, scope, events, parent_stmt)
+            return
+        if type(node) is cst.Call:
+            kind = command_kind(scope.api(node.func))
+            if kind is not None:
+                self._loose_command(node, kind, scope, events, parent_stmt)
+                return
+        if type(node) is cst.IfExp:
+            self._collect(node.test, scope, events, parent_stmt)
+            for branch in (node.body, node.orelse):
+                inner: list[Event] = []
+                self._collect(branch, scope, inner, parent_stmt)
+                if inner:
+                    events.append(Event("maybe", inner=inner))
+            return
+        if type(node) is cst.BooleanOperation:
+            self._collect(node.left, scope, events, parent_stmt)
+            inner = []
+            self._collect(node.right, scope, inner, parent_stmt)
+            if inner:
+                events.append(Event("maybe", inner=inner))
+            return
+        for child in syntax.children(node):
+            self._collect(child, scope, events, parent_stmt)
+
+    def _yield(self, node: cst.Yield, scope: Scope, events: list[Event], parent_stmt: cst.CSTNode) -> None:
+        value = node.value
+        if isinstance(value, cst.From):
+            target = value.item
+            method = self._delegate_target(target)
+            if method is None:
+                self._collect(target, scope, events, parent_stmt)
+                events.append(Event("unknown"))
+            else:
+                if isinstance(target, cst.Call):
+                    for arg in target.args:
+                        self._collect(arg.value, scope, events, parent_stmt)
+                events.append(Event("delegate", call=node, method=method))
+            return
+        if isinstance(value, cst.Call):
+            kind = command_kind(scope.api(value.func))
+            if kind is not None:
+                discarded = isinstance(parent_stmt, cst.Expr) and parent_stmt.value is node
+                command = self._command(value, kind, scope, yielded=True, discarded=discarded)
+                if command is not None:
+                    events.append(Event("cmd", command=command, call=value))
+                return
+        if isinstance(value, cst.Name) and value.value in self._command_vars:
+            return  # `cmd = stash(...)` earlier; counted there
+        if value is not None:
+            self._collect(value, scope, events, parent_stmt)
+        what = non_command(value, self.index.module)
+        if what is None and value is not None and self._values.known(value, scope, self.active[-1], frozenset()):
+            what = describe(value, self.index.module)
+        if what is None:
+            # A call to something else, a variable, an attribute: it may build a command.
+            self.unknown.update(("stash", "pop"))
+        elif self.skippable:
+            self.non_commands.setdefault(id(node), NonCommandYield(what, Site(node, self.locator)))
+
+    def _loose_command(self, call: cst.Call, kind: Kind, scope: Scope, events: list[Event],
+                       parent_stmt: cst.CSTNode) -> None:
+        """A command call that is not directly yielded."""
+        bare = isinstance(parent_stmt, cst.Expr) and parent_stmt.value is call
+        target_node = (parent_stmt.targets[0].target if isinstance(parent_stmt, cst.Assign)
+                       and parent_stmt.value is call and len(parent_stmt.targets) == 1 else None)
+        assigned = isinstance(target_node, cst.Name)
+        if isinstance(target_node, cst.Name):
+            target = target_node.value
+            if self._yields_name(target):
+                self._command_vars.add(target)
+                command = self._command(call, kind, scope, yielded=True, discarded=False)
+                if command is not None:
+                    events.append(Event("cmd", command=command, call=call))
+                return
+        if bare or assigned:
+            command = self._command(call, kind, scope, yielded=False, discarded=False)
+            if command is not None:
+                events.append(Event("cmd", command=command, call=call))
+            return
+        # Passed along or returned: it may be yielded elsewhere, so nothing is known.
+        self.unknown.add(kind)
+
+    def _yields_name(self, name: str) -> bool:
+        for func in self.active:
+            for node in syntax.walk(func.body):
+                if (isinstance(node, cst.Yield) and isinstance(node.value, cst.Name)
+                        and node.value.value == name):
+                    return True
+        return False
+
+    def _command(self, call: cst.Call, kind: Kind, scope: Scope, yielded: bool,
+                 discarded: bool) -> Optional[Command]:
+        existing = self.commands.get(id(call))
+        if existing is not None:
+            return existing
+        problem, bound, knowable = arity_problem(kind, call)
+        name_node = bound.get("name")
+        if not knowable:
+            self.unknown.add(kind)
+            return None
+        name = static_string(self.index, scope, name_node, self.resolve) if name_node is not None else None
+        if name is None and name_node is not None:
+            self.unknown.add(kind)
+        command = Command(
+            kind, name, Site(call, self.locator),
+            Site(name_node, self.locator) if name_node is not None else None,
+            yielded=yielded, discarded=discarded and kind == "pop", arity_problem=problem,
+        )
+        self.commands[id(call)] = command
+        return command
+
+    def _delegate_target(self, target: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+        """The method of this class that `yield from self.<method>(...)` runs, if that is what it is."""
+        if not (isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute)
+                and isinstance(target.func.value, cst.Name) and target.func.value.value == "self"):
+            return None
+        method = self.info.methods.get(target.func.attr.value)
+        if method is None or method in self.active or len(self.active) > MAX_DELEGATION:
+            return None
+        return method
