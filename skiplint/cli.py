@@ -306,6 +306,7 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
     results = [_without_file_noqa(r, texts.get(r.path)) for r in results]
     terminal = (args.format == "text" and not args.output and not args.quiet and _isatty(sys.stdout))
     fixed = (0, 0)
+    fix_status = EXIT_CLEAN  # --fix: 1 a file changed while it was fixed, 2 a fix could not be written
     fixable: CounterType[tuple[str, str, int, str]] = Counter()
     if args.fix or args.diff or terminal:
         from skiplint import fix
@@ -316,16 +317,19 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
         if args.diff:  # as `skiplint fix --diff`, which also says why a file cannot be fixed
             candidates = [task for task, result in zip(tasks, results)
                           if task in candidates or result.error is not None]
-            status, _ = fix.fix_tasks(candidates, args.target, fix.FIXABLE, False, say, fix.write_diff)
+            status, _ = fix.fix_tasks(candidates, args.target, fix.FIXABLE, False, say, fix.write_diff,
+                                      roots=args.paths)
             return max(status, EXIT_UNCHECKED if finder.fatal else EXIT_CLEAN)
         if args.fix:
-            _, outcomes = fix.fix_tasks(candidates, args.target, fix.FIXABLE, True, say)
+            _, outcomes = fix.fix_tasks(candidates, args.target, fix.FIXABLE, True, say, roots=args.paths)
+            fix_status = max((outcome.unwritten_status for outcome in outcomes), default=EXIT_CLEAN)
             changed = [outcome for outcome in outcomes if outcome.changed]
             fixed = (sum(len(outcome.applied) for outcome in changed), len(changed))
-            if changed:  # what is left, with every file as it is now
+            if changed or fix_status:  # what is left, with every file as it is now
                 results = [_without_file_noqa(r) for r in parallel.check_all(tasks, args.jobs, settle=True)]
         else:  # on a terminal: mark what `skiplint fix` would fix, as it would fix it
-            _, outcomes = fix.fix_tasks(candidates, args.target, fix.FIXABLE, False, lambda _line: None)
+            _, outcomes = fix.fix_tasks(candidates, args.target, fix.FIXABLE, False, lambda _line: None,
+                                        roots=args.paths)
             fixable = Counter(formats.fixable_key(d) for outcome in outcomes for d in outcome.applied)
     report = formats.Report(results, statistics=args.statistics, show_source=args.show_source,
                             show_url=args.show_url, terminal=terminal, fixable=fixable, fixed=fixed,
@@ -341,7 +345,7 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
     status = EXIT_FINDINGS if report.diagnostics and not args.exit_zero else EXIT_CLEAN
     if report.unchecked or finder.fatal:
         status = EXIT_UNCHECKED
-    return max(status, _emit(output, args.output))
+    return max(status, fix_status, _emit(output, args.output))
 
 
 def _emit(output: str, destination: Optional[str]) -> int:
