@@ -359,11 +359,14 @@ def _emit(output: str, destination: Optional[str]) -> int:
             return EXIT_UNCHECKED
         return EXIT_CLEAN
     try:
-        sys.stdout.write(output)
-        sys.stdout.flush()
+        write_stdout(output)
     except BrokenPipeError:  # `skiplint | head -1`: the reader left before the end of the report
         _silence_stdout()
         _say("skiplint: standard output was closed before the whole report was written")
+        return EXIT_UNCHECKED
+    except OutputFailed as error:  # `skiplint > /dev/full`: the report is not all there
+        _silence_stdout()
+        _say(f"skiplint: cannot write the report to standard output: {error}")
         return EXIT_UNCHECKED
     return EXIT_CLEAN
 
@@ -445,7 +448,52 @@ def _delegate(command: str, argv: Sequence[str]) -> int:
     return int(getattr(module, func)(list(argv)))
 
 
+def _open_standard_streams() -> None:
+    """Give a standard stream that the caller closed (`skiplint >&-`, `2>&-`) the null device:
+    what would go there is lost quietly and the exit status still tells, while no file that the
+    run opens can take that descriptor, and no warning meant for a closed standard error is
+    printed into the report (print(file=None) writes to standard output)."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            except OSError:
+                continue
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            if getattr(sys, name) is not None:
+                continue
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", errors="replace",
+                                    closefd=False))
+
+
+class OutputFailed(Exception):
+    """Standard output refused what was written (a full disk, an I/O error); the message says why."""
+
+
+def write_stdout(output: "str | bytes") -> None:
+    """Write to standard output and flush: a reader gone early is BrokenPipeError (the one line
+    `main` gives it), any other refusal OutputFailed, never a traceback."""
+    try:
+        if isinstance(output, bytes):
+            sys.stdout.flush()
+            sys.stdout.buffer.write(output)
+            sys.stdout.buffer.flush()
+        else:
+            sys.stdout.write(output)
+            sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise OutputFailed(str(error.strerror or error)) from None
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    _open_standard_streams()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("-h", "--help", "--version"):
         main_parser().parse_args(argv[:1])
@@ -468,6 +516,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BrokenPipeError:  # `skiplint layout m.py | head -1`: the reader left before the end
         _silence_stdout()
         _say("skiplint: standard output was closed before the whole output was written")
+        return EXIT_UNCHECKED
+    except OutputFailed as error:  # `skiplint fix --diff . > /dev/full`
+        _silence_stdout()
+        _say(f"skiplint: cannot write to standard output: {error}")
         return EXIT_UNCHECKED
 
 

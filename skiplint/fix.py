@@ -28,7 +28,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Optional, Protocol, Sequence, TypeVar
 
-from skiplint import config, engine, filenoqa, imports, parallel, parsing, rules, sources
+from skiplint import cli, config, engine, filenoqa, imports, parallel, parsing, rules, sources
 from skiplint.diagnostics import Diagnostic, error_text
 from skiplint.edits import TARGETS as TARGETS, Edit as Edit, NotFixable as NotFixable, Source as Source
 from skiplint.rules import analyzer, one_class, portability
@@ -568,7 +568,7 @@ def fix_stdin(display_name: Optional[str], finder: config.Finder, target: str, c
     name = display_name or "stdin"
     settings = finder.for_file(display_name or os.path.join(os.getcwd(), "stdin"))
     for problem in finder.problems:
-        print(problem, file=sys.stderr)
+        cli._say(str(problem))
     try:
         data = sources.read_stream(sys.stdin.buffer)  # at most the size limit: as a file of it
     except sources.SourceError as error:  # not all read: nothing to give back
@@ -578,13 +578,7 @@ def fix_stdin(display_name: Optional[str], finder: config.Finder, target: str, c
         outcome, fixed = FileFix(name, "", "", (), ()), data
     else:
         outcome, fixed = _fixed_bytes(data, name, settings, target, codes)
-    if show_diff:
-        sys.stdout.write(diff(outcome))
-        sys.stdout.flush()
-    else:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(fixed)
-        sys.stdout.buffer.flush()
+    cli.write_stdout(diff(outcome) if show_diff else fixed)
     if outcome.error is not None:
         say(f"{name}: could not fix this source: {outcome.error}")
         return EXIT_UNCHECKED
@@ -601,17 +595,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finder = config.Finder(explicit=args.config, isolated=args.isolated)
     if finder.unusable:  # a --config that cannot be read: never fix with settings nobody asked for
         for problem in finder.problems:
-            print(problem, file=sys.stderr)
+            cli._say(str(problem))
         return EXIT_UNCHECKED
-    say: Callable[[str], None] = (lambda _line: None) if args.quiet else (lambda line: print(line, file=sys.stderr))
+    say: Callable[[str], None] = (lambda _line: None) if args.quiet else cli._say
     if "-" in args.paths:
         if args.paths != ["-"]:
-            print("skiplint fix: '-' (standard input) cannot be combined with other paths", file=sys.stderr)
+            cli._say("skiplint fix: '-' (standard input) cannot be combined with other paths")
             return EXIT_UNCHECKED
         return fix_stdin(args.stdin_display_name, finder, args.target, codes, args.diff, say)
     tasks = list(finder.discover(args.paths))
     for problem in finder.problems:
-        print(problem, file=sys.stderr)
+        cli._say(str(problem))
     if not tasks and not finder.fatal:
         say(f"skiplint fix: no Python files to fix in {' '.join(args.paths)}")
     return fix_tasks(tasks, args.target, codes, not args.diff, say, write_diff, roots=args.paths)[0]
@@ -620,8 +614,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def write_diff(text: str) -> None:
     """A file's diff on standard output, flushed before its account goes to standard error: a
     reader gone early then stops the run at this file, in the one line the CLI gives a closed pipe."""
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    cli.write_stdout(text)
 
 
 def fix_tasks(tasks: Sequence[tuple[str, config.Config]], target: str, codes: Sequence[str], write: bool,
