@@ -307,10 +307,14 @@ for name, original in originals.items():
             continue
         if path.read_bytes() != now:
             problems.append(f"{name}: saved meanwhile, and the save was lost")
-        if named and fixed != original and error is None and not any("changed while fixing; run again" in l for l in lines):
-            problems.append(f"{name}: changed meanwhile, and not said: {lines}")
         if named and fixed != original and error is None:
-            worst = max(worst, 1)
+            # A write that fails before the change is seen says so instead (both leave the save).
+            if any("could not write the fix" in l for l in lines):
+                worst = 2
+            elif any("changed while fixing; run again" in l for l in lines):
+                worst = max(worst, 1)
+            else:
+                problems.append(f"{name}: changed meanwhile, and not said: {lines}")
         continue
     now = path.read_bytes()
     if now not in (original, fixed):
