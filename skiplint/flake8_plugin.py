@@ -14,11 +14,13 @@ import os
 import stat
 import sys
 import warnings
-from typing import Any, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from skiplint import __version__, config, filenoqa, prefilter, rules, sources
-from skiplint.diagnostics import FileResult
 from skiplint.rules.analyzer import INTERNAL_ERROR, UNCHECKED_FILE
+
+if TYPE_CHECKING:
+    from skiplint.diagnostics import FileResult
 
 
 class SkiplintChecker:
