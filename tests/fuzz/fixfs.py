@@ -214,9 +214,20 @@ for name, data in originals.items():
 
 saved = {}
 changed = spec.get("change", {})
+limit = spec.get("fsize")
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
 real_fix_bytes = fix.fix_bytes
 def hostile_fix_bytes(data, path, *args, **kwargs):
     result = real_fix_bytes(data, path, *args, **kwargs)
+    if limit is not None:  # the editor that saves meanwhile is another process: not under the limit
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    try:
+        change(data, path)
+    finally:
+        if limit is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    return result
+def change(data, path):
     name = os.path.relpath(path, "tree").replace(os.sep, "/")
     what = changed.get(name)
     if what == "save":
@@ -234,7 +245,6 @@ def hostile_fix_bytes(data, path, *args, **kwargs):
         saved[name] = "link"
     elif what == "same":
         Path(path).write_bytes(data)  # saved again, the same bytes: still what was read
-    return result
 fix.fix_bytes = hostile_fix_bytes
 
 failures = []
@@ -269,9 +279,7 @@ if fail:
     else:
         os.replace = failing(os.replace)
 
-limit = spec.get("fsize")
 if limit is not None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
 try:
     status, out, err = run(spec["argv"])
