@@ -443,6 +443,7 @@ def write_fix(path: str, read: bytes, fixed: bytes) -> None:
         raise WriteFailed(_os_error(error)) from None
     if not stat.S_ISREG(info.st_mode):
         raise WriteFailed("not a regular file")
+    _unchanged(real, read)  # before the write too: a save made meanwhile is said as such, full disk or not
     directory, name = os.path.split(real)
     try:
         fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".skiplint-tmp", dir=directory or ".")
@@ -462,12 +463,7 @@ def write_fix(path: str, read: bytes, fixed: bytes) -> None:
                     pass  # only the owner's group may be kept by an unprivileged user
         except OSError as error:
             raise WriteFailed(_os_error(error)) from None
-        try:
-            now = sources.read_bytes(real)
-        except sources.SourceError:
-            raise Changed(CHANGED_WHILE_FIXING) from None
-        if now != read:
-            raise Changed(CHANGED_WHILE_FIXING)
+        _unchanged(real, read)
         try:
             os.replace(temporary, real)
         except OSError as error:
@@ -479,6 +475,16 @@ def write_fix(path: str, read: bytes, fixed: bytes) -> None:
                 os.unlink(temporary)
             except OSError:
                 pass
+
+
+def _unchanged(path: str, read: bytes) -> None:
+    """Changed unless the file still holds exactly `read`."""
+    try:
+        now = sources.read_bytes(path)
+    except sources.SourceError:
+        raise Changed(CHANGED_WHILE_FIXING) from None
+    if now != read:
+        raise Changed(CHANGED_WHILE_FIXING)
 
 
 def _owner(path: str) -> tuple[int, int]:

@@ -4,10 +4,12 @@ exactly the bytes that were read, and a refused write is one line with the file 
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -171,7 +173,34 @@ def test_the_check_after_check_fix_reads_the_file_as_saved(tmp_path: Path, edite
     assert run.stdout.splitlines()[0].startswith("model.py:5:16: SKP106 ")
 
 
+def test_a_save_made_meanwhile_is_said_as_such_even_when_the_disk_is_full(
+        tmp_path: Path, edited_meanwhile: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(*_args: object, **_kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(tempfile, "mkstemp", full)
+    path = tmp_path / "model.py"
+    path.write_text(MODEL, encoding="utf-8")
+    run = inprocess.skiplint(["fix", "--isolated", "model.py"], tmp_path)
+    assert (run.returncode, run.stderr) == (1, "model.py: changed while fixing; run again\n")
+    assert path.read_text(encoding="utf-8") == SAVED
+
+
 # -- a full disk ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("step", ["fsync", "replace", "chmod"])
+def test_a_step_of_the_write_that_fails_leaves_the_file_and_no_temporary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str) -> None:
+    def failing(*_args: object, **_kwargs: object) -> None:
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+    monkeypatch.setattr(os, step, failing)
+    path = tmp_path / "model.py"
+    path.write_text(MODEL, encoding="utf-8")
+    run = inprocess.skiplint(["fix", "--isolated", "model.py"], tmp_path)
+    assert (run.returncode, run.stderr) == (2, "model.py: could not write the fix: Input/output error; "
+                                               "the file is unchanged\n")
+    assert path.read_text(encoding="utf-8") == MODEL
+    assert _leftovers(tmp_path) == []
+
 
 @posix_only
 @pytest.mark.parametrize("command", [["fix"], ["check", "--fix", "-j", "1"]])
