@@ -431,12 +431,15 @@ def outside(path: str, roots: Optional[Sequence[str]]) -> Optional[str]:
     return real
 
 
-def write_fix(path: str, read: bytes, fixed: bytes) -> None:
+def write_fix(path: str, read: bytes, fixed: bytes, roots: Optional[Sequence[str]] = None) -> None:
     """Replace the file at `path` (the file itself, through any symbolic link) by `fixed`, only if
     it still holds exactly `read`: the new contents go to a temporary file in the same directory,
     with the file's mode, which then replaces it in one step (os.replace), so that a failed write
-    leaves the file as it was. Changed or WriteFailed when it is not written."""
+    leaves the file as it was. Outside when `path` now resolves outside `roots` (swapped for a
+    link since it was read), Changed or WriteFailed when it is not written."""
     real = os.path.realpath(path)
+    if outside(real, roots) is not None:
+        raise Outside(f"not fixed: a symbolic link to {real}, outside the paths given")
     try:
         info = os.stat(real)
     except OSError as error:
@@ -509,7 +512,7 @@ def fix_file(path: str, settings: config.Config, target: str, codes: Sequence[st
         return FileFix(path, "", "", (), (), str(error))
     outcome, fixed = fix_bytes(data, path, settings, target, codes)
     if write and outcome.changed:
-        write_fix(path, data, fixed)
+        write_fix(path, data, fixed, roots)
     return outcome
 
 

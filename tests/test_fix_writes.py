@@ -165,6 +165,27 @@ def test_a_file_saved_while_it_is_fixed_keeps_the_save(tmp_path: Path, edited_me
     assert _leftovers(tmp_path) == []
 
 
+@posix_only
+def test_a_file_swapped_for_a_link_out_of_the_tree_while_it_is_fixed_is_not_followed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The link's target even holds what was read: only where it now leads keeps it unwritten."""
+    tree, victim = _tree(tmp_path)
+    (tree / "link.py").unlink()
+    planned = fix.fix_bytes
+
+    def fix_bytes(data, path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        outcome = planned(data, path, *args, **kwargs)
+        os.unlink(path)
+        os.symlink(victim, path)
+        return outcome
+    monkeypatch.setattr(fix, "fix_bytes", fix_bytes)
+    run = inprocess.skiplint(["fix", "--isolated", "tree"], tmp_path)
+    assert victim.read_text(encoding="utf-8") == MODEL
+    assert run.stderr == (f"{os.path.join('tree', 'model.py')}: not fixed: a symbolic link to "
+                          f"{os.path.realpath(victim)}, outside the paths given\n")
+    assert run.returncode == 0
+
+
 def test_the_check_after_check_fix_reads_the_file_as_saved(tmp_path: Path, edited_meanwhile: None) -> None:
     path = tmp_path / "model.py"
     path.write_text(MODEL, encoding="utf-8")

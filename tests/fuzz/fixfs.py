@@ -109,7 +109,7 @@ def encodings(rng: random.Random) -> Spec:
     how = rng.choice(["declared", "utf-8", "declared-bom", "odd"])
     try:
         data = text.encode(cookie if how.startswith("declared") else "utf-8", "replace")
-    except LookupError:
+    except (LookupError, UnicodeError):  # no such codec, or one without a "replace" (idna)
         data = text.encode("utf-8")
     if how == "declared-bom":
         data = b"\xef\xbb\xbf" + data
@@ -312,6 +312,13 @@ for name, original in originals.items():
         if now == "link":
             if not path.is_symlink():
                 problems.append(f"{name}: swapped for a link meanwhile, and replaced by a file")
+            if named and fixed != original and error is None:
+                if any("could not write the fix" in l for l in lines):
+                    worst = 2
+                elif any("changed while fixing; run again" in l for l in lines):
+                    worst = max(worst, 1)
+                elif not any("outside the paths given" in l for l in lines):
+                    problems.append(f"{name}: swapped for a link to outside meanwhile, and not said: {lines}")
             continue
         if path.read_bytes() != now:
             problems.append(f"{name}: saved meanwhile, and the save was lost")
