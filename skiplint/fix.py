@@ -442,6 +442,8 @@ def write_fix(path: str, read: bytes, fixed: bytes, roots: Optional[Sequence[str
         raise Outside(f"not fixed: a symbolic link to {real}, outside the paths given")
     try:
         info = os.stat(real)
+    except FileNotFoundError:  # deleted since it was read
+        raise Changed(CHANGED_WHILE_FIXING) from None
     except OSError as error:
         raise WriteFailed(_os_error(error)) from None
     if not stat.S_ISREG(info.st_mode):

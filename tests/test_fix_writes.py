@@ -186,6 +186,20 @@ def test_a_file_swapped_for_a_link_out_of_the_tree_while_it_is_fixed_is_not_foll
     assert run.returncode == 0
 
 
+def test_a_file_deleted_while_it_is_fixed_stays_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    planned = fix.fix_bytes
+
+    def fix_bytes(data, path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        outcome = planned(data, path, *args, **kwargs)
+        os.unlink(path)
+        return outcome
+    monkeypatch.setattr(fix, "fix_bytes", fix_bytes)
+    (tmp_path / "model.py").write_text(MODEL, encoding="utf-8")
+    run = inprocess.skiplint(["fix", "--isolated", "model.py"], tmp_path)
+    assert (run.returncode, run.stderr) == (1, "model.py: changed while fixing; run again\n")
+    assert not (tmp_path / "model.py").exists() and _leftovers(tmp_path) == []
+
+
 def test_the_check_after_check_fix_reads_the_file_as_saved(tmp_path: Path, edited_meanwhile: None) -> None:
     path = tmp_path / "model.py"
     path.write_text(MODEL, encoding="utf-8")

@@ -308,6 +308,11 @@ for name, original in originals.items():
         if now is None:
             if path.exists():
                 problems.append(f"{name}: deleted meanwhile, and written again")
+            if named and fixed != original and error is None:
+                if any("changed while fixing; run again" in l for l in lines):
+                    worst = max(worst, 1)
+                else:
+                    problems.append(f"{name}: deleted meanwhile, and not said: {lines}")
             continue
         if now == "link":
             if not path.is_symlink():
