@@ -14,6 +14,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Counter as CounterType, Mapping, Optional, Sequence
 
 from skiplint import __version__, config, rules
+from skiplint.streams import OutputFailed, say as _say, write_stdout
 
 if TYPE_CHECKING:
     from skiplint.engine import FileResult
@@ -174,14 +175,6 @@ def rule_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _say(line: str) -> None:
-    """One line on standard error; a closed standard error loses it quietly."""
-    try:
-        print(line, file=sys.stderr)
-    except (OSError, ValueError):
-        pass
-
-
 def bad_codes(args: argparse.Namespace) -> list[str]:
     """One line per code or prefix of --select/--ignore/--extend-select that matches no rule."""
     lines = []
@@ -309,6 +302,7 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
     results = [_without_file_noqa(r, texts.get(r.path)) for r in results]
     terminal = (args.format == "text" and not args.output and not args.quiet and _isatty(sys.stdout))
     fixed = (0, 0)
+    fix_status = EXIT_CLEAN  # --fix: 1 a file changed while it was fixed, 2 a fix could not be written
     fixable: CounterType[tuple[str, str, int, str]] = Counter()
     if args.fix or args.diff or terminal:
         from skiplint import fix
@@ -319,16 +313,19 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
         if args.diff:  # as `skiplint fix --diff`, which also says why a file cannot be fixed
             candidates = [task for task, result in zip(tasks, results)
                           if task in candidates or result.error is not None]
-            status, _ = fix.fix_tasks(candidates, args.target, fix.FIXABLE, False, say, fix.write_diff)
+            status, _ = fix.fix_tasks(candidates, args.target, fix.FIXABLE, False, say, fix.write_diff,
+                                      roots=args.paths)
             return max(status, EXIT_UNCHECKED if finder.fatal else EXIT_CLEAN)
         if args.fix:
-            _, outcomes = fix.fix_tasks(candidates, args.target, fix.FIXABLE, True, say)
+            _, outcomes = fix.fix_tasks(candidates, args.target, fix.FIXABLE, True, say, roots=args.paths)
+            fix_status = max((outcome.unwritten_status for outcome in outcomes), default=EXIT_CLEAN)
             changed = [outcome for outcome in outcomes if outcome.changed]
             fixed = (sum(len(outcome.applied) for outcome in changed), len(changed))
-            if changed:  # what is left, with every file as it is now
+            if changed or fix_status:  # what is left, with every file as it is now
                 results = [_without_file_noqa(r) for r in parallel.check_all(tasks, args.jobs, settle=True)]
         else:  # on a terminal: mark what `skiplint fix` would fix, as it would fix it
-            _, outcomes = fix.fix_tasks(candidates, args.target, fix.FIXABLE, False, lambda _line: None)
+            _, outcomes = fix.fix_tasks(candidates, args.target, fix.FIXABLE, False, lambda _line: None,
+                                        roots=args.paths)
             fixable = Counter(formats.fixable_key(d) for outcome in outcomes for d in outcome.applied)
     report = formats.Report(results, statistics=args.statistics, show_source=args.show_source,
                             show_url=args.show_url, terminal=terminal, fixable=fixable, fixed=fixed,
@@ -344,7 +341,7 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
     status = EXIT_FINDINGS if report.diagnostics and not args.exit_zero else EXIT_CLEAN
     if report.unchecked or finder.fatal:
         status = EXIT_UNCHECKED
-    return max(status, _emit(output, args.output))
+    return max(status, fix_status, _emit(output, args.output))
 
 
 def _emit(output: str, destination: Optional[str]) -> int:
@@ -358,11 +355,14 @@ def _emit(output: str, destination: Optional[str]) -> int:
             return EXIT_UNCHECKED
         return EXIT_CLEAN
     try:
-        sys.stdout.write(output)
-        sys.stdout.flush()
+        write_stdout(output)
     except BrokenPipeError:  # `skiplint | head -1`: the reader left before the end of the report
         _silence_stdout()
         _say("skiplint: standard output was closed before the whole report was written")
+        return EXIT_UNCHECKED
+    except OutputFailed as error:  # `skiplint > /dev/full`: the report is not all there
+        _silence_stdout()
+        _say(f"skiplint: cannot write the report to standard output: {error}")
         return EXIT_UNCHECKED
     return EXIT_CLEAN
 
@@ -459,7 +459,31 @@ def _delegate(command: str, argv: Sequence[str]) -> int:
     return int(getattr(module, func)(list(argv)))
 
 
+def _open_standard_streams() -> None:
+    """Give a standard stream that the caller closed (`skiplint >&-`, `2>&-`) the null device:
+    what would go there is lost quietly and the exit status still tells, while no file that the
+    run opens can take that descriptor, and no warning meant for a closed standard error is
+    printed into the report (print(file=None) writes to standard output)."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            except OSError:
+                continue
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            if getattr(sys, name) is not None:
+                continue
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", errors="replace",
+                                    closefd=False))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    _open_standard_streams()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("-h", "--help", "--version"):
         main_parser().parse_args(argv[:1])
@@ -482,6 +506,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BrokenPipeError:  # `skiplint layout m.py | head -1`: the reader left before the end
         _silence_stdout()
         _say("skiplint: standard output was closed before the whole output was written")
+        return EXIT_UNCHECKED
+    except OutputFailed as error:  # `skiplint fix --diff . > /dev/full`
+        _silence_stdout()
+        _say(f"skiplint: cannot write to standard output: {error}")
         return EXIT_UNCHECKED
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import configparser
 import dataclasses
+import functools
 import fnmatch
 import os
 import re
@@ -55,6 +56,10 @@ KEYS: dict[str, str] = {
     "max-unroll": "how many iterations of a constant-range loop the composition analysis unrolls",
 }
 
+#: Unknown codes of one configuration section reported one by one, each with the nearest known
+#: code; past these, one line counts the rest (a generated list of 20,000 codes is one mistake).
+SHOWN_UNKNOWN_CODES = 5
+
 _CODE = re.compile(r"^SKP[0-9]{0,3}$")
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 #: The built-in `exclude` list: glob patterns matched against names (flake8's rule for patterns
@@ -81,6 +86,11 @@ def _distance(a: str, b: str) -> int:
 _LOOKALIKES = str.maketrans({"O": "0", "I": "1", "L": "1", "S": "5", "B": "8"})
 
 
+@functools.lru_cache(maxsize=1)
+def _known_and_prefixes() -> tuple[str, ...]:
+    return tuple(sorted(set(rules.RULES) | {k[:n] for k in rules.RULES for n in range(3, 6)}))
+
+
 def nearest_code(word: str) -> Optional[str]:
     """The known code or prefix the user most likely meant, or None when none is close."""
     code = word.strip().upper()
@@ -88,7 +98,7 @@ def nearest_code(word: str) -> Optional[str]:
     candidate = head + tail.translate(_LOOKALIKES)
     if known_code(candidate):
         return candidate
-    known = sorted(set(rules.RULES) | {k[:n] for k in rules.RULES for n in range(3, 6)})
+    known = _known_and_prefixes()
     best = min(known, key=lambda k: (_distance(candidate, k), -len(os.path.commonprefix((k, candidate))),
                                      abs(len(k) - len(candidate)), k))
     return best if _distance(candidate, best) <= 2 and best.startswith("SKP") and code[:1] == "S" else None
@@ -213,6 +223,10 @@ class _Reader:
         self.path = path
         self.section = section
         self.problems: list[Problem] = []
+        #: Unknown codes seen in this section (each reported once), and those past
+        #: SHOWN_UNKNOWN_CODES, counted and summarised in one line.
+        self.unknown: set[str] = set()
+        self.unlisted: list[str] = []
 
     def problem(self, key: str, message: str) -> None:
         self.problems.append(Problem(self.path, f"[{self.section}] {key}", message))
@@ -231,9 +245,22 @@ class _Reader:
             code = word.upper()
             if known_code(code):
                 out.append(code)
-            else:
-                self.problem(key, unknown_code(word))
+            elif code not in self.unknown:
+                self.unknown.add(code)
+                if len(self.unknown) <= SHOWN_UNKNOWN_CODES:
+                    self.problem(key, unknown_code(word))
+                else:
+                    self.unlisted.append(word)
         return tuple(out)
+
+    def summary(self) -> None:
+        """One line for the unknown codes past SHOWN_UNKNOWN_CODES."""
+        if self.unlisted:
+            shown = ", ".join(repr(word) for word in self.unlisted[:3])
+            more = ", ..." if len(self.unlisted) > 3 else ""
+            self.problems.append(Problem(self.path, f"[{self.section}]",
+                                         f"{len(self.unlisted):,} more unknown codes ({shown}{more}); "
+                                         f"no rule has these codes or prefixes"))
 
     def patterns(self, key: str, value: Any) -> tuple[str, ...]:
         return tuple(self.words(key, value, r"[,\n]+\s*|\s*\n\s*"))
@@ -347,6 +374,7 @@ def config_from_values(values: dict[str, Any], path: str, section: str,
         result = handler(key, value)
         if result is not None:
             fields[key.replace("-", "_")] = result
+    reader.summary()
     return Config(source=path, root=root, **fields), reader.problems
 
 
@@ -404,6 +432,7 @@ class Finder:
     def __init__(self, explicit: Optional[str] = None, isolated: bool = False,
                  overrides: Optional[dict[str, Any]] = None) -> None:
         self.problems: list[Problem] = []
+        self._reported: set[Problem] = set()
         self._overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
         self._by_dir: dict[str, Config] = {}
         self._fixed: Optional[Config] = None
@@ -429,7 +458,8 @@ class Finder:
 
     def _report(self, problems: Iterable[Problem]) -> None:
         for problem in problems:
-            if problem not in self.problems:
+            if problem not in self._reported:
+                self._reported.add(problem)
                 self.problems.append(problem)
 
     def _apply(self, config: Config) -> Config:

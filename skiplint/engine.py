@@ -213,7 +213,46 @@ def _owner(ref: OwnerRef) -> Owner:
 def check_text(text: str, path: str, selection: Selection = Selection(), *, apply_noqa: bool = True,
                project: Optional[ProjectIndex] = None, prefiltered: bool = False,
                max_unroll: Optional[int] = None, session: Session = _PLAIN) -> FileResult:
-    """Check decoded source text."""
+    """Check decoded source text. Where the analyzer fails (SKP902) on text that Python itself
+    refuses (libcst's grammar is more lenient than CPython's compiler), the file is SKP900 with
+    Python's reason: the text is no module, and the failure no bug to report."""
+    try:
+        result = _check_text(text, path, selection, apply_noqa, project, prefiltered, max_unroll, session)
+    except Exception:
+        refused = _refused_by_python(text, path)
+        if refused is None:
+            raise
+        return refused
+    failed = any(d.code == INTERNAL_ERROR.code for d in result.diagnostics) or (
+        result.error is not None and result.error.startswith(INTERNAL_ERROR.template.split("{", 1)[0]))
+    if failed:
+        return _refused_by_python(text, path) or result
+    return result
+
+
+def _refused_by_python(text: str, path: str) -> Optional[FileResult]:
+    """SKP900 with the running Python's reason when it does not compile `text`, else None. The
+    whole compile, not only the parse: `break` outside a loop, a repeated keyword argument, a
+    `return` in a class body parse, and only the compiler refuses them."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, "<skiplint>", "exec", dont_inherit=True)
+        return None
+    except SyntaxError as refused:
+        error = refused
+    except (ValueError, OverflowError) as refused:
+        error = SyntaxError(str(refused))
+    except (RecursionError, MemoryError):
+        error = parsing.python_syntax_error(text) or SyntaxError("too complex for Python's compiler")
+    failure = parsing.python_failure(error, text)
+    return prefilter.unchecked(path, str(failure), failure.line, failure.col)
+
+
+def _check_text(text: str, path: str, selection: Selection, apply_noqa: bool, project: Optional[ProjectIndex],
+                prefiltered: bool, max_unroll: Optional[int], session: Session) -> FileResult:
     project = project or session.project
     try:
         if not prefiltered and not wanted(text, path, project):

@@ -21,12 +21,14 @@ import functools
 import io
 import os
 import re
+import stat
 import sys
+import tempfile
 import tokenize
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Optional, Protocol, Sequence, TypeVar
 
-from skiplint import config, engine, imports, parallel, parsing, rules, sources
+from skiplint import config, engine, filenoqa, imports, parallel, parsing, rules, sources, streams
 from skiplint.diagnostics import Diagnostic, error_text
 from skiplint.edits import TARGETS as TARGETS, Edit as Edit, NotFixable as NotFixable, Source as Source
 from skiplint.rules import analyzer, one_class, portability
@@ -34,7 +36,8 @@ from skiplint.rules import analyzer, one_class, portability
 #: The codes `skiplint fix` rewrites: those of the rules that have a fixer, in the rules' order.
 FIXABLE = tuple(code for code, rule in rules.RULES.items() if rule.fixer is not None)
 
-#: File mode: 0 done (or nothing to fix), 1 --diff has changes, 2 a file could not be fixed.
+#: File mode: 0 done (or nothing to fix), 1 --diff has changes or a file changed while it was
+#: fixed, 2 a file could not be fixed or its fix could not be written.
 EXIT_OK, EXIT_CHANGES, EXIT_UNCHECKED = 0, 1, 2
 #: Standard input mode (`fix -`), as the lint: 0 nothing left, 1 findings left, 2 could not check.
 EXIT_CLEAN, EXIT_FINDINGS = 0, 1
@@ -83,6 +86,11 @@ class FileFix:
     edits: tuple[tuple[Edit, ...], ...] = ()
     #: Every finding of the fixed text (what `skiplint` reports on it).
     remaining: tuple[Diagnostic, ...] = ()
+    #: Why the fix was not written (a link outside the paths given, a change made meanwhile, a
+    #: write the file system refused); the file is as it was.
+    unwritten: Optional[str] = None
+    #: What not writing it costs in `skiplint fix`'s exit status (Unwritten.status).
+    unwritten_status: int = EXIT_OK
 
     @property
     def changed(self) -> bool:
@@ -205,7 +213,10 @@ def _lint(text: str, path: str, settings: config.Config) -> _Linted:
 
 def fix_source(text: str, path: str, settings: config.Config = config.Config(), target: str = "torchgpipe",
                codes: Sequence[str] = FIXABLE) -> FileFix:
-    """Apply every fix that makes the file strictly better, one at a time, re-linting after each."""
+    """Apply every fix that makes the file strictly better, one at a time, re-linting after each.
+    A file-level `# skiplint: noqa` or `# flake8: noqa` leaves the file alone, as the lint does."""
+    if filenoqa.skips_file(text):
+        return FileFix(path, text, text, (), ())
     state = _lint(text, path, settings)
     if state.error is not None:
         where = next(((d.line, d.col) for d in state.reported if d.code == analyzer.UNCHECKED_FILE.code), (1, 0))
@@ -380,16 +391,130 @@ def _fixed_bytes(data: bytes, path: str, settings: config.Config, target: str,
         return FileFix(path, "", "", (), (), internal_error(error)), data
 
 
+class Unwritten(Exception):
+    """A fix that was not written: the file is left as it is; the message is the one-line reason."""
+
+    #: The exit status of `skiplint fix` this costs (0: the file is only left alone).
+    status = EXIT_OK
+
+
+class Outside(Unwritten):
+    """A symbolic link that resolves outside the paths given: never followed to be rewritten."""
+
+
+class Changed(Unwritten):
+    """The file no longer holds what was read: writing the fix would lose what was saved since."""
+
+    status = EXIT_CHANGES
+
+
+class WriteFailed(Unwritten):
+    """The file system refused the write (disk full, quota, a file-size limit, permissions)."""
+
+    status = EXIT_UNCHECKED
+
+
+#: The reason given when the file changed between reading and writing.
+CHANGED_WHILE_FIXING = "changed while fixing; run again"
+
+
+def outside(path: str, roots: Optional[Sequence[str]]) -> Optional[str]:
+    """Where `path` really is when that is outside every one of `roots` (the paths given on the
+    command line, files or directories, themselves resolved), else None. None `roots`: no bound."""
+    if roots is None:
+        return None
+    real = os.path.realpath(path)
+    for root in roots:
+        top = os.path.realpath(root)
+        if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
+            return None
+    return real
+
+
+def write_fix(path: str, read: bytes, fixed: bytes, roots: Optional[Sequence[str]] = None) -> None:
+    """Replace the file at `path` (the file itself, through any symbolic link) by `fixed`, only if
+    it still holds exactly `read`: the new contents go to a temporary file in the same directory,
+    with the file's mode, which then replaces it in one step (os.replace), so that a failed write
+    leaves the file as it was. Outside when `path` now resolves outside `roots` (swapped for a
+    link since it was read), Changed or WriteFailed when it is not written."""
+    real = os.path.realpath(path)
+    if outside(real, roots) is not None:
+        raise Outside(f"not fixed: a symbolic link to {real}, outside the paths given")
+    try:
+        info = os.stat(real)
+    except FileNotFoundError:  # deleted since it was read
+        raise Changed(CHANGED_WHILE_FIXING) from None
+    except OSError as error:
+        raise WriteFailed(_os_error(error)) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise WriteFailed("not a regular file")
+    _unchanged(real, read)  # before the write too: a save made meanwhile is said as such, full disk or not
+    directory, name = os.path.split(real)
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".skiplint-tmp", dir=directory or ".")
+    except OSError as error:
+        raise WriteFailed(_os_error(error)) from None
+    try:
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(fixed)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(temporary, stat.S_IMODE(info.st_mode))
+            if hasattr(os, "chown") and (info.st_uid, info.st_gid) != _owner(temporary):
+                try:
+                    os.chown(temporary, info.st_uid, info.st_gid)
+                except OSError:
+                    pass  # only the owner's group may be kept by an unprivileged user
+        except OSError as error:
+            raise WriteFailed(_os_error(error)) from None
+        _unchanged(real, read)
+        try:
+            os.replace(temporary, real)
+        except OSError as error:
+            raise WriteFailed(_os_error(error)) from None
+        temporary = ""
+    finally:
+        if temporary:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+
+
+def _unchanged(path: str, read: bytes) -> None:
+    """Changed unless the file still holds exactly `read`."""
+    try:
+        now = sources.read_bytes(path)
+    except sources.SourceError:
+        raise Changed(CHANGED_WHILE_FIXING) from None
+    if now != read:
+        raise Changed(CHANGED_WHILE_FIXING)
+
+
+def _owner(path: str) -> tuple[int, int]:
+    info = os.stat(path)
+    return info.st_uid, info.st_gid
+
+
+def _os_error(error: OSError) -> str:
+    return f"could not write the fix: {error.strerror or error}; the file is unchanged"
+
+
 def fix_file(path: str, settings: config.Config, target: str, codes: Sequence[str],
-             write: bool) -> FileFix:
+             write: bool, roots: Optional[Sequence[str]] = None) -> FileFix:
+    """Fix one file, writing the fix when `write` (see write_fix). Outside when the file is a
+    symbolic link resolving outside `roots`; Changed or WriteFailed when the fix is not written."""
+    real = outside(path, roots)
+    if real is not None:
+        raise Outside(f"not fixed: a symbolic link to {real}, outside the paths given")
     try:
         data = sources.read_bytes(path)
     except sources.SourceError as error:
         return FileFix(path, "", "", (), (), str(error))
     outcome, fixed = fix_bytes(data, path, settings, target, codes)
     if write and outcome.changed:
-        with open(path, "wb") as handle:
-            handle.write(fixed)
+        write_fix(path, data, fixed, roots)
     return outcome
 
 
@@ -407,8 +532,10 @@ def parser() -> argparse.ArgumentParser:
                     "any code, that it did not have, flake8's default checks (pyflakes, pycodestyle) "
                     "report nothing new, and every character outside the edit is kept; otherwise the "
                     "file is left as it is and the reason is printed.",
-        epilog="Exit status: 0 done (or nothing to fix), 1 with --diff when there are changes, "
-               "2 a file could not be read or parsed. With '-' (standard input): 0 nothing is "
+        epilog="Exit status: 0 done (or nothing to fix), 1 with --diff when there are changes, or "
+               "a file changed while it was fixed (run again), 2 a file could not be read, parsed "
+               "or written (a file that cannot be written is left as it was). A symbolic link "
+               "that resolves outside the paths given is left alone. With '-' (standard input): 0 nothing is "
                "left to report in the fixed source, 1 findings are left, 2 it could not be checked.",
     )
     p.add_argument("paths", nargs="*", default=["."], metavar="PATH",
@@ -452,7 +579,7 @@ def fix_stdin(display_name: Optional[str], finder: config.Finder, target: str, c
     name = display_name or "stdin"
     settings = finder.for_file(display_name or os.path.join(os.getcwd(), "stdin"))
     for problem in finder.problems:
-        print(problem, file=sys.stderr)
+        streams.say(str(problem))
     try:
         data = sources.read_stream(sys.stdin.buffer)  # at most the size limit: as a file of it
     except sources.SourceError as error:  # not all read: nothing to give back
@@ -462,13 +589,7 @@ def fix_stdin(display_name: Optional[str], finder: config.Finder, target: str, c
         outcome, fixed = FileFix(name, "", "", (), ()), data
     else:
         outcome, fixed = _fixed_bytes(data, name, settings, target, codes)
-    if show_diff:
-        sys.stdout.write(diff(outcome))
-        sys.stdout.flush()
-    else:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(fixed)
-        sys.stdout.buffer.flush()
+    streams.write_stdout(diff(outcome) if show_diff else fixed)
     if outcome.error is not None:
         say(f"{name}: could not fix this source: {outcome.error}")
         return EXIT_UNCHECKED
@@ -485,40 +606,47 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finder = config.Finder(explicit=args.config, isolated=args.isolated)
     if finder.unusable:  # a --config that cannot be read: never fix with settings nobody asked for
         for problem in finder.problems:
-            print(problem, file=sys.stderr)
+            streams.say(str(problem))
         return EXIT_UNCHECKED
-    say: Callable[[str], None] = (lambda _line: None) if args.quiet else (lambda line: print(line, file=sys.stderr))
+    say: Callable[[str], None] = (lambda _line: None) if args.quiet else streams.say
     if "-" in args.paths:
         if args.paths != ["-"]:
-            print("skiplint fix: '-' (standard input) cannot be combined with other paths", file=sys.stderr)
+            streams.say("skiplint fix: '-' (standard input) cannot be combined with other paths")
             return EXIT_UNCHECKED
         return fix_stdin(args.stdin_display_name, finder, args.target, codes, args.diff, say)
     tasks = list(finder.discover(args.paths))
     for problem in finder.problems:
-        print(problem, file=sys.stderr)
+        streams.say(str(problem))
     if not tasks and not finder.fatal:
         say(f"skiplint fix: no Python files to fix in {' '.join(args.paths)}")
-    return fix_tasks(tasks, args.target, codes, not args.diff, say, write_diff)[0]
+    return fix_tasks(tasks, args.target, codes, not args.diff, say, write_diff, roots=args.paths)[0]
 
 
 def write_diff(text: str) -> None:
     """A file's diff on standard output, flushed before its account goes to standard error: a
     reader gone early then stops the run at this file, in the one line the CLI gives a closed pipe."""
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    streams.write_stdout(text)
 
 
 def fix_tasks(tasks: Sequence[tuple[str, config.Config]], target: str, codes: Sequence[str], write: bool,
               say: Callable[[str], None],
-              show: Optional[Callable[[str], object]] = None) -> tuple[int, list[FileFix]]:
+              show: Optional[Callable[[str], object]] = None,
+              roots: Optional[Sequence[str]] = None) -> tuple[int, list[FileFix]]:
     """Fix each file with its configuration, in place when `write`, else giving `show` the diff:
-    the exit status of `skiplint fix` (0 done, 1 a diff was shown, 2 a file could not be fixed)
-    and each file's outcome. `skiplint fix` and `skiplint check --fix`/`--diff` both run this."""
+    the exit status of `skiplint fix` (0 done, 1 a diff was shown or a file changed while it was
+    fixed, 2 a file could not be fixed or written) and each file's outcome. Files that resolve
+    outside `roots` (the paths given) are left alone, with one line each. `skiplint fix` and
+    `skiplint check --fix`/`--diff` both run this."""
     status = EXIT_OK
     outcomes = []
     for path, settings in tasks:
         try:
-            outcome = fix_file(path, settings, target, codes, write=write)
+            outcome = fix_file(path, settings, target, codes, write=write, roots=roots)
+        except Unwritten as why:
+            say(f"{path}: {why}")
+            status = max(status, why.status)
+            outcomes.append(FileFix(path, "", "", (), (), unwritten=str(why), unwritten_status=why.status))
+            continue
         except Exception as error:  # an analyzer bug: one line, as the lint's SKP902, never a traceback
             if os.environ.get("SKIPLINT_DEBUG"):
                 raise

@@ -14,10 +14,13 @@ import os
 import stat
 import sys
 import warnings
-from typing import Any, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from skiplint import __version__, config, filenoqa, prefilter, rules, sources
 from skiplint.rules.analyzer import INTERNAL_ERROR, UNCHECKED_FILE
+
+if TYPE_CHECKING:
+    from skiplint.diagnostics import FileResult
 
 
 class SkiplintChecker:
@@ -98,15 +101,39 @@ class SkiplintChecker:
                 pass
         return len(text.encode("utf-8", "surrogatepass"))
 
+    def refused_file(self, text: str) -> Optional[FileResult]:
+        """The CLI's SKP900 for a file it cannot decode, or None. flake8 reads a file that its
+        declared encoding (or UTF-8) cannot decode as latin-1, so `text` may read where the CLI,
+        as Python, refuses the file (a `# coding: utf-16` cookie on ASCII lines, bytes that are
+        not UTF-8): such a file, ASCII with a cookie or not ASCII, is judged from its bytes as
+        the CLI judges it. Python refusing `text` too is flake8's E999, not repeated here."""
+        if self.filename in (self.stdin_name, "stdin", "-"):
+            return None
+        if text.isascii() and "coding" not in "".join(self.lines[:2]):
+            return None
+        try:
+            data = sources.read_bytes(self.filename)
+        except sources.SourceError:
+            return None
+        verdict = prefilter.judge(data, self.filename)
+        if isinstance(verdict, str) or verdict.error is None or not _python_accepts(text):
+            return None
+        return verdict
+
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
-        refused = sources.too_large(self.size(text))
-        if refused is not None:  # the CLI's finding, word for word: same file, same SKP900
-            yield 1, 0, UNCHECKED_FILE.format(reason=refused), type(self)
+        too_large = sources.too_large(self.size(text))
+        if too_large is not None:  # the CLI's finding, word for word: same file, same SKP900
+            yield 1, 0, UNCHECKED_FILE.format(reason=too_large), type(self)
             return
         settings = self.settings_for(self.filename)
         with prefilter.using_aliases(settings.api_aliases):
             try:
+                refused = self.refused_file(text)
+                if refused is not None:
+                    for diagnostic in refused.diagnostics:
+                        yield diagnostic.line, diagnostic.col, diagnostic.message, type(self)
+                    return
                 if not prefilter.wanted(text, self.filename):
                     return
                 if filenoqa.skips_file(text, flake8=False):

@@ -65,7 +65,7 @@ def python_syntax_error(text: str) -> Optional[SyntaxError]:
     return None
 
 
-def _python_failure(error: SyntaxError, text: str) -> ParseFailure:
+def python_failure(error: SyntaxError, text: str) -> ParseFailure:
     message = str(getattr(error, "msg", "") or error).splitlines()[0] if str(error) else "invalid syntax"
     line = error.lineno if isinstance(error.lineno, int) and error.lineno > 0 else 1
     col = error.offset - 1 if isinstance(error.offset, int) and error.offset > 0 else 0
@@ -328,14 +328,14 @@ def _parse_checked(text: str, parts: Optional[StatementParts] = None) -> cst.Mod
     except (cst.CSTValidationError, TypeError) as error:  # libcst's validation of its own parser's nodes
         python_error = python_syntax_error(text)
         if python_error is not None:
-            raise _python_failure(python_error, text) from None
+            raise python_failure(python_error, text) from None
         module = _parse_with_blanks_after_keywords(text)
         if module is None:
             raise ParseFailure(f"valid Python that libcst refuses: {error}") from None
         return module
     python_error = python_syntax_error(text)
     if python_error is not None:
-        raise _python_failure(python_error, text) from None
+        raise python_failure(python_error, text) from None
     from skiplint import syntax
 
     module = syntax.parse_bridging_gaps(text)

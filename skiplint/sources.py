@@ -228,13 +228,88 @@ def decode(data: bytes) -> str:
         # No cookie: the first lines are not UTF-8 (a comment there may hold such bytes).
         encoding = "utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8"
     try:
-        return data.decode(encoding)
+        text = data.decode(encoding)
     except UnicodeDecodeError as error:
         if encoding in _UTF8:
             return _utf8_outside_comments(data, encoding)
         raise SourceError(f"not valid {encoding}: byte 0x{data[error.start]:02x} at offset {error.start}") from None
+    except UnicodeError as error:  # a codec that fails otherwise (punycode, idna)
+        raise SourceError(f"not valid {encoding}: {error}") from None
     except LookupError:
-        raise SourceError(f"unknown encoding {encoding!r}") from None
+        raise SourceError(_not_text_encoding(encoding)) from None
+    if encoding not in _UTF8:
+        if not _declares(text, encoding):
+            raise SourceError(f"bad encoding declaration: read as {encoding}, its own first lines no longer "
+                              f"declare {encoding} (Python refuses such a file)")
+        refused = _python_refuses_decoding(data)
+        if refused is not None:
+            raise SourceError(f"not valid {encoding} as Python decodes it: {refused}")
+    return text
+
+
+def _python_refuses_decoding(data: bytes) -> Optional[str]:
+    """Python's own reason for not decoding source in an encoding other than UTF-8, or None: its
+    tokenizer decodes such a file its own way (line by line for some codecs), so only its
+    compiler says for sure. A syntax error is not this (it has a line); only a decoding error is."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(data, "<skiplint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        if not error.lineno:
+            return str(error.msg or error).splitlines()[0] if str(error.msg or error) else "cannot decode"
+    except (ValueError, RecursionError, MemoryError, OverflowError):
+        pass
+    return None
+
+
+def _not_text_encoding(encoding: str) -> str:
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        return f"unknown encoding {encoding!r}"
+    return f"{encoding!r} is not a text encoding"
+
+
+def _declares(text: str, encoding: str) -> bool:
+    """Whether `text`, the file decoded as `encoding`, still declares `encoding` in its first two
+    lines. A cookie is read in ASCII before the file is decoded; an encoding that does not keep
+    those ASCII lines as they are (UTF-16, UTF-32, EBCDIC) cannot be the one they declare, and
+    Python refuses the file, while decoding it whole may well succeed (an even number of bytes
+    is valid UTF-16)."""
+    try:
+        declared = tokenize.detect_encoding(io.BytesIO(text.encode("utf-8", "surrogatepass")).readline)[0]
+    except SyntaxError:
+        return False
+    return codecs.lookup(declared).name == codecs.lookup(encoding).name
+
+
+def file_bytes(text: str) -> bytes:
+    """The bytes of a file that holds `text` (an editor's buffer): the text in the encoding its
+    coding cookie names; UTF-8 without one, when the text cannot be written in that encoding, or
+    when that encoding does not write the cookie's own line as ASCII does (UTF-16: the buffer is
+    then what an editor reading UTF-8 shows of a file whose bytes are that text in UTF-8). Lone
+    surrogates are kept as UTF-8 would write them, so that decoding refuses them as it refuses
+    such bytes in a file."""
+    data = text.encode("utf-8", "surrogatepass")
+    if utf8(data):
+        return data
+    try:
+        encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+        encoded = text.encode(encoding)
+    except (SyntaxError, LookupError, UnicodeError):
+        return data
+    head = data[:data.find(b"\n") + 1] if b"\n" in data else data
+    return encoded if encoded.startswith(head) else data
+
+
+def decode_text(text: str) -> str:
+    """`text` as the CLI reads the file that holds it (file_bytes, then decode): the same text or
+    SourceError with the CLI's one-line reason (SKP900) for what the CLI does not check."""
+    return decode(file_bytes(text))
 
 
 def utf8(data: bytes) -> bool:

@@ -219,3 +219,38 @@ def test_max_unroll_reaches_the_composition_analysis(tmp_path: Path, capsys: pyt
     assert status == 1 and "SKP202" in out
     (tmp_path / "tox.ini").write_text("[skiplint]\nmax-unroll = 2\n", encoding="utf-8")
     assert run(capsys, "-j", jobs, ".")[:2] == (0, "")  # past the limit the analysis abstains
+
+
+# -- a huge list of unknown codes ----------------------------------------------------------------
+
+def test_twenty_thousand_unknown_codes_are_reported_once_summarised_past_a_few(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each unknown code is looked up for a suggestion only while it is listed: five lookups, not
+    20,000 (each costs a comparison with every code and prefix: 40 s for the list, before)."""
+    codes = [f"XYZ{i}" for i in range(20_000)]
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.skiplint]\nselect = [" + ", ".join(f'"{c}"' for c in codes) + ', "SKP101"]\n'
+        'ignore = "XYZ1, XYZ19999, SKP1O2"\n', encoding="utf-8")
+    (tmp_path / "m.py").write_text("x = 1\n", encoding="utf-8")
+    lookups = []
+    nearest = config.nearest_code
+    monkeypatch.setattr(config, "nearest_code", lambda word: lookups.append(word) or nearest(word))
+    monkeypatch.chdir(tmp_path)
+    status, out, err = run(capsys, "-j", "1", "m.py")
+    assert (status, out) == (0, "")
+    assert len(lookups) == config.SHOWN_UNKNOWN_CODES == 5
+    listed = [f"skiplint: pyproject.toml: [tool.skiplint] select: unknown code 'XYZ{i}': no rule has this "
+              "code or prefix; skiplint's codes are SKPnnn (`skiplint rule` lists them)" for i in range(5)]
+    assert err.splitlines() == listed + [
+        "skiplint: pyproject.toml: [tool.skiplint]: 19,996 more unknown codes ('XYZ5', 'XYZ6', 'XYZ7', ...); "
+        "no rule has these codes or prefixes"]  # 19,995 of select, SKP1O2 of ignore; XYZ1 and XYZ19999 once
+
+
+def test_a_few_unknown_codes_each_get_their_line_and_suggestion(tmp_path: Path) -> None:
+    (tmp_path / "tox.ini").write_text("[skiplint]\nselect = SKP1O1, SKP1O1\nignore = SKP1O1, XYZ\n",
+                                      encoding="utf-8")
+    settings, problems = config.load(str(tmp_path / "tox.ini"))
+    assert [p.message for p in problems] == [
+        "unknown code 'SKP1O1': no rule has this code or prefix; did you mean SKP101?",
+        "unknown code 'XYZ': no rule has this code or prefix; skiplint's codes are SKPnnn (`skiplint rule` lists them)"]
+    assert [p.key for p in problems] == ["[skiplint] select", "[skiplint] ignore"]
