@@ -11,6 +11,13 @@ from typing import Optional
 from skiplint.findings import Owner, argument
 
 
+def without_code(code: str, message: str) -> str:
+    """The message without its leading code, for the reports that carry the code in a field of
+    their own (JSON, SARIF, GitHub's title, verify's JSON)."""
+    prefix = code + " "
+    return message[len(prefix):] if message.startswith(prefix) else message
+
+
 def shown(value: str) -> str:
     """`value` with every character that is not printable written as repr writes it (`\\n`,
     `\\x1b`, `\\u2028`, `\\udcff`): one line of valid Unicode, whatever it held, so that a skip

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Counter as CounterType, FrozenSet, Optional, Sequence
 
 from skiplint import __version__, rules, sources
-from skiplint.diagnostics import Diagnostic, FileResult, shown
+from skiplint.diagnostics import Diagnostic, FileResult, shown, without_code
 
 #: Version of the JSON report's layout (docs/json-schema.json); bumped on any incompatible change.
 JSON_SCHEMA_VERSION = 3
@@ -187,8 +187,7 @@ def nothing(report: Report) -> str:
 def message_text(d: Diagnostic) -> str:
     """The message without its leading code, for the formats that carry the code in a field of its
     own (JSON, SARIF, GitHub's title)."""
-    prefix = d.code + " "
-    return d.message[len(prefix):] if d.message.startswith(prefix) else d.message
+    return without_code(d.code, d.message)
 
 
 # -- JSON ------------------------------------------------------------------------------------------

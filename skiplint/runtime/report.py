@@ -9,6 +9,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Optional
 
+from skiplint.diagnostics import shown, without_code
 from skiplint.findings import Owner
 from skiplint.rules import RULES
 
@@ -307,7 +308,8 @@ def static_json(finding: StaticFinding) -> dict[str, Any]:
     return {
         "path": finding.path, "line": finding.line, "column": finding.col + 1,
         "end_line": end_line, "end_column": end_col + 1, "code": finding.code,
-        "name": RULES[finding.code].name if finding.code in RULES else None, "message": finding.message,
+        "name": RULES[finding.code].name if finding.code in RULES else None,
+        "message": shown(without_code(finding.code, finding.message)),
         "verdict": finding.verdict, "note": finding.note, "step": finding.step,
         "skip": finding.name, "cls": finding.cls,
         "layer": asdict(finding.layer) if finding.layer is not None else None,
