@@ -75,12 +75,22 @@ def test_a_skip_of_the_pipelines_own_input_is_carried_from_stage_0(tmp_path):
     assert report.routes_agree and report.comparisons[0].ok
 
 
-def test_the_balance_fixture_with_its_default_balance():
-    """skp301_balance.py with the default balance [3, 2]: its skip carries the pipeline's input past
-    stage 0; the stages run and match the plain model, and the verdict is torchgpipe's."""
+def test_the_balance_fixture_with_its_tied_pipes_balance():
+    """skp301_balance.py's `build` is tied by the lint to the pipe of `pipe()`, whose balance [2, 2]
+    leaves a layer out: with no --balance, both backends take that balance and meet SKP301."""
     target = os.path.join(FIXTURES, "skp301_balance.py") + ":build"
     reference = verify(target, checkpoint="never")
     report = verify(target, backend="pipelining", timeout=180)
+    assert verdict(report) == verdict(reference), report.to_text()
+    assert report.balance == reference.balance == (2, 2)
+
+
+def test_the_balance_fixture_at_the_even_balance():
+    """skp301_balance.py at [3, 2]: its skip carries the pipeline's input past stage 0; the stages
+    run and match the plain model, and the verdict is torchgpipe's."""
+    target = os.path.join(FIXTURES, "skp301_balance.py") + ":build"
+    reference = verify(target, checkpoint="never", balance=(3, 2))
+    report = verify(target, backend="pipelining", balance=(3, 2), timeout=180)
     assert verdict(report) == verdict(reference), report.to_text()
     assert report.balance == (3, 2) and report.reason is None
     assert [(s.name, s.status) for s in report.steps if s.name.startswith("pipelining")] == [
