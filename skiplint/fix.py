@@ -26,10 +26,11 @@ import tokenize
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Optional, Protocol, Sequence, TypeVar
 
-from skiplint import config, engine, imports, parallel, parsing, rules, sources
+from skiplint import apiimports, config, engine, parallel, parsing, rules, sources
 from skiplint.diagnostics import Diagnostic, error_text
 from skiplint.edits import TARGETS as TARGETS, Edit as Edit, NotFixable as NotFixable, Source as Source
 from skiplint.rules import analyzer, one_class, portability
+from skiplint.session import Session
 
 #: The codes `skiplint fix` rewrites: those of the rules that have a fixer, in the rules' order.
 FIXABLE = tuple(code for code, rule in rules.RULES.items() if rule.fixer is not None)
@@ -194,19 +195,22 @@ class _Linted:
     error: Optional[str]
 
 
-def _lint(text: str, path: str, settings: config.Config) -> _Linted:
-    reported = parallel.check_source(text, path, settings)
+def _lint(text: str, path: str, settings: config.Config, session: Optional[Session] = None) -> _Linted:
+    session = session if session is not None else Session()
+    reported = parallel.check_source(text, path, settings, session)
     if reported.error is not None:
         return _Linted(text, reported.diagnostics, (), reported.error)
-    with imports.using_aliases(settings.api_aliases):
-        every = engine.check_text(text, path, engine.EVERYTHING, apply_noqa=False, max_unroll=settings.max_unroll)
+    every = engine.check_text(text, path, engine.EVERYTHING, apply_noqa=False, max_unroll=settings.max_unroll,
+                              session=session.configured(settings.api_aliases))
     return _Linted(text, reported.diagnostics, every.diagnostics, every.error)
 
 
 def fix_source(text: str, path: str, settings: config.Config = config.Config(), target: str = "torchgpipe",
-               codes: Sequence[str] = FIXABLE) -> FileFix:
-    """Apply every fix that makes the file strictly better, one at a time, re-linting after each."""
-    state = _lint(text, path, settings)
+               codes: Sequence[str] = FIXABLE, session: Optional[Session] = None) -> FileFix:
+    """Apply every fix that makes the file strictly better, one at a time, re-linting after each
+    (with the caller's session, else one of its own)."""
+    session = session if session is not None else Session()
+    state = _lint(text, path, settings, session)
     if state.error is not None:
         where = next(((d.line, d.col) for d in state.reported if d.code == analyzer.UNCHECKED_FILE.code), (1, 0))
         reason = state.error if where == (1, 0) else f"{state.error} at {where[0]}:{where[1] + 1}"
@@ -228,7 +232,7 @@ def fix_source(text: str, path: str, settings: config.Config = config.Config(), 
         except NotFixable as why:
             left.append((diagnostic, str(why)))
             continue
-        outcome = _judged(diagnostic, state, change, path, settings, compiles)
+        outcome = _judged(diagnostic, state, change, path, settings, compiles, session)
         if isinstance(outcome, str):
             left.append((diagnostic, outcome))
             continue
@@ -240,16 +244,16 @@ def fix_source(text: str, path: str, settings: config.Config = config.Config(), 
 
 
 def _judged(diagnostic: Diagnostic, before: _Linted, change: Sequence[Edit], path: str,
-            settings: config.Config, compiles: bool) -> "str | _Linted":
+            settings: config.Config, compiles: bool, session: Session) -> "str | _Linted":
     """The edited text when it is strictly better than `before`, else why it is not."""
     candidate = splice(before.text, change)
     if compiles and not _compiles(candidate, path):
         return "the rewritten file would not compile"
     try:
-        parsing.parse_module(candidate)
+        parsing.parse_module(candidate, session.parts)
     except parsing.ParseFailure as error:
         return f"the rewritten file would not parse: {error}"
-    after = _lint(candidate, path, settings)
+    after = _lint(candidate, path, settings, session)
     if after.error is not None:
         return f"the rewritten file could not be checked: {after.error}"
     introduced = [d for d in _introduced(before.every, after.every, before.text, change)
@@ -345,7 +349,7 @@ def _encoded(outcome: FileFix, data: bytes) -> bytes:
 def fix_bytes(data: bytes, path: str, settings: config.Config, target: str,
               codes: Sequence[str]) -> tuple[FileFix, bytes]:
     """The outcome of fixing a file's contents, and the fixed contents (`data` itself when unchanged)."""
-    if not imports.mentions_api(data) and not settings.api_aliases:
+    if not apiimports.mentions_api(data, apiimports.NO_ALIASES) and not settings.api_aliases:
         try:
             text = sources.decode(data)
         except sources.SourceError:  # names no API module: not read (prefilter.triage)
