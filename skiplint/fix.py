@@ -347,7 +347,7 @@ def _encoded(outcome: FileFix, data: bytes) -> bytes:
 
 
 def fix_bytes(data: bytes, path: str, settings: config.Config, target: str,
-              codes: Sequence[str]) -> tuple[FileFix, bytes]:
+              codes: Sequence[str], session: Optional[Session] = None) -> tuple[FileFix, bytes]:
     """The outcome of fixing a file's contents, and the fixed contents (`data` itself when unchanged)."""
     if not apiimports.mentions_api(data, apiimports.NO_ALIASES) and not settings.api_aliases:
         try:
@@ -359,7 +359,7 @@ def fix_bytes(data: bytes, path: str, settings: config.Config, target: str,
         text = sources.decode(data)
     except sources.SourceError as error:
         return FileFix(path, "", "", (), (), str(error)), data
-    outcome = fix_source(text, path, settings, target, codes)
+    outcome = fix_source(text, path, settings, target, codes, session)
     if not outcome.changed:
         return outcome, data
     try:
@@ -377,7 +377,7 @@ def _fixed_bytes(data: bytes, path: str, settings: config.Config, target: str,
                  codes: Sequence[str]) -> tuple[FileFix, bytes]:
     """fix_bytes, with an analyzer bug reported as SKP902 and the contents given back unchanged."""
     try:
-        return fix_bytes(data, path, settings, target, codes)
+        return fix_bytes(data, path, settings, target, codes, Session())
     except Exception as error:
         if os.environ.get("SKIPLINT_DEBUG"):
             raise
@@ -385,12 +385,12 @@ def _fixed_bytes(data: bytes, path: str, settings: config.Config, target: str,
 
 
 def fix_file(path: str, settings: config.Config, target: str, codes: Sequence[str],
-             write: bool) -> FileFix:
+             write: bool, session: Optional[Session] = None) -> FileFix:
     try:
         data = sources.read_bytes(path)
     except sources.SourceError as error:
         return FileFix(path, "", "", (), (), str(error))
-    outcome, fixed = fix_bytes(data, path, settings, target, codes)
+    outcome, fixed = fix_bytes(data, path, settings, target, codes, session)
     if write and outcome.changed:
         with open(path, "wb") as handle:
             handle.write(fixed)
@@ -520,9 +520,10 @@ def fix_tasks(tasks: Sequence[tuple[str, config.Config]], target: str, codes: Se
     and each file's outcome. `skiplint fix` and `skiplint check --fix`/`--diff` both run this."""
     status = EXIT_OK
     outcomes = []
+    session = Session()  # this command's, for every file it fixes
     for path, settings in tasks:
         try:
-            outcome = fix_file(path, settings, target, codes, write=write)
+            outcome = fix_file(path, settings, target, codes, write=write, session=session)
         except Exception as error:  # an analyzer bug: one line, as the lint's SKP902, never a traceback
             if os.environ.get("SKIPLINT_DEBUG"):
                 raise
