@@ -206,14 +206,17 @@ def _serially(tasks: Sequence[Task], settle: bool, session: Optional[Session] = 
 #: the time it started (see _pool_round).
 _STARTED: Optional[Any] = None
 _SINCE: Optional[Any] = None
+#: In a worker: its session (sessions do not cross processes; None in the run's own process).
+_SESSION: Optional[Session] = None
 #: Seconds between two looks at the workers' files (a bound of minutes needs no finer clock).
 _TICK = 0.5
 _KILL = getattr(signal, "SIGKILL", signal.SIGTERM)
 
 
 def _worker_init(started: Any, since: Any, workers: Any, settle: bool) -> None:
-    global _STARTED, _SINCE, _checked_since
+    global _STARTED, _SINCE, _checked_since, _SESSION
     _STARTED, _SINCE = started, since
+    _SESSION = Session()  # the worker's door: one session for every file it is given
     with workers.get_lock():  # each worker's pid, so that the run can end a stopped one
         slot = next((i for i in range(len(workers)) if not workers[i]), None)
         if slot is not None:
@@ -223,7 +226,7 @@ def _worker_init(started: Any, since: Any, workers: Any, settle: bool) -> None:
 
 
 def _check_chunk(chunk: list[tuple[int, Task]]) -> list[tuple[int, FileResult]]:
-    session = Session()  # a worker's chunk: one session (sessions do not cross processes)
+    session = _SESSION if _SESSION is not None else Session()
     out = []
     for index, task in chunk:
         if _STARTED is not None and _SINCE is not None:

@@ -184,7 +184,8 @@ def test_aliases_are_a_value() -> None:
 
 def test_the_only_rebound_globals_are_a_worker_process_own() -> None:
     """`global` statements: only parallel's bookkeeping of a worker process (which files it has
-    begun, since when) and of its collector, none of it analysis state."""
+    begun, since when, its collector) and the session the worker makes when it starts (the worker
+    is a door of its own: sessions do not cross processes)."""
     rebound = set()
     for path in PACKAGE.rglob("*.py"):
         if "examples" in path.parts:
@@ -192,7 +193,11 @@ def test_the_only_rebound_globals_are_a_worker_process_own() -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Global):
                 rebound.update(f"{path.relative_to(PACKAGE).as_posix()}:{name}" for name in node.names)
-    assert rebound == {"parallel.py:_STARTED", "parallel.py:_SINCE", "parallel.py:_checked_since"}
+    assert rebound == {"parallel.py:_STARTED", "parallel.py:_SINCE", "parallel.py:_checked_since",
+                       "parallel.py:_SESSION"}
+    from skiplint import parallel as in_this_process
+
+    assert in_this_process._SESSION is None  # the run's own process hands its session down
 
 
 def test_the_engine_keeps_no_index_of_its_own() -> None:
