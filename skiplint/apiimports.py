@@ -254,7 +254,7 @@ def framework_name(qualified: str) -> bool:
 
 
 def active_aliases(aliases: Optional[Aliases] = None) -> bool:
-    """Whether api-aliases are in force for this file (they widen what may define the API)."""
+    """Whether there are api-aliases (given, else in force): they widen what may define the API."""
     return bool(given(aliases))
 
 

@@ -1,13 +1,13 @@
 """The cheap front of every check: whether a file can use the skip API, decided without libcst.
 
-A file is analysed only when an import line names an API module (or a module of an active
-api-alias), or when it says `Sequential` and imports, from its own project, names that may be
-skippable classes; that second test is the project walk of skiplint.projectscan, imported only
-for files that say `Sequential`. Nothing here imports libcst, and loading this module (which every
-run and every flake8 process does) builds no more than the import table: a run over files that
-do not use the API costs little more than reading them. The import table of the API, the
-api-aliases in force and the first test (`mentions_api`) are skiplint.apiimports', which the
-project walk reads too.
+A file is analysed only when an import line names an API module (or a module of one of the
+session's api-aliases), or when it says `Sequential` and imports, from its own project, names that
+may be skippable classes; that second test is the session's project walk (skiplint.projectscan,
+imported only for files that say `Sequential`). Nothing here imports libcst, and loading this
+module (which every run and every flake8 process does) builds no more than the import table: a
+run over files that do not use the API costs little more than reading them. The import table of
+the API, a configuration's api-aliases (`Aliases`) and the first test (`mentions_api`) are
+skiplint.apiimports', which the project walk reads too.
 """
 
 from __future__ import annotations
