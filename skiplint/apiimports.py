@@ -1,5 +1,5 @@
 """What the skip API is, and whether a text imports it: the import table of the API (`API`), the
-api-aliases in force, and the prefilter's first test (`mentions_api`: its needles, its pattern,
+api-aliases of a configuration (`Aliases`), and the prefilter's first test (`mentions_api`: its needles, its pattern,
 and the tokenizer's import reader for every other import form).
 
 The prefilter (skiplint.prefilter), its project walk (skiplint.projectscan) and the analysis
@@ -10,8 +10,10 @@ agree. Nothing here imports libcst, and loading this module builds no more than 
 from __future__ import annotations
 
 import re
+import threading
 import tokenize
-from typing import Any, Iterable, NamedTuple, Optional, Union
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping, NamedTuple, Optional, Union
 
 from skiplint import sources
 from skiplint.limits import MAX_STATEMENT_LINES
@@ -83,8 +85,8 @@ class LazyPattern:
         return getattr(self._compiled, name)
 
 
-#: Qualified name -> API symbol. api-aliases add rows for the duration of a file (`using_aliases`).
-API: dict[str, str] = _api_table()
+#: Qualified name -> API symbol (a configuration's api-aliases add rows of their own: `Aliases.table`).
+API: Mapping[str, str] = MappingProxyType(_api_table())
 
 #: The common spelling of what a file must name for it to be parsed at all: an API module
 #: (torchgpipe, fairscale, or torch.distributed.pipeline / _pipeline in any spelling, never torch's
@@ -107,19 +109,101 @@ _TORCH_NEEDLES = (b"pipeline", b"distributed")
 _PACKAGE_NEEDLES_TEXT = tuple(needle.decode() for needle in _PACKAGE_NEEDLES)
 _TORCH_NEEDLES_TEXT = tuple(needle.decode() for needle in _TORCH_NEEDLES)
 
-#: Needles and (alias, API name) pairs of the api-aliases in force (see `using_aliases`).
-_ALIAS_NEEDLES: list[bytes] = []
-_ALIASES: list[tuple[str, str]] = []
-
 AliasKey = tuple[tuple[str, str], ...]
 
 
-def prefilter_needles() -> tuple[bytes, ...]:
+class Aliases:
+    """A configuration's api-aliases, as a value: a project's re-exports of the API (each a project
+    qualified name -> an API qualified name, e.g. `mypkg.layers.skippable` ->
+    `torchgpipe.skip.skippable`), the import-table rows they add, and the prefilter's needles for
+    them. Names the API's table already knows win, so an alias never changes what a real API
+    import means. Made from the configuration by the door (skiplint.engine.Session) and handed
+    down; never changed."""
+
+    __slots__ = ("pairs", "key", "rows", "needles", "table")
+
+    def __init__(self, pairs: Iterable[tuple[str, str]] = ()) -> None:
+        self.pairs: AliasKey = tuple(pairs)
+        #: What every cached answer about the API depends on.
+        self.key: AliasKey = tuple(sorted(set(self.pairs)))
+        rows: dict[str, str] = {}
+        needles: list[bytes] = []
+        for alias, target in self.pairs:
+            for qual, symbol in (alias_entries(alias, target) or {}).items():
+                if qual not in API:
+                    rows[qual] = symbol
+            needle = alias.split(".", 1)[0].encode()
+            if needle not in needles:
+                needles.append(needle)
+        self.rows: Mapping[str, str] = MappingProxyType(rows)
+        self.needles: tuple[bytes, ...] = tuple(needles)
+        #: The import table with these aliases: qualified name -> API symbol.
+        self.table: Mapping[str, str] = MappingProxyType({**API, **rows}) if rows else API
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if hasattr(self, "table"):  # made whole: never changed after
+            raise AttributeError(f"Aliases are a value: {name} cannot be set")
+        object.__setattr__(self, name, value)
+
+    def __bool__(self) -> bool:
+        return bool(self.needles)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Aliases) and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        return f"Aliases({list(self.pairs)!r})"
+
+    def active(self) -> "_InForce":
+        """These aliases in force in this thread for the duration of a block, for the readers that
+        are not handed them (`in_force`)."""
+        return _InForce(self)
+
+
+#: No api-aliases.
+NO_ALIASES = Aliases()
+
+
+class _InForce:
+    def __init__(self, aliases: Aliases) -> None:
+        self._aliases = aliases
+        self._before: Optional[Aliases] = None
+
+    def __enter__(self) -> Aliases:
+        self._before = getattr(_IN_FORCE, "aliases", None)
+        _IN_FORCE.aliases = self._aliases
+        return self._aliases
+
+    def __exit__(self, *exc: object) -> None:
+        _IN_FORCE.aliases = self._before
+
+
+#: The bridge to the readers that are not handed the aliases yet (skiplint.project's summaries,
+#: the scopes that skiplint.skippables builds): per thread, so two sessions analysing in two
+#: threads never see each other's aliases. Every other reader takes them as an argument.
+_IN_FORCE = threading.local()
+
+
+def in_force() -> Aliases:
+    """The api-aliases that `Aliases.active` put in force in this thread (none outside one)."""
+    aliases = getattr(_IN_FORCE, "aliases", None)
+    return aliases if aliases is not None else NO_ALIASES
+
+
+def given(aliases: Optional[Aliases]) -> Aliases:
+    """The aliases a caller gave, else (a caller that is not handed them) those in force."""
+    return aliases if aliases is not None else in_force()
+
+
+def prefilter_needles(aliases: Optional[Aliases] = None) -> tuple[bytes, ...]:
     """Substrings one of which any file that mentions the API contains (aliases included)."""
-    return PREFILTER_NEEDLES + tuple(_ALIAS_NEEDLES)
+    return PREFILTER_NEEDLES + given(aliases).needles
 
 
-def mentions_api(data: Union[bytes, str]) -> bool:
+def mentions_api(data: Union[bytes, str], aliases: Optional[Aliases] = None) -> bool:
     """Does the file import an API module (or a module of an active api-alias) in a way the
     analysis can resolve? A file without a needle cannot; an import line that begins with the
     import (nearly every file that can) is found by the pattern; any other text with a needle is
@@ -128,14 +212,16 @@ def mentions_api(data: Union[bytes, str]) -> bool:
     if text is None:
         return True  # the caller's decode says why it cannot be checked
     data = text
+    own = given(aliases).needles
+    needles: Iterable[Any]
     if isinstance(data, str):
-        aliases: Iterable[Any] = (needle.decode() for needle in _ALIAS_NEEDLES)
+        needles = (needle.decode() for needle in own)
         packages: Iterable[Any] = _PACKAGE_NEEDLES_TEXT
         words: Iterable[Any] = _TORCH_NEEDLES_TEXT
         pattern = _PREFILTER_TEXT
     else:
-        aliases, packages, words, pattern = _ALIAS_NEEDLES, _PACKAGE_NEEDLES, _TORCH_NEEDLES, _PREFILTER
-    if any(needle in data for needle in aliases):
+        needles, packages, words, pattern = own, _PACKAGE_NEEDLES, _TORCH_NEEDLES, _PREFILTER
+    if any(needle in data for needle in needles):
         return True
     # Every hit of the pattern, and every import the reader can resolve to the API (torch's
     # removed modules included, however spelled), names a package or says both torch words;
@@ -167,14 +253,14 @@ def framework_name(qualified: str) -> bool:
     return qualified == "torch" or qualified.startswith("torch.")
 
 
-def active_aliases() -> bool:
-    """Whether api-aliases are in force for this file (they widen what may define the API)."""
-    return bool(_ALIAS_NEEDLES)
+def active_aliases(aliases: Optional[Aliases] = None) -> bool:
+    """Whether there are api-aliases (given, else in force): they widen what may define the API."""
+    return bool(given(aliases))
 
 
-def alias_key() -> AliasKey:
-    """The api-aliases in force, as a value: what every cached answer about the API depends on."""
-    return tuple(sorted(set(_ALIASES)))
+def alias_key(aliases: Optional[Aliases] = None) -> AliasKey:
+    """The api-aliases, as a value: what every cached answer about the API depends on."""
+    return given(aliases).key
 
 
 def alias_entries(alias: str, target: str) -> Optional[dict[str, str]]:
@@ -187,41 +273,6 @@ def alias_entries(alias: str, target: str) -> Optional[dict[str, str]]:
     prefix = target + "."
     rows = {alias + qual[len(target):]: symbol for qual, symbol in API.items() if qual.startswith(prefix)}
     return rows or None
-
-
-class using_aliases:
-    """Extend the import table with a project's re-exports of the API for the duration of a block.
-
-    `aliases` maps a project's qualified name to an API qualified name, e.g.
-    `mypkg.layers.skippable` -> `torchgpipe.skip.skippable`. Names the table already knows win,
-    so an alias never changes what a real API import means.
-    """
-
-    def __init__(self, aliases: Iterable[tuple[str, str]]) -> None:
-        self._pairs = list(aliases)
-        self._rows: dict[str, str] = {}
-        self._needles: list[bytes] = []
-        for alias, target in self._pairs:
-            for qual, symbol in (alias_entries(alias, target) or {}).items():
-                if qual not in API:
-                    self._rows[qual] = symbol
-            needle = alias.split(".", 1)[0].encode()
-            if needle not in self._needles:
-                self._needles.append(needle)
-
-    def __enter__(self) -> "using_aliases":
-        API.update(self._rows)
-        _ALIAS_NEEDLES.extend(self._needles)
-        _ALIASES.extend(self._pairs)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for qual in self._rows:
-            API.pop(qual, None)
-        for needle in self._needles:
-            _ALIAS_NEEDLES.remove(needle)
-        for pair in self._pairs:
-            _ALIASES.remove(pair)
 
 
 # -- reading import statements with the tokenizer ------------------------------------------------

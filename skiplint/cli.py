@@ -18,6 +18,7 @@ from skiplint.streams import OutputFailed, say as _say, write_stdout
 
 if TYPE_CHECKING:
     from skiplint.engine import FileResult
+    from skiplint.session import Session
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_UNCHECKED = 0, 1, 2
 
@@ -199,7 +200,7 @@ def report_problems(finder: config.Finder) -> None:
         _say(str(problem))
 
 
-def _check_stdin(name: str, settings: config.Config) -> tuple["FileResult", Optional[str]]:
+def _check_stdin(name: str, settings: config.Config, session: Session) -> tuple["FileResult", Optional[str]]:
     """The result for the source read from standard input, and its text (None: unreadable).
     The same guards and verdicts as a file of the same bytes (parallel.check_data): at most the
     size limit is read, an analyzer bug is SKP902."""
@@ -209,12 +210,12 @@ def _check_stdin(name: str, settings: config.Config) -> tuple["FileResult", Opti
         data = sources.read_stream(sys.stdin.buffer)
     except sources.SourceError as error:
         reason = str(error)
-        return parallel.checked(name, settings, lambda: prefilter.unchecked(name, reason)), None
+        return parallel.checked(name, settings, lambda: prefilter.unchecked(name, reason), session), None
     try:
         text: Optional[str] = sources.decode(data)
     except sources.SourceError:
         text = None  # check_data says why
-    return parallel.check_data(data, name, settings), text
+    return parallel.check_data(data, name, settings, session), text
 
 
 def _without_file_noqa(result: "FileResult", text: Optional[str] = None) -> "FileResult":
@@ -280,6 +281,7 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
         _say(f"skiplint: no Python files to check in {' '.join(args.paths)}")
 
     from skiplint import formats, parallel, sources
+    from skiplint.session import Session
 
     say = (lambda _line: None) if args.quiet else _say
     if (args.fix or args.diff) and "-" in [path for path, _ in tasks]:
@@ -291,11 +293,12 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
         return fix.fix_stdin(args.stdin_display_name, finder, args.target, fix.FIXABLE, args.diff, say)
 
     where = [i for i, (path, _) in enumerate(tasks) if path == "-"]
-    results = parallel.check_all([task for task in tasks if task[0] != "-"], args.jobs, settle=True)
+    session = Session()  # this run's: its project index, parsed statements, project walk
+    results = parallel.check_all([task for task in tasks if task[0] != "-"], args.jobs, settle=True, session=session)
     texts: dict[str, str] = {}
     if where:
         name = args.stdin_display_name or STDIN_NAME
-        result, text = _check_stdin(name, finder.for_file(name))
+        result, text = _check_stdin(name, finder.for_file(name), session)
         if text is not None:
             texts[name] = text
         results.insert(where[0], result)
@@ -322,7 +325,8 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
             changed = [outcome for outcome in outcomes if outcome.changed]
             fixed = (sum(len(outcome.applied) for outcome in changed), len(changed))
             if changed or fix_status:  # what is left, with every file as it is now
-                results = [_without_file_noqa(r) for r in parallel.check_all(tasks, args.jobs, settle=True)]
+                results = [_without_file_noqa(r) for r in parallel.check_all(tasks, args.jobs, settle=True,
+                                                                             session=Session())]
         else:  # on a terminal: mark what `skiplint fix` would fix, as it would fix it
             _, outcomes = fix.fix_tasks(candidates, args.target, fix.FIXABLE, False, lambda _line: None,
                                         roots=args.paths)

@@ -9,14 +9,16 @@ from typing import Any, Iterable, Optional
 
 import libcst as cst
 
-from skiplint import checks, interpret, limits, noqa, parsing, prefilter, projectscan, rules, skippables, sources
+from skiplint import checks, interpret, limits, noqa, parsing, prefilter, rules, skippables, sources
 from skiplint.diagnostics import Diagnostic, FileResult as FileResult, error_text, shown
 from skiplint.rules import Selection as Selection
 from skiplint.rules.analyzer import INTERNAL_ERROR
 from skiplint.parsing import ParseFailure as ParseFailure
 from skiplint.findings import Owner, OwnerRef
 from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts, SkippableClass, with_room
-from skiplint.project import INDEX, ProjectIndex
+from skiplint.project import ProjectIndex
+from skiplint.apiimports import NO_ALIASES, Aliases
+from skiplint.session import Session as Session
 
 # The cheap front (reading, the prefilter, the verdict on a file that needs no analysis) is
 # skiplint.prefilter, which imports no libcst; this module is imported only for files that pass it.
@@ -25,48 +27,30 @@ from skiplint.project import INDEX, ProjectIndex
 EVERYTHING = Selection(select=tuple(rules.RULES))
 
 
-@dataclasses.dataclass
-class Session:
-    """What one analysis hands down, made by the door that asks for it and passed to every step
-    that needs it (never kept where another analysis would read it):
-
-    - `project`: the project index that resolves imported classes (None: the process's);
-    - `parts`: the top-level statements parsed before, reused by text (None: the process's);
-    - `memo`: the language server's memo of the document being checked: the parse of that
-      document's text (and of no other, such as a module it imports) reuses the statements of its
-      previous parse that an edit did not touch;
-    - `kept`: where each analysed file leaves its compositions and pipes, by path (verify's
-      route table reads them from the analysis that gave the file's findings).
-    """
-
-    project: Optional[ProjectIndex] = None
-    parts: Optional[parsing.StatementParts] = None
-    memo: Optional[parsing.Memo] = None
-    kept: Optional[dict[str, ModelFacts]] = None
-
-
-#: The session of a door that asks for nothing of its own.
-_PLAIN = Session()
-
-
-def mentions_api(text: str) -> bool:
+def mentions_api(text: str, aliases: Aliases = NO_ALIASES) -> bool:
     """The prefilter: a file that names no API module cannot use the API."""
-    return prefilter.mentions_api(text)
+    return prefilter.mentions_api(text, aliases)
 
 
-def _scan(project: Optional[ProjectIndex]) -> projectscan.ProjectScan:
-    return (project or INDEX).scan
-
-
-def wanted(text: str, path: str, project: Optional[ProjectIndex] = None) -> bool:
+def wanted(text: str, path: str, session: Session) -> bool:
     """The whole prefilter: the file names an API module, or it composes names that it imports
     from modules of its own project which may be skippable classes (each read once, then cached)."""
-    return prefilter.wanted(text, path, _scan(project))
+    return prefilter.wanted(text, path, session)
+
+
+def _session(session: Optional[Session], project: Optional[ProjectIndex]) -> Session:
+    """The session a call hands down: the caller's, else a new one of its own (with the caller's
+    project index)."""
+    if session is None:
+        return Session(project=project)
+    if project is not None and project is not session.project:
+        raise ValueError("a project index beside a session of another one")
+    return session
 
 
 def analyze(text: str, path: str, *, project: Optional[ProjectIndex] = None,
             prefiltered: bool = False, max_unroll: Optional[int] = None,
-            session: Session = _PLAIN) -> Optional[ModuleFacts]:
+            session: Optional[Session] = None) -> Optional[ModuleFacts]:
     """Facts of one module's source, or None when it does not mention the API. Raises ParseFailure.
 
     The SKP2xx/SKP3xx findings of its compositions and pipes are among the module's findings.
@@ -84,14 +68,18 @@ def analyze(text: str, path: str, *, project: Optional[ProjectIndex] = None,
 
 def analyze_models(text: str, path: str, *, project: Optional[ProjectIndex] = None,
                    prefiltered: bool = False, max_unroll: Optional[int] = None,
-                   session: Session = _PLAIN) -> Optional[tuple[ModuleFacts, ModelFacts]]:
-    """The skippable-class facts and the composition/pipe facts of one module's source."""
-    index_ = project or session.project or INDEX
-    if not prefiltered and not wanted(text, path, index_):
+                   session: Optional[Session] = None) -> Optional[tuple[ModuleFacts, ModelFacts]]:
+    """The skippable-class facts and the composition/pipe facts of one module's source, with the
+    session's project index, parsed statements and api-aliases (a new session when none is given)."""
+    session = _session(session, project)
+    if not prefiltered and not wanted(text, path, session):
         return None
     module = parsing.parse_module(text, session.parts, session.memo)
+    index_ = session.project
     try:
-        both = with_room(text, lambda: _analyze_models(module, text, path, index_, max_unroll))
+        # The extractor's scopes and the project index's summaries read the aliases in force.
+        with session.aliases.active():
+            both = with_room(text, lambda: _analyze_models(module, text, path, index_, max_unroll))
     except RecursionError:
         raise ParseFailure(too_deep("analyse")) from None
     if session.kept is not None:
@@ -212,12 +200,14 @@ def _owner(ref: OwnerRef) -> Owner:
 
 def check_text(text: str, path: str, selection: Selection = Selection(), *, apply_noqa: bool = True,
                project: Optional[ProjectIndex] = None, prefiltered: bool = False,
-               max_unroll: Optional[int] = None, session: Session = _PLAIN) -> FileResult:
+               max_unroll: Optional[int] = None, session: Optional[Session] = None) -> FileResult:
     """Check decoded source text. Where the analyzer fails (SKP902) on text that Python itself
     refuses (libcst's grammar is more lenient than CPython's compiler), the file is SKP900 with
-    Python's reason: the text is no module, and the failure no bug to report."""
+    Python's reason: the text is no module, and the failure no bug to report. A new session is
+    made when none is given."""
+    session = _session(session, project)
     try:
-        result = _check_text(text, path, selection, apply_noqa, project, prefiltered, max_unroll, session)
+        result = _check_text(text, path, selection, apply_noqa, prefiltered, max_unroll, session)
     except Exception:
         refused = _refused_by_python(text, path)
         if refused is None:
@@ -251,13 +241,12 @@ def _refused_by_python(text: str, path: str) -> Optional[FileResult]:
     return prefilter.unchecked(path, str(failure), failure.line, failure.col)
 
 
-def _check_text(text: str, path: str, selection: Selection, apply_noqa: bool, project: Optional[ProjectIndex],
-                prefiltered: bool, max_unroll: Optional[int], session: Session) -> FileResult:
-    project = project or session.project
+def _check_text(text: str, path: str, selection: Selection, apply_noqa: bool, prefiltered: bool,
+                max_unroll: Optional[int], session: Session) -> FileResult:
     try:
-        if not prefiltered and not wanted(text, path, project):
+        if not prefiltered and not wanted(text, path, session):
             return FileResult(path, ())
-        facts = analyze(text, path, project=project, prefiltered=True, max_unroll=max_unroll, session=session)
+        facts = analyze(text, path, prefiltered=True, max_unroll=max_unroll, session=session)
     except ParseFailure as failure:
         return prefilter.unchecked(path, str(failure), failure.line, failure.col)
     if facts is None:
@@ -271,17 +260,19 @@ def _check_text(text: str, path: str, selection: Selection, apply_noqa: bool, pr
 
 
 def check_file(path: str, selection: Selection = Selection(), *, project: Optional[ProjectIndex] = None,
-               max_unroll: Optional[int] = None) -> FileResult:
+               max_unroll: Optional[int] = None, session: Optional[Session] = None) -> FileResult:
     """Read, decode and check one file; any failure becomes SKP900 with its reason."""
-    verdict = prefilter.triage(path, selection, _scan(project))
+    session = _session(session, project)
+    verdict = prefilter.triage(path, selection, session)
     if isinstance(verdict, FileResult):
         return verdict
-    return check_text(verdict, path, selection, project=project, prefiltered=True, max_unroll=max_unroll)
+    return check_text(verdict, path, selection, prefiltered=True, max_unroll=max_unroll, session=session)
 
 
 def check_paths(paths: Iterable[str], selection: Selection = Selection(), *,
-                project: Optional[ProjectIndex] = None, max_unroll: Optional[int] = None) -> list[FileResult]:
-    """Check every Python file under the paths; one project index serves the whole run."""
-    index = project or INDEX
-    return [check_file(path, selection, project=index, max_unroll=max_unroll)
+                project: Optional[ProjectIndex] = None, max_unroll: Optional[int] = None,
+                session: Optional[Session] = None) -> list[FileResult]:
+    """Check every Python file under the paths; one session serves the whole run."""
+    session = _session(session, project)
+    return [check_file(path, selection, max_unroll=max_unroll, session=session)
             for path in sources.discover(paths)]

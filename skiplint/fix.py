@@ -21,24 +21,23 @@ import functools
 import io
 import os
 import re
-import stat
 import sys
-import tempfile
 import tokenize
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Optional, Protocol, Sequence, TypeVar
 
-from skiplint import config, engine, filenoqa, imports, parallel, parsing, rules, sources, streams
+from skiplint import apiimports, config, engine, filenoqa, parallel, parsing, rules, sources, streams
 from skiplint.diagnostics import Diagnostic, error_text
 from skiplint.edits import TARGETS as TARGETS, Edit as Edit, NotFixable as NotFixable, Source as Source
 from skiplint.rules import analyzer, one_class, portability
+from skiplint.writes import EXIT_CHANGES, EXIT_OK, EXIT_UNCHECKED, Outside, Unwritten, outside, write_fix
+from skiplint.session import Session
 
 #: The codes `skiplint fix` rewrites: those of the rules that have a fixer, in the rules' order.
 FIXABLE = tuple(code for code, rule in rules.RULES.items() if rule.fixer is not None)
 
 #: File mode: 0 done (or nothing to fix), 1 --diff has changes or a file changed while it was
 #: fixed, 2 a file could not be fixed or its fix could not be written.
-EXIT_OK, EXIT_CHANGES, EXIT_UNCHECKED = 0, 1, 2
 #: Standard input mode (`fix -`), as the lint: 0 nothing left, 1 findings left, 2 could not check.
 EXIT_CLEAN, EXIT_FINDINGS = 0, 1
 
@@ -202,22 +201,25 @@ class _Linted:
     error: Optional[str]
 
 
-def _lint(text: str, path: str, settings: config.Config) -> _Linted:
-    reported = parallel.check_source(text, path, settings)
+def _lint(text: str, path: str, settings: config.Config, session: Optional[Session] = None) -> _Linted:
+    session = session if session is not None else Session()
+    reported = parallel.check_source(text, path, settings, session)
     if reported.error is not None:
         return _Linted(text, reported.diagnostics, (), reported.error)
-    with imports.using_aliases(settings.api_aliases):
-        every = engine.check_text(text, path, engine.EVERYTHING, apply_noqa=False, max_unroll=settings.max_unroll)
+    every = engine.check_text(text, path, engine.EVERYTHING, apply_noqa=False, max_unroll=settings.max_unroll,
+                              session=session.configured(settings.api_aliases))
     return _Linted(text, reported.diagnostics, every.diagnostics, every.error)
 
 
 def fix_source(text: str, path: str, settings: config.Config = config.Config(), target: str = "torchgpipe",
-               codes: Sequence[str] = FIXABLE) -> FileFix:
-    """Apply every fix that makes the file strictly better, one at a time, re-linting after each.
-    A file-level `# skiplint: noqa` or `# flake8: noqa` leaves the file alone, as the lint does."""
+               codes: Sequence[str] = FIXABLE, session: Optional[Session] = None) -> FileFix:
+    """Apply every fix that makes the file strictly better, one at a time, re-linting after each
+    (with the caller's session, else one of its own). A file-level `# skiplint: noqa` or
+    `# flake8: noqa` leaves the file alone, as the lint does."""
     if filenoqa.skips_file(text):
         return FileFix(path, text, text, (), ())
-    state = _lint(text, path, settings)
+    session = session if session is not None else Session()
+    state = _lint(text, path, settings, session)
     if state.error is not None:
         where = next(((d.line, d.col) for d in state.reported if d.code == analyzer.UNCHECKED_FILE.code), (1, 0))
         reason = state.error if where == (1, 0) else f"{state.error} at {where[0]}:{where[1] + 1}"
@@ -239,7 +241,7 @@ def fix_source(text: str, path: str, settings: config.Config = config.Config(), 
         except NotFixable as why:
             left.append((diagnostic, str(why)))
             continue
-        outcome = _judged(diagnostic, state, change, path, settings, compiles)
+        outcome = _judged(diagnostic, state, change, path, settings, compiles, session)
         if isinstance(outcome, str):
             left.append((diagnostic, outcome))
             continue
@@ -251,16 +253,16 @@ def fix_source(text: str, path: str, settings: config.Config = config.Config(), 
 
 
 def _judged(diagnostic: Diagnostic, before: _Linted, change: Sequence[Edit], path: str,
-            settings: config.Config, compiles: bool) -> "str | _Linted":
+            settings: config.Config, compiles: bool, session: Session) -> "str | _Linted":
     """The edited text when it is strictly better than `before`, else why it is not."""
     candidate = splice(before.text, change)
     if compiles and not _compiles(candidate, path):
         return "the rewritten file would not compile"
     try:
-        parsing.parse_module(candidate)
+        parsing.parse_module(candidate, session.parts)
     except parsing.ParseFailure as error:
         return f"the rewritten file would not parse: {error}"
-    after = _lint(candidate, path, settings)
+    after = _lint(candidate, path, settings, session)
     if after.error is not None:
         return f"the rewritten file could not be checked: {after.error}"
     introduced = [d for d in _introduced(before.every, after.every, before.text, change)
@@ -354,9 +356,9 @@ def _encoded(outcome: FileFix, data: bytes) -> bytes:
 
 
 def fix_bytes(data: bytes, path: str, settings: config.Config, target: str,
-              codes: Sequence[str]) -> tuple[FileFix, bytes]:
+              codes: Sequence[str], session: Optional[Session] = None) -> tuple[FileFix, bytes]:
     """The outcome of fixing a file's contents, and the fixed contents (`data` itself when unchanged)."""
-    if not imports.mentions_api(data) and not settings.api_aliases:
+    if not apiimports.mentions_api(data, apiimports.NO_ALIASES) and not settings.api_aliases:
         try:
             text = sources.decode(data)
         except sources.SourceError:  # names no API module: not read (prefilter.triage)
@@ -366,7 +368,7 @@ def fix_bytes(data: bytes, path: str, settings: config.Config, target: str,
         text = sources.decode(data)
     except sources.SourceError as error:
         return FileFix(path, "", "", (), (), str(error)), data
-    outcome = fix_source(text, path, settings, target, codes)
+    outcome = fix_source(text, path, settings, target, codes, session)
     if not outcome.changed:
         return outcome, data
     try:
@@ -384,125 +386,15 @@ def _fixed_bytes(data: bytes, path: str, settings: config.Config, target: str,
                  codes: Sequence[str]) -> tuple[FileFix, bytes]:
     """fix_bytes, with an analyzer bug reported as SKP902 and the contents given back unchanged."""
     try:
-        return fix_bytes(data, path, settings, target, codes)
+        return fix_bytes(data, path, settings, target, codes, Session())
     except Exception as error:
         if os.environ.get("SKIPLINT_DEBUG"):
             raise
         return FileFix(path, "", "", (), (), internal_error(error)), data
 
 
-class Unwritten(Exception):
-    """A fix that was not written: the file is left as it is; the message is the one-line reason."""
-
-    #: The exit status of `skiplint fix` this costs (0: the file is only left alone).
-    status = EXIT_OK
-
-
-class Outside(Unwritten):
-    """A symbolic link that resolves outside the paths given: never followed to be rewritten."""
-
-
-class Changed(Unwritten):
-    """The file no longer holds what was read: writing the fix would lose what was saved since."""
-
-    status = EXIT_CHANGES
-
-
-class WriteFailed(Unwritten):
-    """The file system refused the write (disk full, quota, a file-size limit, permissions)."""
-
-    status = EXIT_UNCHECKED
-
-
-#: The reason given when the file changed between reading and writing.
-CHANGED_WHILE_FIXING = "changed while fixing; run again"
-
-
-def outside(path: str, roots: Optional[Sequence[str]]) -> Optional[str]:
-    """Where `path` really is when that is outside every one of `roots` (the paths given on the
-    command line, files or directories, themselves resolved), else None. None `roots`: no bound."""
-    if roots is None:
-        return None
-    real = os.path.realpath(path)
-    for root in roots:
-        top = os.path.realpath(root)
-        if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
-            return None
-    return real
-
-
-def write_fix(path: str, read: bytes, fixed: bytes, roots: Optional[Sequence[str]] = None) -> None:
-    """Replace the file at `path` (the file itself, through any symbolic link) by `fixed`, only if
-    it still holds exactly `read`: the new contents go to a temporary file in the same directory,
-    with the file's mode, which then replaces it in one step (os.replace), so that a failed write
-    leaves the file as it was. Outside when `path` now resolves outside `roots` (swapped for a
-    link since it was read), Changed or WriteFailed when it is not written."""
-    real = os.path.realpath(path)
-    if outside(real, roots) is not None:
-        raise Outside(f"not fixed: a symbolic link to {real}, outside the paths given")
-    try:
-        info = os.stat(real)
-    except FileNotFoundError:  # deleted since it was read
-        raise Changed(CHANGED_WHILE_FIXING) from None
-    except OSError as error:
-        raise WriteFailed(_os_error(error)) from None
-    if not stat.S_ISREG(info.st_mode):
-        raise WriteFailed("not a regular file")
-    _unchanged(real, read)  # before the write too: a save made meanwhile is said as such, full disk or not
-    directory, name = os.path.split(real)
-    try:
-        fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".skiplint-tmp", dir=directory or ".")
-    except OSError as error:
-        raise WriteFailed(_os_error(error)) from None
-    try:
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(fixed)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(temporary, stat.S_IMODE(info.st_mode))
-            if hasattr(os, "chown") and (info.st_uid, info.st_gid) != _owner(temporary):
-                try:
-                    os.chown(temporary, info.st_uid, info.st_gid)
-                except OSError:
-                    pass  # only the owner's group may be kept by an unprivileged user
-        except OSError as error:
-            raise WriteFailed(_os_error(error)) from None
-        _unchanged(real, read)
-        try:
-            os.replace(temporary, real)
-        except OSError as error:
-            raise WriteFailed(_os_error(error)) from None
-        temporary = ""
-    finally:
-        if temporary:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
-
-
-def _unchanged(path: str, read: bytes) -> None:
-    """Changed unless the file still holds exactly `read`."""
-    try:
-        now = sources.read_bytes(path)
-    except sources.SourceError:
-        raise Changed(CHANGED_WHILE_FIXING) from None
-    if now != read:
-        raise Changed(CHANGED_WHILE_FIXING)
-
-
-def _owner(path: str) -> tuple[int, int]:
-    info = os.stat(path)
-    return info.st_uid, info.st_gid
-
-
-def _os_error(error: OSError) -> str:
-    return f"could not write the fix: {error.strerror or error}; the file is unchanged"
-
-
 def fix_file(path: str, settings: config.Config, target: str, codes: Sequence[str],
-             write: bool, roots: Optional[Sequence[str]] = None) -> FileFix:
+             write: bool, roots: Optional[Sequence[str]] = None, session: Optional[Session] = None) -> FileFix:
     """Fix one file, writing the fix when `write` (see write_fix). Outside when the file is a
     symbolic link resolving outside `roots`; Changed or WriteFailed when the fix is not written."""
     real = outside(path, roots)
@@ -512,7 +404,7 @@ def fix_file(path: str, settings: config.Config, target: str, codes: Sequence[st
         data = sources.read_bytes(path)
     except sources.SourceError as error:
         return FileFix(path, "", "", (), (), str(error))
-    outcome, fixed = fix_bytes(data, path, settings, target, codes)
+    outcome, fixed = fix_bytes(data, path, settings, target, codes, session)
     if write and outcome.changed:
         write_fix(path, data, fixed, roots)
     return outcome
@@ -639,9 +531,10 @@ def fix_tasks(tasks: Sequence[tuple[str, config.Config]], target: str, codes: Se
     `skiplint check --fix`/`--diff` both run this."""
     status = EXIT_OK
     outcomes = []
+    session = Session()  # this command's, for every file it fixes
     for path, settings in tasks:
         try:
-            outcome = fix_file(path, settings, target, codes, write=write, roots=roots)
+            outcome = fix_file(path, settings, target, codes, write=write, roots=roots, session=session)
         except Unwritten as why:
             say(f"{path}: {why}")
             status = max(status, why.status)

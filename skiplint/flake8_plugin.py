@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from skiplint import __version__, config, filenoqa, prefilter, rules, sources
 from skiplint.rules.analyzer import INTERNAL_ERROR, UNCHECKED_FILE
+from skiplint.session import Session
 
 if TYPE_CHECKING:
     from skiplint.diagnostics import FileResult
@@ -38,6 +39,9 @@ class SkiplintChecker:
     overrides: dict[str, Any] = {}
     #: The project's configuration of each file, read once per directory in each process.
     finder: Optional[config.Finder] = None
+    #: The analysis session of this flake8 process (its project walk and index, its parsed
+    #: statements), made when flake8 hands the plugin its options (see parse_options).
+    session: Optional[Session] = None
     #: What the plugin reports: every code, opt-in ones only when named in full in flake8's
     #: --select/--extend-select (so `flake8 --select SKP` reports what `skiplint` reports); () for
     #: every code. Kept as codes: the engine's Selection is built only for a file that needs it.
@@ -75,6 +79,7 @@ class SkiplintChecker:
         if "max-unroll" in values:
             cls.overrides["max_unroll"] = settings.max_unroll
         cls.finder = None
+        cls.session = Session()
         cls.stdin_name = getattr(options, "stdin_display_name", None) or "stdin"
         named = {code.strip() for option in ("select", "extend_select")
                  for code in (getattr(options, option, None) or ())}
@@ -127,31 +132,34 @@ class SkiplintChecker:
             yield 1, 0, UNCHECKED_FILE.format(reason=too_large), type(self)
             return
         settings = self.settings_for(self.filename)
-        with prefilter.using_aliases(settings.api_aliases):
-            try:
-                refused = self.refused_file(text)
-                if refused is not None:
-                    for diagnostic in refused.diagnostics:
-                        yield diagnostic.line, diagnostic.col, diagnostic.message, type(self)
-                    return
-                if not prefilter.wanted(text, self.filename):
-                    return
-                if filenoqa.skips_file(text, flake8=False):
-                    return  # `# skiplint: noqa` (flake8 reads its own `# flake8: noqa`)
-                from skiplint import engine
-                from skiplint.rules import Selection
-
-                selection = Selection(select=self.selected_codes)
-                result = engine.check_text(text, self.filename, selection, apply_noqa=False, prefiltered=True,
-                                           max_unroll=settings.max_unroll)
-            except Exception as error:  # an analyzer bug: shown, never silent
-                if os.environ.get("SKIPLINT_DEBUG"):
-                    raise
-                from skiplint.diagnostics import error_text
-
-                message = INTERNAL_ERROR.format(what="this file", error=error_text(error))
-                yield 1, 0, message, type(self)
+        cls = type(self)
+        if cls.session is None:  # flake8 always gives the options first; a direct caller may not
+            cls.session = Session()
+        session = cls.session.configured(settings.api_aliases)
+        try:
+            refused = self.refused_file(text)
+            if refused is not None:
+                for diagnostic in refused.diagnostics:
+                    yield diagnostic.line, diagnostic.col, diagnostic.message, type(self)
                 return
+            if not prefilter.wanted(text, self.filename, session):
+                return
+            if filenoqa.skips_file(text, flake8=False):
+                return  # `# skiplint: noqa` (flake8 reads its own `# flake8: noqa`)
+            from skiplint import engine
+            from skiplint.rules import Selection
+
+            selection = Selection(select=self.selected_codes)
+            result = engine.check_text(text, self.filename, selection, apply_noqa=False, prefiltered=True,
+                                       max_unroll=settings.max_unroll, session=session)
+        except Exception as error:  # an analyzer bug: shown, never silent
+            if os.environ.get("SKIPLINT_DEBUG"):
+                raise
+            from skiplint.diagnostics import error_text
+
+            message = INTERNAL_ERROR.format(what="this file", error=error_text(error))
+            yield 1, 0, message, type(self)
+            return
         for diagnostic in result.diagnostics:
             if diagnostic.code == UNCHECKED_FILE.code and not _python_accepts(text):
                 continue  # flake8 reports what Python cannot compile itself (E999); the rest is ours to say

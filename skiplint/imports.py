@@ -16,9 +16,9 @@ import libcst as cst
 # from here for the analysis and for tools built on it.
 from skiplint.apiimports import (API as API, PREFILTER_NEEDLES as PREFILTER_NEEDLES,
                                  REMOVED_MODULES as REMOVED_MODULES, SKIP_ROOTS as SKIP_ROOTS,
-                                 active_aliases as active_aliases, alias_entries as alias_entries,
-                                 mentions_api as mentions_api, prefilter_needles as prefilter_needles,
-                                 using_aliases as using_aliases)
+                                 Aliases as Aliases, active_aliases as active_aliases,
+                                 alias_entries as alias_entries, in_force, mentions_api as mentions_api,
+                                 prefilter_needles as prefilter_needles)
 
 
 class _Other:
@@ -111,7 +111,8 @@ class Scope:
         if resolved is None:
             return None
         # try/except fallbacks import the same symbol from two roots: still one meaning.
-        if len({API.get(q, q) for q in resolved}) != 1:
+        table = in_force().table
+        if len({table.get(q, q) for q in resolved}) != 1:
             return None
         return min(resolved)
 
@@ -120,7 +121,8 @@ class Scope:
         resolved = self._resolutions(node)
         if resolved is None:
             return None
-        symbols = {API.get(q) for q in resolved}
+        table = in_force().table  # the analysis' api-aliases (skiplint.engine puts them in force)
+        symbols = {table.get(q) for q in resolved}
         return symbols.pop() if len(symbols) == 1 else None
 
 

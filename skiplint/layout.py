@@ -23,6 +23,7 @@ from skiplint.diagnostics import error_text
 from skiplint.facts import Composition, Layer, ModelFacts, ModuleFacts, SkipKey, SkipRoute
 from skiplint.rules.analyzer import INTERNAL_ERROR
 from skiplint.rules.composition import REPOP_WITHOUT_NAMESPACE, STASH_NEVER_POPPED
+from skiplint.session import Session
 
 #: 1: no composition found, or a balance that leaves layers in no partition (the pipe would fail).
 EXIT_OK, EXIT_NOT_FOUND, EXIT_UNCHECKED = 0, 1, 2
@@ -187,18 +188,19 @@ def _line(composition: Composition) -> str:
     return str(composition.site.position[0]) if composition.site is not None else ""
 
 
-def load(path: str, settings: Optional[config.Config] = None) -> ModelFacts:
+def load(path: str, settings: Optional[config.Config] = None, session: Optional[Session] = None) -> ModelFacts:
     """The composition facts of one file (read whatever the prefilter would say), analysed with
     the project's configuration for it (api-aliases, max-unroll) as the lint reads it."""
-    return _load(path, settings)[1]
+    return _load(path, settings, session)[1]
 
 
-def _load(path: str, settings: Optional[config.Config] = None) -> tuple[ModuleFacts, ModelFacts]:
+def _load(path: str, settings: Optional[config.Config] = None,
+          session: Optional[Session] = None) -> tuple[ModuleFacts, ModelFacts]:
     if settings is None:
         settings = config.Finder().for_file(path)
     text = sources.decode(sources.read_bytes(path))
-    with prefilter.using_aliases(settings.api_aliases):
-        both = engine.analyze_models(text, path, prefiltered=True, max_unroll=settings.max_unroll)
+    session = (session if session is not None else Session()).configured(settings.api_aliases)
+    both = engine.analyze_models(text, path, prefiltered=True, max_unroll=settings.max_unroll, session=session)
     assert both is not None
     return both
 
@@ -463,7 +465,7 @@ def parse_balance(text: str) -> tuple[int, ...]:
     return tuple(int(w) for w in words)
 
 
-def _files(targets: Sequence[str]) -> list[tuple[str, Optional[str], bool]]:
+def _files(targets: Sequence[str], session: Session) -> list[tuple[str, Optional[str], bool]]:
     """(file, NAME or None, named on the command line) for every target; directories expanded
     to their Python files that may use the API (as the lint discovers them)."""
     finder = config.Finder()
@@ -472,12 +474,12 @@ def _files(targets: Sequence[str]) -> list[tuple[str, Optional[str], bool]]:
         path, name = _split_target(target)
         if name is None and os.path.isdir(path):
             for found, settings in finder.discover([path]):
-                with prefilter.using_aliases(settings.api_aliases):
-                    try:
-                        if prefilter.wanted(sources.read_bytes(found), found):
-                            out.append((found, None, False))
-                    except sources.SourceError:
+                own = session.configured(settings.api_aliases)
+                try:
+                    if prefilter.wanted(sources.read_bytes(found), found, own):
                         out.append((found, None, False))
+                except sources.SourceError:
+                    out.append((found, None, False))
         else:
             out.append((path, name, True))
     return out
@@ -511,9 +513,10 @@ def main(argv: Sequence[str]) -> int:
             return EXIT_UNCHECKED
     chunks: list[Any] = []
     status = EXIT_OK
-    for path, name, named in _files(args.targets):
+    session = Session()  # this command's
+    for path, name, named in _files(args.targets, session):
         try:
-            module, facts = _load(path)
+            module, facts = _load(path, session=session)
             found = models(facts, name)
             drawn = [_draw(args.format, path, model, balance) for model in found]
         except (sources.SourceError, parsing.ParseFailure) as error:

@@ -20,7 +20,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 from skiplint import limits, prefilter
 from skiplint.config import Config
@@ -28,8 +28,7 @@ from skiplint.diagnostics import FileResult, error_text
 from skiplint.rules import Selection
 from skiplint.rules.analyzer import INTERNAL_ERROR
 
-if TYPE_CHECKING:
-    from skiplint.engine import Session
+from skiplint.session import Session
 
 #: A unit of work: one file and the configuration it is checked with (sent to workers as is).
 Task = tuple[str, Config]
@@ -71,61 +70,64 @@ def internal_error(path: str, what: str, error: BaseException, selection: Select
 
 def check_one(task: Task, session: Optional[Session] = None) -> FileResult:
     """Check one file with its configuration: selection, api-aliases, then per-file-ignores;
-    `session`: what the door hands the analysis (skiplint.engine.Session)."""
-    verdict = _triage(task)
+    `session`: what the door hands the analysis (skiplint.session.Session; None: one of its own)."""
+    session = session if session is not None else Session()
+    verdict = _triage(task, session)
     return verdict if isinstance(verdict, FileResult) else _analyse(task, verdict, session)
 
 
-def _triage(task: Task) -> Union[FileResult, str]:
+def _triage(task: Task, session: Session) -> Union[FileResult, str]:
     """check_one's first half, the prefilter: the file's result when it needs no analysis (clean,
     or not readable), else its text."""
     path, config = task
-    return _judged(path, config, lambda: prefilter.triage(path, _selection(config)))
+    own = session.configured(config.api_aliases)
+    return _judged(path, config, lambda: prefilter.triage(path, _selection(config), own))
 
 
-def check_data(data: bytes, path: str, config: Config) -> FileResult:
+def check_data(data: bytes, path: str, config: Config, session: Optional[Session] = None) -> FileResult:
     """As check_one, for source read from elsewhere (standard input): the same verdicts, from
     the same guards."""
-    return checked(path, config, lambda: prefilter.judge(data, path))
+    own = (session if session is not None else Session()).configured(config.api_aliases)
+    return checked(path, config, lambda: prefilter.judge(data, path, own), own)
 
 
 def checked(path: str, config: Config, triage: Callable[[], Any], session: Optional[Session] = None) -> FileResult:
     """The result of one source with its configuration, from `triage` (a verdict or the text to
     analyse); an analyzer bug is SKP902, never a traceback. `session`: what the door hands the
-    analysis (skiplint.engine.Session)."""
+    analysis (skiplint.session.Session)."""
     verdict = _judged(path, config, triage)
-    return verdict if isinstance(verdict, FileResult) else _analyse((path, config), verdict, session)
+    if isinstance(verdict, FileResult):
+        return verdict
+    return _analyse((path, config), verdict, session if session is not None else Session())
 
 
 def _judged(path: str, config: Config, triage: Callable[[], Any]) -> Union[FileResult, str]:
     """`triage`'s verdict with the file's per-file-ignores applied, or the text to analyse; an
     analyzer bug is SKP902."""
     selection = _selection(config)
-    with prefilter.using_aliases(config.api_aliases):
-        try:
-            verdict = triage()
-        except Exception as error:  # an analyzer bug: reported as SKP902, never silent
-            if os.environ.get("SKIPLINT_DEBUG"):
-                raise
-            verdict = internal_error(path, "this file", error, selection)
+    try:
+        verdict = triage()
+    except Exception as error:  # an analyzer bug: reported as SKP902, never silent
+        if os.environ.get("SKIPLINT_DEBUG"):
+            raise
+        verdict = internal_error(path, "this file", error, selection)
     return _without_ignored(verdict, path, config) if isinstance(verdict, FileResult) else verdict
 
 
-def _analyse(task: Task, text: str, session: Optional[Session] = None) -> FileResult:
+def _analyse(task: Task, text: str, session: Session) -> FileResult:
     """check_one's second half: the analysis of a file the prefilter passed, given its text."""
     path, config = task
     selection = _selection(config)
-    with prefilter.using_aliases(config.api_aliases):
-        try:
-            from skiplint import engine
+    try:
+        from skiplint import engine
 
-            result = engine.check_text(text, path, selection, prefiltered=True,
-                                       session=session or engine.Session(),
-                                       **_engine_options(engine.check_text, config))
-        except Exception as error:  # an analyzer bug: reported as SKP902, never silent
-            if os.environ.get("SKIPLINT_DEBUG"):
-                raise
-            result = internal_error(path, "this file", error, selection)
+        result = engine.check_text(text, path, selection, prefiltered=True,
+                                   session=session.configured(config.api_aliases),
+                                   **_engine_options(engine.check_text, config))
+    except Exception as error:  # an analyzer bug: reported as SKP902, never silent
+        if os.environ.get("SKIPLINT_DEBUG"):
+            raise
+        result = internal_error(path, "this file", error, selection)
     return _without_ignored(result, path, config)
 
 
@@ -134,9 +136,9 @@ def check_source(text: str, path: str, config: Config, session: Optional[Session
     language server's buffers)."""
     from skiplint import engine
 
-    with prefilter.using_aliases(config.api_aliases):
-        result = engine.check_text(text, path, _selection(config), session=session or engine.Session(),
-                                   **_engine_options(engine.check_text, config))
+    session = session if session is not None else Session()
+    result = engine.check_text(text, path, _selection(config), session=session.configured(config.api_aliases),
+                               **_engine_options(engine.check_text, config))
     return _without_ignored(result, path, config)
 
 
@@ -188,11 +190,12 @@ def _settling(settle: bool) -> Iterator[None]:
         gc.unfreeze()
 
 
-def _serially(tasks: Sequence[Task], settle: bool) -> list[FileResult]:
+def _serially(tasks: Sequence[Task], settle: bool, session: Optional[Session] = None) -> list[FileResult]:
+    session = session if session is not None else Session()
     out = []
     with _settling(settle):
         for task in tasks:
-            out.append(check_one(task))
+            out.append(check_one(task, session))
             _after_file()
     return out
 
@@ -203,14 +206,17 @@ def _serially(tasks: Sequence[Task], settle: bool) -> list[FileResult]:
 #: the time it started (see _pool_round).
 _STARTED: Optional[Any] = None
 _SINCE: Optional[Any] = None
+#: In a worker: its session (sessions do not cross processes; None in the run's own process).
+_SESSION: Optional[Session] = None
 #: Seconds between two looks at the workers' files (a bound of minutes needs no finer clock).
 _TICK = 0.5
 _KILL = getattr(signal, "SIGKILL", signal.SIGTERM)
 
 
 def _worker_init(started: Any, since: Any, workers: Any, settle: bool) -> None:
-    global _STARTED, _SINCE, _checked_since
+    global _STARTED, _SINCE, _checked_since, _SESSION
     _STARTED, _SINCE = started, since
+    _SESSION = Session()  # the worker's door: one session for every file it is given
     with workers.get_lock():  # each worker's pid, so that the run can end a stopped one
         slot = next((i for i in range(len(workers)) if not workers[i]), None)
         if slot is not None:
@@ -220,12 +226,13 @@ def _worker_init(started: Any, since: Any, workers: Any, settle: bool) -> None:
 
 
 def _check_chunk(chunk: list[tuple[int, Task]]) -> list[tuple[int, FileResult]]:
+    session = _SESSION if _SESSION is not None else Session()
     out = []
     for index, task in chunk:
         if _STARTED is not None and _SINCE is not None:
             _SINCE[index] = time.monotonic()
             _STARTED[index] = 1
-        out.append((index, check_one(task)))
+        out.append((index, check_one(task, session)))
         if _STARTED is not None:
             _STARTED[index] = 2
         _after_file()
@@ -344,7 +351,7 @@ def _isolated(batch: Sequence[tuple[int, Task]]) -> list[tuple[int, Optional[Fil
 
 
 def _isolated_child(task: Task, send: Any) -> None:
-    send.send(check_one(task))
+    send.send(check_one(task, Session()))
     send.close()
 
 
@@ -359,16 +366,19 @@ def _died(path: str, exitcode: Optional[int], selection: Selection) -> FileResul
     return prefilter.unchecked(path, f"the process checking it died, also when retried alone ({how})")
 
 
-def check_all(tasks: Sequence[Task], jobs: Optional[int] = None, settle: bool = False) -> list[FileResult]:
+def check_all(tasks: Sequence[Task], jobs: Optional[int] = None, settle: bool = False,
+              session: Optional[Session] = None) -> list[FileResult]:
     """Results for every task, in the tasks' order, whatever the number of jobs. `jobs` None or 0:
     chosen from the files (see `_chosen`). `settle`: this process and its workers are the run's
     own, and their cycle collectors settle every SETTLE_EVERY files (see above); the results are
-    the same either way."""
+    the same either way. `session`: the door's, for the files checked in this process (each
+    worker makes its own)."""
+    session = session if session is not None else Session()
     if jobs is None or jobs <= 0:
-        return _chosen(tasks, settle)
+        return _chosen(tasks, settle, session)
     jobs = min(jobs, len(tasks))
     if jobs <= 1:
-        return _serially(tasks, settle)
+        return _serially(tasks, settle, session)
     results: list[Optional[FileResult]] = [None] * len(tasks)
     todo = list(range(len(tasks)))
     suspects: list[int] = []
@@ -378,7 +388,7 @@ def check_all(tasks: Sequence[Task], jobs: Optional[int] = None, settle: bool = 
             suspects.extend(begun)
     except (OSError, ImportError, NotImplementedError):
         # No process support here (e.g. a sandbox without semaphores): the same work, serially.
-        return _serially(tasks, settle)
+        return _serially(tasks, settle, session)
     for start in range(0, len(suspects), jobs):
         for index, result, exitcode in _isolated([(i, tasks[i]) for i in suspects[start:start + jobs]]):
             path, config = tasks[index]
@@ -409,27 +419,27 @@ def _size(path: str) -> int:
         return 0  # reading it will say why (SKP900)
 
 
-def _in_pool(tasks: Sequence[Task], jobs: int, settle: bool) -> list[FileResult]:
+def _in_pool(tasks: Sequence[Task], jobs: int, settle: bool, session: Session) -> list[FileResult]:
     """The files of `tasks` checked by `jobs` processes (one: here)."""
-    return check_all(tasks, jobs, settle)
+    return check_all(tasks, jobs, settle, session)
 
 
-def _chosen(tasks: Sequence[Task], settle: bool) -> list[FileResult]:
+def _chosen(tasks: Sequence[Task], settle: bool, session: Session) -> list[FileResult]:
     """check_all with the number of processes chosen from the files: every core when they are
     many MB (POOL_READ_BYTES), else this process, which hands the files it has not analysed yet to
     a pool on every core once the files waiting for the analysis reach POOL_ANALYSIS_BYTES."""
     cores = default_jobs()
     if cores <= 1 or len(tasks) <= 1:
-        return _serially(tasks, settle)
+        return _serially(tasks, settle, session)
     if sum(_size(path) for path, _ in tasks) >= POOL_READ_BYTES:
-        return _in_pool(tasks, cores, settle)
+        return _in_pool(tasks, cores, settle, session)
     results: list[Optional[FileResult]] = [None] * len(tasks)
     waiting: list[tuple[int, str]] = []
     waiting_bytes = 0
     rest: list[int] = []
     with _settling(settle):
         for index, task in enumerate(tasks):
-            verdict = _triage(task)
+            verdict = _triage(task, session)
             if isinstance(verdict, FileResult):
                 results[index] = verdict
                 _after_file()
@@ -441,12 +451,12 @@ def _chosen(tasks: Sequence[Task], settle: bool) -> list[FileResult]:
                 break
         else:
             for index, text in waiting:
-                results[index] = _analyse(tasks[index], text)
+                results[index] = _analyse(tasks[index], text, session)
                 _after_file()
     if rest:
         waiting.clear()
         # Workers forked from here inherit the analyzer instead of importing it each.
         from skiplint import engine  # noqa: F401
-        for index, result in zip(rest, _in_pool([tasks[i] for i in rest], min(cores, len(rest)), settle)):
+        for index, result in zip(rest, _in_pool([tasks[i] for i in rest], min(cores, len(rest)), settle, session)):
             results[index] = result
     return [result for result in results if result is not None]

@@ -1,13 +1,13 @@
 """The cheap front of every check: whether a file can use the skip API, decided without libcst.
 
-A file is analysed only when an import line names an API module (or a module of an active
-api-alias), or when it says `Sequential` and imports, from its own project, names that may be
-skippable classes; that second test is the project walk of skiplint.projectscan, imported only
-for files that say `Sequential`. Nothing here imports libcst, and loading this module (which every
-run and every flake8 process does) builds no more than the import table: a run over files that
-do not use the API costs little more than reading them. The import table of the API, the
-api-aliases in force and the first test (`mentions_api`) are skiplint.apiimports', which the
-project walk reads too.
+A file is analysed only when an import line names an API module (or a module of one of the
+session's api-aliases), or when it says `Sequential` and imports, from its own project, names that
+may be skippable classes; that second test is the session's project walk (skiplint.projectscan,
+imported only for files that say `Sequential`). Nothing here imports libcst, and loading this
+module (which every run and every flake8 process does) builds no more than the import table: a
+run over files that do not use the API costs little more than reading them. The import table of
+the API, a configuration's api-aliases (`Aliases`) and the first test (`mentions_api`) are
+skiplint.apiimports', which the project walk reads too.
 """
 
 from __future__ import annotations
@@ -18,32 +18,35 @@ from skiplint import sources
 from skiplint.apiimports import readable
 # The API's import table, its aliases and the first test live in skiplint.apiimports (below the
 # project walk, which reads them too); these names stay here for the prefilter's many callers.
-from skiplint.apiimports import alias_entries as alias_entries, mentions_api as mentions_api
-from skiplint.apiimports import using_aliases as using_aliases
+from skiplint.apiimports import NO_ALIASES, alias_entries as alias_entries, mentions_api as mentions_api
 
 if TYPE_CHECKING:
     from skiplint.diagnostics import FileResult
     from skiplint.rules import Selection
-    from skiplint.projectscan import ProjectScan
+    from skiplint.session import Session
 
-def wanted(data: Union[bytes, str], path: str, scan: Optional[ProjectScan] = None) -> bool:
-    """The whole prefilter: the file names an API module, or it composes (says `Sequential`)
-    names it imports from its own project that may be skippable classes."""
+
+def wanted(data: Union[bytes, str], path: str, session: Optional[Session] = None) -> bool:
+    """The whole prefilter: the file names an API module (or a module of one of the session's
+    api-aliases), or it composes (says `Sequential`) names it imports from its own project that may
+    be skippable classes (the session's project walk reads those modules once; no session: a
+    session of this call's own, without api-aliases)."""
+    aliases = session.aliases if session is not None else NO_ALIASES
     text = readable(data)
-    if text is None or mentions_api(text):
+    if text is None or mentions_api(text, aliases):
         return True
     data = text
     word: Union[bytes, str] = b"Sequential" if isinstance(data, bytes) else "Sequential"
     if word not in data:  # type: ignore[operator]
         return False
-    if scan is None:
-        from skiplint import projectscan
+    if session is None:
+        from skiplint.session import Session
 
-        scan = projectscan.SCAN
-    return scan.imports_project_skippables(path, data)
+        session = Session()
+    return session.scan.imports_project_skippables(path, data, aliases)
 
 
-def triage(path: str, selection: Selection, scan: Optional[ProjectScan] = None) -> Union[FileResult, str]:
+def triage(path: str, selection: Selection, session: Optional[Session] = None) -> Union[FileResult, str]:
     """Read one file: its verdict when it needs no analysis (clean, or unreadable: SKP900), else
     its decoded text for the analysis.
 
@@ -57,15 +60,15 @@ def triage(path: str, selection: Selection, scan: Optional[ProjectScan] = None) 
         data = sources.read_bytes(path)
     except sources.SourceError as error:
         return unchecked(path, str(error))
-    return judge(data, path, scan)
+    return judge(data, path, session)
 
 
-def judge(data: bytes, path: str, scan: Optional[ProjectScan] = None) -> Union[FileResult, str]:
+def judge(data: bytes, path: str, session: Optional[Session] = None) -> Union[FileResult, str]:
     """As triage, for the bytes of a file already read (or of standard input)."""
     from skiplint.diagnostics import FileResult
 
     try:
-        if not wanted(data, path, scan):
+        if not wanted(data, path, session):
             return FileResult(path, ())
         return sources.decode(data)
     except sources.SourceError as error:

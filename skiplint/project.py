@@ -236,8 +236,3 @@ class ProjectIndex:
     def imports_project_skippables(self, path: str, data: Union[bytes, str]) -> bool:
         """The prefilter's second half (see projectscan.ProjectScan): no module is parsed."""
         return self.scan.imports_project_skippables(path, data)
-
-
-#: The process-wide index: the CLI's run and each flake8 worker process share one, and its walk
-#: is the prefilter's.
-INDEX = ProjectIndex(projectscan.SCAN)

@@ -3,9 +3,8 @@ from its own project, names that may be skippable classes?
 
 The project's modules are walked by their import statements, each read by Python's tokenizer (so
 parenthesized, multi-line, backslash-continued and aliased imports of any relative depth are read
-as Python reads them), each module read once per process while its size and mtime hold. Nothing
-here imports libcst; the prefilter imports this module only for files that need the walk, so
-loading the flake8 plugin does not pay for it.
+as Python reads them), each module read once per session (skiplint.session) while its size and
+mtime hold. Nothing here imports libcst, so the flake8 plugin's session costs next to nothing.
 """
 
 from __future__ import annotations
@@ -15,8 +14,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional, Union
 
 from skiplint import sources
-from skiplint.apiimports import (AliasKey, Imported, active_aliases, alias_key, framework_name, mentions_api,
-                                 read_imports)
+from skiplint.apiimports import AliasKey, Aliases, Imported, given, framework_name, mentions_api, read_imports
 from skiplint.limits import MAX_REEXPORT, MODULE_HOPS
 
 
@@ -98,7 +96,7 @@ class _Scan:
 class ProjectScan:
     """Which imports of a file may bring it skippable classes from its own project.
 
-    Answers are cached per module and per set of api-aliases in force (an alias decides whether a
+    Answers are cached per module and per set of api-aliases given (an alias decides whether a
     module can define the API), and are valid while the module's size and mtime hold. The walk
     over-approximates: a module that names the API and says "skippable" is taken to define every
     name it does not import; the analysis that follows is exact.
@@ -146,11 +144,12 @@ class ProjectScan:
         shown = self.overlay.get(path)
         return shown[1] if shown is not None else sources.read_bytes(path)
 
-    def scan(self, path: str) -> Optional[_Scan]:
+    def scan(self, path: str, aliases: Optional[Aliases] = None) -> Optional[_Scan]:
+        aliases = given(aliases)
         stat = self.stat(path)
         if stat is None:
             return None
-        key = (path, alias_key())
+        key = (path, aliases.key)
         cached = self._scans.get(key)
         if cached is not None and cached.stat == stat:
             return cached
@@ -159,33 +158,34 @@ class ProjectScan:
         except sources.SourceError:
             return None
         self.reads += 1
-        may_define = (b"skippable" in data or active_aliases()) and mentions_api(data)
+        may_define = (b"skippable" in data or bool(aliases)) and mentions_api(data, aliases)
         scanned = _Scan(stat, may_define, tuple(
             (i.local, i.module, i.name, i.renamed) for i in read_imports(data)))
         self._scans[key] = scanned
         return scanned
 
-    def brings_skippables(self, importer: str, imported: Imported) -> bool:
+    def brings_skippables(self, importer: str, imported: Imported, aliases: Optional[Aliases] = None) -> bool:
         """Whether this import of `importer` may bind a skippable class, or a module holding one."""
+        aliases = given(aliases)
         if imported.name is None:
             parts = imported.module.split(".")
             modules = [imported.module] if imported.renamed else \
                 [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
-            return any(self._defines(path, 0) for path in
+            return any(self._defines(path, 0, aliases) for path in
                        (self.module_file(importer, m) for m in modules) if path is not None)
         if imported.name == "*":
             path = self.module_file(importer, imported.module)
-            return path is not None and self._defines(path, 0)
-        return self._binding_is_skippable(importer, imported, 0, MODULE_HOPS)
+            return path is not None and self._defines(path, 0, aliases)
+        return self._binding_is_skippable(importer, imported, 0, MODULE_HOPS, aliases)
 
-    def _is_skippable(self, path: str, name: str, depth: int, hops: int) -> bool:
+    def _is_skippable(self, path: str, name: str, depth: int, hops: int, aliases: Aliases) -> bool:
         """Whether `name` in the module at `path` may be a skippable class, following its
         re-exports by name (aliases included) through modules that cannot define one themselves,
         and at most `hops` re-exported modules."""
-        scanned = self.scan(path)
+        scanned = self.scan(path, aliases)
         if scanned is None or depth > MAX_REEXPORT:
             return False
-        key = (path, name, hops, alias_key())
+        key = (path, name, hops, aliases.key)
         memo = self._names.get(key)
         if memo is not None and memo[0] == scanned.stat:
             return memo[1]
@@ -194,35 +194,35 @@ class ProjectScan:
         if scanned.may_define and not bindings:
             result = True
         else:
-            result = any(self._binding_is_skippable(path, i, depth, hops) for i in bindings) or any(
-                target is not None and self._is_skippable(target, name, depth + 1, hops)
+            result = any(self._binding_is_skippable(path, i, depth, hops, aliases) for i in bindings) or any(
+                target is not None and self._is_skippable(target, name, depth + 1, hops, aliases)
                 for target in (self.module_file(path, module) for module in scanned.starred()))
         self._names[key] = (scanned.stat, result)
         return result
 
-    def _binding_is_skippable(self, path: str, imported: Imported, depth: int, hops: int) -> bool:
+    def _binding_is_skippable(self, path: str, imported: Imported, depth: int, hops: int, aliases: Aliases) -> bool:
         """Whether one import of the module at `path` binds what may be a skippable class (or,
         within `hops`, a module that may define one)."""
         if imported.name is None:
             target = self.module_file(path, imported.module) if hops > 0 else None
-            return target is not None and self._defines(target, hops - 1)
+            return target is not None and self._defines(target, hops - 1, aliases)
         target = self.module_file(path, imported.module)
         if target is not None and imported.name != "*" and \
-                self._is_skippable(target, imported.name, depth + 1, hops):
+                self._is_skippable(target, imported.name, depth + 1, hops, aliases):
             return True
         if hops <= 0 or imported.name == "*":
             return False
         sep = "" if imported.module.endswith(".") else "."
         sub = self.module_file(path, imported.module + sep + imported.name)
-        return sub is not None and self._defines(sub, hops - 1)
+        return sub is not None and self._defines(sub, hops - 1, aliases)
 
-    def _defines(self, path: str, hops: int) -> bool:
+    def _defines(self, path: str, hops: int, aliases: Aliases) -> bool:
         """Whether a module may define a skippable class or re-export one (by name, or within
         `hops` re-exported modules)."""
-        scanned = self.scan(path)
+        scanned = self.scan(path, aliases)
         if scanned is None:
             return False
-        key = (path, hops, alias_key())
+        key = (path, hops, aliases.key)
         memo = self._exports.get(key)
         if memo is not None and memo[0] == scanned.stat:
             return memo[1]
@@ -231,24 +231,21 @@ class ProjectScan:
         for imported in scanned.imported() if not result else ():
             if imported.name == "*":
                 target = self.module_file(path, imported.module)
-                result = target is not None and self._defines(target, hops)
+                result = target is not None and self._defines(target, hops, aliases)
             elif imported.name is not None:
-                result = self._binding_is_skippable(path, imported, 1, hops)
+                result = self._binding_is_skippable(path, imported, 1, hops, aliases)
             if result:
                 break
         self._exports[key] = (scanned.stat, result)
         return result
 
-    def imports_project_skippables(self, path: str, data: Union[bytes, str]) -> bool:
+    def imports_project_skippables(self, path: str, data: Union[bytes, str], aliases: Optional[Aliases] = None) -> bool:
         """Does this file import, from its own project, something that may be a skippable class?
 
         Only the modules its import statements name are read (once, then cached). What a name of
         torch's own can reach is never resolved as a project class (apiimports.framework_name), so
         `import torch`, `import torch.nn as nn` and `from torch.nn import X` lead nowhere.
         """
-        return any(self.brings_skippables(path, imported) for imported in read_imports(data)
+        aliases = given(aliases)
+        return any(self.brings_skippables(path, imported, aliases) for imported in read_imports(data)
                    if not framework_name(imported.qualified))
-
-
-#: The process-wide walk: the CLI's run and each flake8 worker process share one.
-SCAN = ProjectScan()

@@ -230,8 +230,8 @@ def test_nothing_heavy_is_imported_for_a_file_without_the_api(tmp_path: Path, do
 
 def test_the_flake8_plugin_loads_only_the_front_for_a_file_without_the_api_or_sequential(tmp_path: Path) -> None:
     """What flake8 pays for the plugin on such a file (most files of a project): the configuration
-    lookup, the prefilter (with the API's import table) and the rules; not the project walk or the
-    diagnostics."""
+    lookup, the prefilter (with the API's import table), the session and the rules; not the project
+    walk or the diagnostics."""
     write(tmp_path, {"driver.py": DRIVER, "plain.py": "import os\n\nprint(os.sep)\n"})
     plain = run("driver.py", "flake8", "--select", "SKP", "plain.py", cwd=tmp_path)
     assert plain.stdout == ""
@@ -240,7 +240,7 @@ def test_the_flake8_plugin_loads_only_the_front_for_a_file_without_the_api_or_se
         "'skiplint.flake8_plugin', 'skiplint.limits', 'skiplint.prefilter', 'skiplint.rules', "
         "'skiplint.rules.analyzer', 'skiplint.rules.base', 'skiplint.rules.composition', "
         "'skiplint.rules.one_class', 'skiplint.rules.pipe', 'skiplint.rules.port', 'skiplint.rules.portability', "
-        "'skiplint.sources', 'skiplint.textlines']")
+        "'skiplint.session', 'skiplint.sources', 'skiplint.textlines']")
 
 
 @pytest.mark.parametrize("options", [["--format", "json"], ["--format", "sarif"], ["--format", "github"],
@@ -262,14 +262,14 @@ from skiplint import parallel
 _check_one = parallel.check_one
 
 
-def check_one(task):
+def check_one(task, session=None):
     path = task[0]
     marker = os.environ["KILL_MARKER"]
     if path.endswith(os.environ["KILL_FILE"]) and multiprocessing.parent_process() is not None:
         if os.environ.get("KILL_ONCE") != "1" or not os.path.exists(marker):
             open(marker, "a").close()
             os.kill(os.getpid(), signal.SIGKILL)
-    return _check_one(task)
+    return _check_one(task, session)
 
 
 parallel.check_one = check_one

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import pytest
 
 from skiplint import config, parallel, rules
+from skiplint.session import Session
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -124,9 +125,10 @@ def test_the_cli_asks_its_run_to_settle(tmp_path: Path, monkeypatch: pytest.Monk
     seen: list[bool] = []
     real = parallel.check_all
 
-    def check_all(tasks: list[parallel.Task], jobs: int = 0, settle: bool = False) -> list[object]:
+    def check_all(tasks: list[parallel.Task], jobs: int = 0, settle: bool = False,
+                  session: Optional[Session] = None) -> list[object]:
         seen.append(settle)
-        return real(tasks, jobs, settle)  # type: ignore[return-value]
+        return real(tasks, jobs, settle, session)  # type: ignore[return-value]
 
     monkeypatch.setattr(parallel, "check_all", check_all)
     assert cli.main(["--isolated", tasks[0][0]]) == 1
@@ -149,9 +151,9 @@ def pools(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], int]]:
     started: list[tuple[list[str], int]] = []
     real = parallel._in_pool
 
-    def in_pool(tasks: list[parallel.Task], jobs: int, settle: bool) -> list[object]:
+    def in_pool(tasks: list[parallel.Task], jobs: int, settle: bool, session: Session) -> list[object]:
         started.append(([Path(path).name for path, _ in tasks], jobs))
-        return real(tasks, jobs, settle)  # type: ignore[return-value]
+        return real(tasks, jobs, settle, session)  # type: ignore[return-value]
 
     monkeypatch.setattr(parallel, "_in_pool", in_pool)
     monkeypatch.setattr(parallel, "default_jobs", lambda: 2)

@@ -122,7 +122,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_sees_the_imports_it_should() -> None:
     graph = import_graph()
     assert "skiplint.limits" in graph["skiplint.parsing"]  # top level
-    assert "skiplint.projectscan" in graph["skiplint.prefilter"]  # inside a function
+    assert "skiplint.project" in graph["skiplint.session"]  # inside a function
     assert "skiplint.rules.analyzer" in graph["skiplint.prefilter"]  # `from skiplint.rules import analyzer`, lazily
     assert "skiplint.diagnostics" in graph["skiplint.prefilter"]  # under TYPE_CHECKING and lazily too
 
@@ -176,22 +176,19 @@ def test_the_sizes_are_measured() -> None:
 # Measured at the commit that added these tests; other work splits these modules (the language
 # server along its seams, the runner along its steps, the class extraction): when a limit holds,
 # its mark goes (strict: a limit that holds under the mark fails until then).
-@pytest.mark.xfail(strict=True, reason="skiplint/skippables.py 1,354 lines, skiplint/lsp/server.py 881, "
-                                       "skiplint/runtime/run.py 754, skiplint/runtime/distributed.py 741")
 def test_no_module_is_over_the_limit() -> None:
     modules, _ = _sizes()
     assert {name: lines for name, lines in modules.items() if lines > MODULE_LINES} == {}
 
 
-@pytest.mark.xfail(strict=True, reason="skiplint/lsp/server.py:SkiplintServer 620 lines, "
-                                       "skiplint/runtime/run.py:Runner 481, skiplint/interpret/statements.py:"
-                                       "Statements 333")
+@pytest.mark.xfail(strict=True, reason="skiplint/gradflow/walk.py:Analysis 466 lines, "
+                                       "skiplint/interpret/statements.py:Statements 333")
 def test_no_class_is_over_the_limit() -> None:
     _, classes = _sizes()
     assert {name: lines for name, lines in classes.items() if lines > CLASS_LINES} == {}
 
 
-@pytest.mark.xfail(strict=True, reason="skiplint/ holds 19,416 lines (without rules/examples/), of 16,000")
+@pytest.mark.xfail(strict=True, reason="skiplint/ holds 23,345 lines (without rules/examples/), of 16,000")
 def test_the_package_is_under_the_limit() -> None:
     modules, _ = _sizes()
     assert sum(modules.values()) < PACKAGE_LINES

@@ -81,7 +81,7 @@ HOOK = textwrap.dedent("""\
         parallel._SINCE[_index] = min(starts)
 
 
-    def check_one(task):
+    def check_one(task, session=None):
         how = STUCK.get(os.path.basename(task[0]))
         if how and multiprocessing.parent_process() is not None:
             meet(os.path.basename(task[0]))
@@ -89,7 +89,7 @@ HOOK = textwrap.dedent("""\
                 os.kill(os.getpid(), signal.SIGSTOP)
             else:
                 time.sleep(3600)
-        return _check_one(task)
+        return _check_one(task, session)
 
 
     def worker_init(*args):

@@ -175,7 +175,7 @@ class Actions:
         self.server.overlay(buffers)
         if what == "fix" and finding is not None:
             moved = rules.diagnostic(path, (finding.line, finding.col), finding.code, finding.message)
-            found = features.quick_fix(document.text, path, settings, moved, target)
+            found = features.quick_fix(document.text, path, settings, moved, target, self.server.session)
             return found if isinstance(found, list) else []
-        everything = features.fix_all(document.text, path, settings, target)
+        everything = features.fix_all(document.text, path, settings, target, self.server.session)
         return [everything[0]] if everything is not None else []

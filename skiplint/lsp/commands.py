@@ -58,7 +58,7 @@ class Layouts:
         from skiplint.parsing import ParseFailure
 
         try:
-            return features.lenses(features.models(document.text, path, settings))
+            return features.lenses(features.models(document.text, path, settings, self.server.session))
         except ParseFailure:
             return []
 
@@ -92,7 +92,7 @@ class Layouts:
         from skiplint.parsing import ParseFailure
 
         try:
-            drawn = features.layout_at(document.text, path, settings, line, display)
+            drawn = features.layout_at(document.text, path, settings, line, display, self.server.session)
         except ParseFailure as error:
             return f"{display}: cannot read: {error}"
         return drawn if drawn is not None else f"{display}: no composition with skippable layers"

@@ -201,7 +201,7 @@ class Analyses:
         else:
             memo = self._parses.setdefault(document.uri, reparse.Memo())
             memo.target = document.text
-            result = features.check(document.text, path, settings, memo)
+            result = features.check(document.text, path, settings, memo, server.session)
         diagnostics = tuple(self.protocol_diagnostic(document, d) for d in result.diagnostics)
         self._cost[document.uri] = time.perf_counter() - started
         return Published(document, result, diagnostics), problems

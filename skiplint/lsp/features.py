@@ -20,6 +20,7 @@ from skiplint import config, edits, filenoqa, formats, noqa, parallel, prefilter
 from skiplint.diagnostics import Diagnostic, FileResult
 from skiplint.lsp import documents
 from skiplint.rules.analyzer import INTERNAL_ERROR, UNCHECKED_FILE
+from skiplint.session import Session
 
 if TYPE_CHECKING:
     from skiplint import layout as layout_module
@@ -39,29 +40,30 @@ TARGETS = tuple(edits.TARGETS)
 UNSUPPRESSIBLE = frozenset({UNCHECKED_FILE.code, INTERNAL_ERROR.code})
 
 
-def check(text: str, path: str, settings: config.Config, memo: Optional["Memo"] = None) -> FileResult:
+def check(text: str, path: str, settings: config.Config, memo: Optional["Memo"] = None,
+          session: Optional[Session] = None) -> FileResult:
     """The findings of the CLI for this text under the name `path`: `skiplint - --stdin-display-name
     PATH` given the bytes a file holding the text has (documents.file_bytes), through the CLI's
     own door for such bytes (parallel.check_data: its prefilter, decoding, size limit and SKP902
     for an analyzer bug); nothing for a file the project's own exclude patterns name (as for a
     path named on the command line), and nothing for a file-level `# skiplint: noqa`. `memo`: the document's memo of its last parse
-    (skiplint.reparse), handed to the parse of this text only."""
+    (skiplint.reparse), handed to the parse of this text only. `session`: the server's (its project
+    walk holds the open buffers), else one of its own."""
+    session = (session if session is not None else Session()).remembering(memo).configured(settings.api_aliases)
     if settings.excludes_named(path):
         return FileResult(path, ())
     if len(text) > sources.MAX_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) > sources.MAX_BYTES:
         # The CLI's limit for a file, tested before the text is written out (a 50 MB buffer)
         reason = sources.too_large(len(text.encode("utf-8", "surrogatepass")))
         assert reason is not None
-        return parallel.checked(path, settings, lambda: prefilter.unchecked(path, reason))
+        return parallel.checked(path, settings, lambda: prefilter.unchecked(path, reason), session)
     data = documents.file_bytes(text)
 
     def triage() -> Union[FileResult, str]:  # parallel.check_data's, giving back the document's own
-        verdict = prefilter.judge(data, path)  # text object where it reads the same (the reparse memo knows it)
+        verdict = prefilter.judge(data, path, session)  # text object where it reads the same (the reparse memo knows it)
         return text if isinstance(verdict, str) and verdict == text else verdict
 
-    from skiplint import engine
-
-    result = parallel.checked(path, settings, triage, engine.Session(memo=memo))
+    result = parallel.checked(path, settings, triage, session)
     if result.diagnostics or result.error is not None:
         try:
             if filenoqa.skips_file(sources.decode(data)):
@@ -112,7 +114,7 @@ def _same(a: Diagnostic, b: Diagnostic) -> bool:
 
 
 def quick_fix(text: str, path: str, settings: config.Config, diagnostic: Diagnostic,
-              target: str = "torchgpipe") -> Union[list[Replacement], str]:
+              target: str = "torchgpipe", session: Optional[Session] = None) -> Union[list[Replacement], str]:
     """The edits of `skiplint fix` for this one finding, when they make the file strictly better
     (the same test as `skiplint fix`: the file still parses and compiles, no finding of any code is
     added, this one is gone); else the reason there is none."""
@@ -120,7 +122,8 @@ def quick_fix(text: str, path: str, settings: config.Config, diagnostic: Diagnos
 
     if diagnostic.code not in FIXABLE:
         return f"{diagnostic.code} has no automatic fix"
-    state = fix._lint(text, path, settings)
+    session = session if session is not None else Session()
+    state = fix._lint(text, path, settings, session)
     if state.error is not None:
         return f"the file could not be checked: {state.error}"
     current = next((d for d in state.reported if _same(d, diagnostic)), None)
@@ -130,19 +133,19 @@ def quick_fix(text: str, path: str, settings: config.Config, diagnostic: Diagnos
         change = fix.plan(text, current, target)
     except edits.NotFixable as why:
         return str(why)
-    outcome = fix._judged(current, state, change, path, settings, fix._compiles(text, path))
+    outcome = fix._judged(current, state, change, path, settings, fix._compiles(text, path), session)
     if isinstance(outcome, str):
         return outcome
     return [Replacement(edit.start, edit.end, edit.text) for edit in change]
 
 
-def fix_all(text: str, path: str, settings: config.Config,
-            target: str = "torchgpipe") -> Optional[tuple[Replacement, tuple[Diagnostic, ...]]]:
+def fix_all(text: str, path: str, settings: config.Config, target: str = "torchgpipe",
+            session: Optional[Session] = None) -> Optional[tuple[Replacement, tuple[Diagnostic, ...]]]:
     """`skiplint fix` on the text: one replacement of the span that changes, and the findings it
     fixed; None when nothing can be fixed."""
     from skiplint import fix
 
-    outcome = fix.fix_source(text, path, settings, target)
+    outcome = fix.fix_source(text, path, settings, target, session=session)
     if outcome.error is not None or not outcome.changed:
         return None
     return _difference(text, outcome.fixed), outcome.applied
@@ -249,13 +252,13 @@ class Lens:
     name: str
 
 
-def models(text: str, path: str, settings: config.Config) -> "ModelFacts":
+def models(text: str, path: str, settings: config.Config, session: Optional[Session] = None) -> "ModelFacts":
     """The compositions and pipes of the text (ParseFailure when it does not parse)."""
     from skiplint import engine
     from skiplint.facts import ModelFacts
 
-    with prefilter.using_aliases(settings.api_aliases):
-        both = engine.analyze_models(text, path, prefiltered=True, max_unroll=settings.max_unroll)
+    session = (session if session is not None else Session()).configured(settings.api_aliases)
+    both = engine.analyze_models(text, path, prefiltered=True, max_unroll=settings.max_unroll, session=session)
     return both[1] if both is not None else ModelFacts(path)
 
 
@@ -283,13 +286,14 @@ def lenses(facts: "ModelFacts") -> list[Lens]:
     return out
 
 
-def layout_at(text: str, path: str, settings: config.Config, line: int, display: str) -> Optional[str]:
+def layout_at(text: str, path: str, settings: config.Config, line: int, display: str,
+              session: Optional[Session] = None) -> Optional[str]:
     """`skiplint layout`'s drawing of the composition under the 0-based `line`: the innermost pipe
     call or composition whose source spans the line, else the nearest one above it, else the
     first; None when the text builds none worth drawing. ParseFailure when it does not parse."""
     from skiplint import layout
 
-    facts = models(text, path, settings)
+    facts = models(text, path, settings, session)
     found = layout.models(facts)
     if not found:
         return None

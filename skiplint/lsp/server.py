@@ -23,7 +23,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.lsp.server import LanguageServer
 
-from skiplint import __version__, projectscan
+from skiplint import __version__
 from skiplint.lsp.actions import FIX_ALL_KIND, Actions
 from skiplint.lsp.commands import LAYOUT_COMMAND, Layouts
 from skiplint.lsp.configuration import CONFIG_NAMES, DEBOUNCE_S, Configuration, Settings, read_settings
@@ -32,6 +32,7 @@ from skiplint.lsp.diagnostics import Analyses
 from skiplint.lsp.documents import UTF8, UTF16, UTF32, Document, path_of
 from skiplint.lsp.textsync import TextSync, checked
 from skiplint.lsp.worker import Worker
+from skiplint.session import Session
 
 __all__ = ["DEBOUNCE_S", "SkiplintServer", "read_settings", "serve"]
 
@@ -67,6 +68,8 @@ class SkiplintServer:
         self.resolve_edits = False
         self.shut_down = False
         self.documents: dict[str, Document] = {}
+        #: The analysis session of this server (its project walk holds the open buffers: `overlay`).
+        self.session = Session()
         self._worker: Optional[Worker] = None
         self._configuration: Optional[Configuration] = None
         self._shown: set[str] = set()
@@ -145,7 +148,7 @@ class SkiplintServer:
 
     def overlay(self, buffers: Sequence[Document]) -> None:
         """The open buffers stand for their files in the project scan (on the worker's side)."""
-        projectscan.SCAN.overlay = {
+        self.session.scan.overlay = {
             document.path: ((len(document.source_bytes()), -document.serial), document.source_bytes())
             for document in buffers if document.path is not None and checked(document)}
 
@@ -224,7 +227,7 @@ class SkiplintServer:
         if names & CONFIG_NAMES:
             self.configuration_changed()
         if created:  # a module appeared or went: locations are looked up again
-            self.worker.submit(projectscan.SCAN.forget_locations)
+            self.worker.submit(self.session.scan.forget_locations)
         self.analyses.reanalyse_all()
 
     # -- running ---------------------------------------------------------------------------------

@@ -10,16 +10,14 @@ The rendezvous store is the notice board that keeps the run bounded: each rank p
 step it is in (busy with its own work, or waiting on a peer) and any error. In every rank the main
 thread only watches the board while a worker thread does the work, so a rank that raises, runs out
 of memory or never answers ends the run on every rank within `--timeout`, and rank 0's report names
-the rank, its host and the step.
+the rank, its host and the step. The board and its watch are skiplint.runtime.board.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
-import signal
 import socket
 import sys
 import threading
@@ -30,140 +28,16 @@ from dataclasses import dataclass
 from typing import IO, Any, Callable, Optional
 
 from skiplint.runtime import messages
+from skiplint.runtime.board import (ACK_WAIT, ENDED, EXIT_NOT_RUN, GRACE, LAUNCHER_ENV, MARK_WAIT, POLL,
+                                    PREFIX, REJECTED, STEP_BUILD, STEP_IMPORT, STEP_PLAN, Board, Fault, Watch,
+                                    ended, on_sigterm, one_gpu_per_rank, one_line, silent)
 from skiplint.runtime.errors import CannotRun, hide_library_notices
-
-#: The variables torchrun (or any launcher using env:// rendezvous) sets for every rank.
-LAUNCHER_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")
-EXIT_CLEAN, EXIT_DISAGREE, EXIT_NOT_RUN = 0, 1, 2
-#: Seconds between two looks at the board.
-POLL = 0.05
-#: Seconds a rank other than 0 waits past the deadline for rank 0's status before it gives up alone.
-GRACE = 15.0
-#: Seconds rank 0 waits for the other ranks to read the status before it exits.
-ACK_WAIT = 5.0
-#: Seconds a rank waits, once torchrun has stopped every rank (SIGTERM), for the others to say they
-#: were stopped too: a rank that does not say so is the process that ended, the culprit. Also how
-#: long a lost connection waits for that stop, or for the peer's own error, before it is reported.
-MARK_WAIT = 5.0
-#: Why torchrun stopped every rank when the culprit left no error of its own.
-ENDED = "the process ended without a result and torchrun stopped every rank"
-_PREFIX = "skiplint/verify/"
-
-#: The single-process run's first steps (skiplint.runtime.run, which imports torch).
-STEP_IMPORT, STEP_BUILD, STEP_STATIC = "import", "build", "static analysis"
-STEP_PLAN = "waiting for rank 0"
-#: A rank's mark, in place of "built", when the target's own pipe rejected the model there.
-REJECTED = "rejected"
 
 
 def launched_by_torchrun(environ: Optional[dict[str, str]] = None) -> bool:
     """Whether the launcher's environment is present: verify is then one rank of a distributed run."""
     env = os.environ if environ is None else environ
     return all(env.get(name) for name in LAUNCHER_ENV)
-
-
-@dataclass(frozen=True)
-class Fault:
-    """What ended one rank's part of the run early."""
-
-    rank: int
-    host: str
-    step: str
-    #: raised (an exception in the rank's own work), oom, hang, lost (a wait on a peer that failed).
-    kind: str
-    error: str = ""
-    seconds: float = 0.0
-
-    def line(self) -> str:
-        who = f"rank {self.rank} ({self.host})"
-        if self.kind == "hang":
-            return f"{who} did not answer within {self.seconds:g}s during {self.step}"
-        if self.kind == "oom":
-            return f"{who} ran out of memory during {self.step}: {self.error}"
-        if self.kind == "lost":
-            return f"{who} stopped answering during {self.step}: {self.error}"
-        kind, _, message = self.error.partition(": ")
-        return f"{who} raised {kind} during {self.step}" + (f": {message}" if message else "")
-
-    @property
-    def stops_the_run(self) -> bool:
-        """A run that could not happen (exit 2) rather than a model that fails (exit 1)."""
-        return self.kind != "raised" or self.step in (STEP_IMPORT, STEP_BUILD, STEP_PLAN)
-
-
-def one_gpu_per_rank(torch: Any, store: Any, rank: int, world: int, local_rank: int) -> bool:
-    """Whether every rank has a GPU of its own, so that the run can take nccl. nccl refuses two
-    ranks on one GPU (more ranks on a machine than it has GPUs, two launchers on one machine) and
-    gloo carries only CPU tensors, so otherwise every rank runs on the CPU over gloo. Each rank
-    publishes the GPU it would take (its LOCAL_RANK-th, by UUID) or that it has none, then reads
-    every rank's: all ranks come to the same answer."""
-    seat = "cpu"
-    if torch.cuda.is_available() and local_rank < torch.cuda.device_count():
-        seat = str(getattr(torch.cuda.get_device_properties(local_rank), "uuid", "") or
-                   f"{socket.gethostname()}/{local_rank}")
-    store.set(f"{_PREFIX}seat/{rank}", seat)
-    seats = [store.get(f"{_PREFIX}seat/{peer}").decode() for peer in range(world)]
-    return "cpu" not in seats and len(set(seats)) == world
-
-
-def _one_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
-
-
-def _is_oom(error: BaseException) -> bool:
-    import torch
-
-    return isinstance(error, (MemoryError, torch.cuda.OutOfMemoryError))
-
-
-class Board:
-    """The rendezvous store, read and written by every rank under one prefix."""
-
-    def __init__(self, store: Any, rank: int, world: int) -> None:
-        self.store = store
-        self.rank = rank
-        self.world = world
-        self._seq = 0
-        self._lock = threading.Lock()
-
-    def set(self, key: str, value: str) -> None:
-        self.store.set(_PREFIX + key, value)
-
-    def get(self, key: str) -> Optional[str]:
-        if not self.store.check([_PREFIX + key]):
-            return None
-        value = self.store.get(_PREFIX + key)
-        return value.decode() if isinstance(value, bytes) else str(value)
-
-    def note(self, step: str, busy: bool) -> None:
-        """This rank is now in `step`, doing its own work (busy) or waiting on a peer."""
-        with self._lock:
-            self._seq += 1
-            self.set(f"state/{self.rank}", json.dumps([self._seq, busy, step]))
-
-    def state(self, rank: int) -> Optional[tuple[int, bool, str]]:
-        value = self.get(f"state/{rank}")
-        if value is None:
-            return None
-        seq, busy, step = json.loads(value)
-        return int(seq), bool(busy), str(step)
-
-    def post_error(self, error: BaseException) -> None:
-        state = self.state(self.rank) or (0, True, STEP_IMPORT)
-        _, busy, step = state
-        from skiplint.runtime import stage
-
-        error = stage.root_cause(error)  # the schedule wraps the stage's own error
-        kind = "oom" if _is_oom(error) else stage.ending(busy)
-        self.set(f"error/{self.rank}", json.dumps({"kind": kind, "step": step, "error": _one_line(error)}))
-
-    def error(self, rank: int) -> Optional[dict[str, str]]:
-        value = self.get(f"error/{rank}")
-        return json.loads(value) if value is not None else None
-
-    def host(self, rank: int) -> str:
-        return self.get(f"host/{rank}") or "unknown host"
 
 
 @dataclass
@@ -244,7 +118,7 @@ def main(args: argparse.Namespace) -> int:
                                 timeout=pg_timeout)
         group = dist.new_group(backend="gloo", timeout=pg_timeout) if cuda else None
     except Exception as error:
-        print(f"skiplint verify: rank {rank} could not join the process group: {_one_line(error)}",
+        print(f"skiplint verify: rank {rank} could not join the process group: {one_line(error)}",
               file=sys.stderr, flush=True)
         return EXIT_NOT_RUN
     board = Board(store, rank, world)
@@ -359,11 +233,11 @@ def _follower_work(ctx: Context) -> None:
 def _follow(ctx: Context) -> int:
     """A rank other than 0: its stage, then rank 0's status."""
     board = ctx.board
-    stop = _on_sigterm(board)
+    stop = on_sigterm(board)
     worker = _Worker(lambda: _follower_work(ctx))
     worker.start()
     # Rank 0 names a rank that stops answering; this rank gives up alone only when rank 0 itself is stuck.
-    watch = _Watch(board, ctx.world, ctx.args.timeout + GRACE)
+    watch = Watch(board, ctx.world, ctx.args.timeout + GRACE)
     stopped_at: Optional[float] = None
     while True:
         try:
@@ -371,7 +245,7 @@ def _follow(ctx: Context) -> int:
         except Exception:  # the store went away with rank 0's node
             return EXIT_NOT_RUN
         if status is not None:
-            board.store.add(_PREFIX + "acks", 1)
+            board.store.add(PREFIX + "acks", 1)
             return int(status)
         fault = watch.look(only=0)
         if fault is not None and fault.kind == "hang":
@@ -391,7 +265,7 @@ def _lead_ended(ctx: Context) -> int:
     from skiplint.runtime.report import Report
 
     board = ctx.board
-    if board.store.add(_PREFIX + "reporter", 1) == 1:
+    if board.store.add(PREFIX + "reporter", 1) == 1:
         state = board.state(0)
         fault = Fault(0, board.host(0), state[2] if state is not None else STEP_IMPORT, "lost", ENDED)
         report = Report(ctx.args.target, reason=fault.line())
@@ -401,49 +275,6 @@ def _lead_ended(ctx: Context) -> int:
         print(f"skiplint verify: {report.reason}", file=sys.stderr, flush=True)
         board.set("status", str(EXIT_NOT_RUN))
     return EXIT_NOT_RUN
-
-
-class _Watch:
-    """Reads every rank's state and errors off the board: the first fault, or None."""
-
-    def __init__(self, board: Board, world: int, timeout: float) -> None:
-        self.board = board
-        self.world = world
-        self.timeout = timeout
-        #: rank -> (state, monotonic time it was first seen)
-        self.seen: dict[int, tuple[Any, float]] = {}
-        #: When a lost connection was first seen.
-        self.lost_since: Optional[float] = None
-
-    def look(self, only: Optional[int] = None) -> Optional[Fault]:
-        """The first fault; a lost connection only once it has waited MARK_WAIT for the peer's own
-        error or for torchrun's stop (after which the rank that ended is known)."""
-        ranks = [only] if only is not None else list(range(self.world))
-        now = time.monotonic()
-        lost: Optional[Fault] = None
-        for rank in ranks:
-            error = self.board.error(rank)
-            if error is not None:
-                fault = Fault(rank, self.board.host(rank), error["step"], error["kind"], error["error"])
-                if fault.kind != "lost":
-                    return fault
-                lost = lost or _silent(self.board, self.world, f"rank {rank} lost its connection to it") or fault
-        hang = self._hang(ranks, now)
-        if hang is not None or lost is None:
-            return hang
-        self.lost_since = self.lost_since or now
-        return lost if now - self.lost_since > MARK_WAIT else None
-
-    def _hang(self, ranks: list[int], now: float) -> Optional[Fault]:
-        for rank in ranks:
-            state = self.board.state(rank)
-            previous = self.seen.get(rank)
-            if previous is None or previous[0] != state:
-                self.seen[rank] = (state, now)
-                continue
-            if state is not None and state[1] and now - previous[1] > self.timeout:
-                return Fault(rank, self.board.host(rank), state[2], "hang", seconds=self.timeout)
-        return None
 
 
 # -- rank 0 ---------------------------------------------------------------------------------------
@@ -464,8 +295,8 @@ def _lead(ctx: Context) -> int:
         ctx.stream.write(f"skiplint verify {args.target}\n")
         ctx.stream.flush()
     worker = _Worker(lambda: _lead_work(ctx, progress, shared))
-    watch = _Watch(ctx.board, ctx.world, args.timeout)
-    stop = _on_sigterm(ctx.board)
+    watch = Watch(ctx.board, ctx.world, args.timeout)
+    stop = on_sigterm(ctx.board)
     worker.start()
     report: Optional[Report] = None
     while report is None:
@@ -491,7 +322,7 @@ def _lead(ctx: Context) -> int:
     try:
         ctx.board.set("status", str(status))
         while ctx.world > 1 and time.monotonic() < deadline:
-            if ctx.board.store.add(_PREFIX + "acks", 0) >= ctx.world - 1:
+            if ctx.board.store.add(PREFIX + "acks", 0) >= ctx.world - 1:
                 break
             time.sleep(POLL)
     except Exception:  # the store is gone with the launcher: the others are ending anyway
@@ -503,56 +334,10 @@ class _Posted(Exception):
     """The rank's error is on the board already: the watching thread reports it from there."""
 
 
-def _on_sigterm(board: Board) -> threading.Event:
-    """torchrun stops every rank with SIGTERM when one of them exits early: each rank that gets it
-    says so on the board (the one that ended cannot), and rank 0 still reports."""
-    stop = threading.Event()
-
-    def handler(signum: int, frame: Any) -> None:
-        if not stop.is_set():
-            stop.set()
-            try:
-                board.set(f"stopped/{board.rank}", "1")
-            except Exception:  # the store is gone with the launcher: nobody is left to tell
-                pass
-
-    signal.signal(signal.SIGTERM, handler)
-    return stop
-
-
-def _silent(board: Board, world: int, why: str) -> Optional[Fault]:
-    """The rank that went silent: the first one, other than this one (which is running), that the
-    board still shows busy with its own work and without an error of its own (a process that
-    died leaves its last state behind)."""
-    for rank in range(world):
-        if rank == board.rank:
-            continue
-        state = board.state(rank)
-        if state is not None and state[1] and board.error(rank) is None:
-            return Fault(rank, board.host(rank), state[2], "lost", why)
-    return None
-
-
-def _ended(board: Board, world: int) -> Optional[Fault]:
-    """After torchrun's stop: the first rank that did not say it was stopped, nor posted an error of
-    its own, within MARK_WAIT: the process that ended, named with the step the board last shows."""
-    deadline = time.monotonic() + MARK_WAIT
-    while True:
-        silent = [rank for rank in range(world) if rank != board.rank
-                  and board.get(f"stopped/{rank}") is None and board.error(rank) is None]
-        if not silent or time.monotonic() > deadline:
-            break
-        time.sleep(POLL)
-    if not silent:
-        return None
-    state = board.state(silent[0])
-    return Fault(silent[0], board.host(silent[0]), state[2] if state is not None else STEP_IMPORT, "lost", ENDED)
-
-
 def _stopped(ctx: Context) -> Fault:
     """The launcher stopped the run because a process ended: the one that did not hear the stop,
     else the one still busy on the board."""
-    return (_ended(ctx.board, ctx.world) or _silent(ctx.board, ctx.world, ENDED)
+    return (ended(ctx.board, ctx.world) or silent(ctx.board, ctx.world, ENDED)
             or Fault(0, ctx.board.host(0), "the run", "lost", "torchrun stopped every rank"))
 
 
@@ -635,7 +420,7 @@ def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, 
     except Exception as error:
         _stop_plan(board)
         step = report.steps[-1].name if report.steps else STEP_IMPORT
-        report.reason = f"unexpected error after step '{step}': {_one_line(error)}"
+        report.reason = f"unexpected error after step '{step}': {one_line(error)}"
         report.cause = error
     board.note("report", False)
     return report
@@ -713,7 +498,7 @@ def _unexpected(ctx: Context, shared: dict[str, Any], error: BaseException) -> A
     if isinstance(error, (SystemExit, KeyboardInterrupt)):
         report.reason = f"rank 0 ({ctx.board.host(0)}) stopped with {type(error).__name__} after step '{step}'"
     else:
-        report.reason = f"unexpected error after step '{step}': {_one_line(error)}"
+        report.reason = f"unexpected error after step '{step}': {one_line(error)}"
     report.cause = error
     return report
 

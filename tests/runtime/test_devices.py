@@ -78,7 +78,7 @@ class _Cuda:
 def test_ranks_take_nccl_only_with_a_gpu_each(mine: list[str], local_rank: int, peer: str, expected: bool) -> None:
     from torch.distributed import HashStore
 
-    from skiplint.runtime.distributed import _PREFIX, one_gpu_per_rank
+    from skiplint.runtime.board import PREFIX as _PREFIX, one_gpu_per_rank
 
     store = HashStore()
     store.set(f"{_PREFIX}seat/1", peer)
