@@ -181,8 +181,6 @@ def test_no_module_is_over_the_limit() -> None:
     assert {name: lines for name, lines in modules.items() if lines > MODULE_LINES} == {}
 
 
-@pytest.mark.xfail(strict=True, reason="skiplint/gradflow/walk.py:Analysis 466 lines, "
-                                       "skiplint/interpret/statements.py:Statements 333")
 def test_no_class_is_over_the_limit() -> None:
     _, classes = _sizes()
     assert {name: lines for name, lines in classes.items() if lines > CLASS_LINES} == {}

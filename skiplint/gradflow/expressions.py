@@ -1,0 +1,122 @@
+"""The walk's expressions: each evaluated to a `model.Value` (a `yield` of the skip API records
+what it stashes and pops)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from skiplint import syntax
+from skiplint.gradflow.model import Env, NO, NOTHING, Value, container, meet, meet_all, saving, union
+from skiplint.gradflow.walker import Walker, constant_index
+
+
+class Expressions(Walker):
+    """Evaluates expressions."""
+
+    def eval(self, node: cst.BaseExpression, env: Env) -> Value:
+        return self.grad_off(self.value(node, env)) if not isinstance(node, cst.Name) else self.value(node, env)
+
+    def value(self, node: cst.BaseExpression, env: Env) -> Value:
+        if isinstance(node, cst.Name):
+            return env.get(node.value, NOTHING)
+        if isinstance(node, cst.Attribute):
+            key = self.key(node)
+            if key is not None:
+                found = env.get(key)
+                return found if found is not None else self.attributes.parameter(node.attr.value)
+            owner = node.value
+            if (isinstance(owner, cst.Attribute) and isinstance(owner.value, cst.Name) and owner.value.value == "self"
+                    and node.attr.value in ("weight", "bias") and "self." + owner.attr.value not in env):
+                return self.attributes.layer_weight(owner.attr.value)
+            if node.attr.value in ("data",):
+                self.eval(node.value, env)
+                return NOTHING
+            if node.attr.value in ("T", "mT", "real"):
+                return self.eval(node.value, env)
+            self.eval(node.value, env)
+            return NOTHING
+        if isinstance(node, cst.Yield):
+            return self.yielded(node, env)
+        if isinstance(node, cst.Call):
+            return self.call(node, env)
+        if isinstance(node, cst.BinaryOperation):
+            left, right = self.eval(node.left, env), self.eval(node.right, env)
+            if isinstance(node.operator, (cst.Add, cst.Subtract)):
+                return union((left, right))
+            return saving(node, (left, right))
+        if isinstance(node, cst.UnaryOperation):
+            inner = self.eval(node.expression, env)
+            return inner if isinstance(node.operator, (cst.Minus, cst.Plus)) else NOTHING
+        if isinstance(node, cst.Subscript):  # indexing and slicing are views
+            whole = self.eval(node.value, env)
+            index = constant_index(node)
+            if whole.items is not None:
+                if index is not None and -len(whole.items) <= index < len(whole.items):
+                    return whole.items[index]
+                return meet_all(whole.items)
+            return whole
+        if isinstance(node, cst.IfExp):
+            self.eval(node.test, env)
+            decided = self.decide(node.test, env)
+            if decided is not None:
+                return self.eval(node.body if decided else node.orelse, env)
+            return meet(self.eval(node.body, env), self.eval(node.orelse, env))
+        if isinstance(node, (cst.Tuple, cst.List)):
+            items = [self.eval(e.value, env) for e in node.elements]
+            if any(isinstance(e, cst.StarredElement) for e in node.elements):
+                return union(items)
+            return container(items)
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            return self.comprehension(node, env)
+        if isinstance(node, (cst.Set, cst.Dict)):
+            return union([self.eval(child, env) for child in syntax.children(node)
+                           if isinstance(child, cst.BaseExpression)] + [
+                self.eval(e.value, env) for e in getattr(node, "elements", ()) if hasattr(e, "value")])
+        for child in syntax.children(node):
+            if isinstance(child, cst.BaseExpression) and not isinstance(child, cst.Lambda):
+                self.eval(child, env)
+        return NOTHING
+
+    def comprehension(self, node: cst.ListComp | cst.SetComp | cst.GeneratorExp, env: Env) -> Value:
+        """A comprehension with one `for` over known items holds what its element holds for each
+        item; over a tensor, what its element holds for a view of it."""
+        clause = node.for_in
+        iterated = self.eval(clause.iter, env)
+        if clause.inner_for_in is not None or clause.ifs or clause.asynchronous is not None:
+            inner = dict(env)
+            self.assign(clause.target, NOTHING, inner)
+            self.eval(node.elt, inner)
+            return NOTHING
+        results = []
+        view = Value(iterated.ops, iterated.grad, iterated.sources)
+        for item in iterated.items if iterated.items is not None else (view,):
+            inner = dict(env)
+            self.assign(clause.target, item, inner)
+            results.append(self.eval(node.elt, inner))
+        if iterated.items is not None:
+            return container(results) if isinstance(node, cst.ListComp) else union(results)
+        return Value(results[0].ops, results[0].grad, results[0].sources)
+
+    def yielded(self, node: cst.Yield, env: Env) -> Value:
+        value = node.value
+        if isinstance(value, cst.From):
+            target = value.item
+            method = self.delegate(target)
+            args = [self.eval(arg.value, env) for arg in target.args] if isinstance(target, cst.Call) else []
+            if method is None or any(arg.keyword is not None or arg.star for arg in getattr(target, "args", ())):
+                return NOTHING
+            result, returned = self.run(method, args)
+            return result if returned else NOTHING
+        if isinstance(value, cst.Call) and id(value) in self.commands:
+            kind = self.commands[id(value)]
+            if kind == "stash":
+                tensor = value.args[1].value if len(value.args) > 1 and value.args[1].keyword is None else next(
+                    (a.value for a in value.args if a.keyword is not None and a.keyword.value == "tensor"), None)
+                stashed = self.eval(tensor, env) if tensor is not None and not self.in_loop else NOTHING
+                known = self.flow.stashes.get(id(value))
+                self.flow.stashes[id(value)] = stashed if known is None else meet(known, stashed)
+                return NOTHING
+            return Value(frozenset(), NO, frozenset({id(value)}))
+        if value is not None:
+            self.eval(value, env)
+        return NOTHING

@@ -1,0 +1,80 @@
+"""The state of the walk of a forward body (walk.py), which its parts share: the module whose code
+runs now, the functions running, the gradient mode, the dataflow found so far; and the signatures by
+which the parts (statements.py, expressions.py, calls.py) call one another."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
+
+import libcst as cst
+
+if TYPE_CHECKING:  # read in annotations only: SKP303's check imports this package from the rules
+    from skiplint.imports import Scope
+from skiplint.gradflow.attributes import Attributes
+from skiplint.gradflow.model import Env, Flow, Value
+
+
+class Walker:
+    """What the walk of one forward knows as it goes."""
+
+    def __init__(self, scope_of: dict[int, Scope], methods: dict[str, cst.FunctionDef],
+                 attributes: Attributes, commands: Mapping[int, str],
+                 functions: Optional[Mapping[str, cst.FunctionDef]] = None,
+                 classes: Optional[Mapping[str, Mapping[str, cst.FunctionDef]]] = None, depth_limit: int = 8) -> None:
+        self.scope_of = scope_of
+        #: The methods and attributes of the module whose code runs now (`self`).
+        self.methods: Mapping[str, cst.FunctionDef] = methods
+        self.attributes = attributes
+        self.classes = classes or {}
+        self._attributes_of: dict[str, Attributes] = {}
+        #: Module-level functions of the same module, by name (followed where a forward calls them).
+        self.functions = functions or {}
+        #: id(stash/pop call) -> "stash" / "pop" (the API's commands, resolved by the caller).
+        self.commands = commands
+        self.flow = Flow()
+        self.no_grad = 0
+        self.in_loop = 0
+        self.active: list[cst.FunctionDef] = []
+        self.depth_limit = depth_limit
+
+    def scope(self) -> Scope:
+        return self.scope_of[id(self.active[-1])]
+
+    def key(self, node: cst.CSTNode) -> Optional[str]:
+        """The variable a name or `self.<attr>` is (its key in an env); None for anything else."""
+        if isinstance(node, cst.Name):
+            return node.value
+        if (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)
+                and node.value.value == "self"):
+            return "self." + node.attr.value
+        return None
+
+    def grad_off(self, value: Value) -> Value:
+        """A value computed now: under `torch.no_grad()` it holds nothing of the graph."""
+        return Value() if self.no_grad else value
+
+    if TYPE_CHECKING:
+        # statements.py
+        def block(self, stmts: Sequence[cst.CSTNode], env: Optional[Env], returns: list[Value]) -> Optional[Env]: ...
+        def decide(self, test: cst.BaseExpression, env: Env) -> Optional[bool]: ...
+        def assign(self, target: cst.BaseExpression, value: Value, env: Env) -> None: ...
+        # expressions.py
+        def eval(self, node: cst.BaseExpression, env: Env) -> Value: ...
+        # calls.py
+        def run(self, func: cst.FunctionDef, args: Sequence[Value], bound: bool = True) -> tuple[Value, bool]: ...
+        def delegate(self, target: cst.BaseExpression) -> Optional[cst.FunctionDef]: ...
+        def in_place(self, node: cst.CSTNode) -> Optional[cst.BaseExpression]: ...
+        def call(self, node: cst.Call, env: Env) -> Value: ...
+
+
+def constant_index(node: cst.Subscript) -> Optional[int]:
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    value = node.slice[0].slice.value
+    negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
+    if negative:
+        value = value.expression  # type: ignore[attr-defined]
+    if isinstance(value, cst.Integer):
+        number = int(value.value, 0)
+        return -number if negative else number
+    return None
