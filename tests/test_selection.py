@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from skiplint import engine, rules
+from skiplint import config, engine, rules
 from skiplint.engine import Selection
 
 ALL = tuple(rules.RULES)
@@ -22,6 +24,36 @@ def test_opt_in_codes_are_the_rules_that_say_so() -> None:
     """The opt-in set is read from each rule's own `opt_in`, nowhere listed by hand."""
     assert rules.OPT_IN == {code for code, rule in rules.RULES.items() if rule.opt_in}
     assert rules.OPT_IN and rules.OPT_IN < set(ALL)
+
+
+CODE_TABLE_HEADER = """\
+# Every rule's code in the order of skiplint.rules.RULES, opt-in ones marked: read by the flake8
+# plugin and the configuration, which need the codes but not the rule modules.
+# tests/test_selection.py fails when this table and the rules differ (and prints the table).
+"""
+
+
+def test_the_code_table_is_written_from_the_rules() -> None:
+    """skiplint/rules/codes.txt (what the flake8 plugin reads instead of importing every rule
+    module) says what the rules say, in their order; on a new rule, write the printed table."""
+    wanted = CODE_TABLE_HEADER + "".join(f"{code}{' opt-in' if rule.opt_in else ''}\n"
+                                         for code, rule in rules.RULES.items())
+    path = Path(config.__file__).parent / "rules" / "codes.txt"
+    assert path.read_text(encoding="utf-8") == wanted, f"write this into {path}:\n{wanted}"
+    assert config.code_table() == (tuple(rules.RULES), rules.OPT_IN)
+
+
+def test_without_the_code_table_the_codes_come_from_the_rules(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "_CODE_TABLE", str(tmp_path / "missing.txt"))
+    config.code_table.cache_clear()
+    try:
+        assert config.code_table() == (tuple(rules.RULES), rules.OPT_IN)
+        (tmp_path / "missing.txt").write_text("# a comment\nSKP1 opt-in\nSKP2\n", encoding="utf-8")
+        config.code_table.cache_clear()
+        assert config.code_table() == (("SKP1", "SKP2"), frozenset({"SKP1"}))  # the table is what is read
+    finally:
+        config.code_table.cache_clear()
 
 
 def test_everything_selects_the_opt_in_codes_too() -> None:
