@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from skiplint import config, engine, rules
+from skiplint.rules import doc
 from skiplint.engine import Selection
 
 ALL = tuple(rules.RULES)
@@ -26,21 +27,12 @@ def test_opt_in_codes_are_the_rules_that_say_so() -> None:
     assert rules.OPT_IN and rules.OPT_IN < set(ALL)
 
 
-CODE_TABLE_HEADER = """\
-# Every rule's code in the order of skiplint.rules.RULES, opt-in ones marked: read by the flake8
-# plugin and the configuration, which need the codes but not the rule modules.
-# tests/test_selection.py fails when this table and the rules differ (and prints the table).
-"""
-
-
 def test_the_code_table_is_written_from_the_rules() -> None:
     """skiplint/rules/codes.txt (what the flake8 plugin reads instead of importing every rule
-    module) says what the rules say, in their order; on a new rule, write the printed table."""
-    wanted = CODE_TABLE_HEADER + "".join(f"{code}{' opt-in' if rule.opt_in else ''}\n"
-                                         for code, rule in rules.RULES.items())
-    path = Path(config.__file__).parent / "rules" / "codes.txt"
-    assert path.read_text(encoding="utf-8") == wanted, f"write this into {path}:\n{wanted}"
+    module) says what the rules say, in their order (regenerate: python -m skiplint.rules.doc --write)."""
+    assert doc.CODE_TABLE.read_text(encoding="utf-8") == doc.code_table_text()
     assert config.code_table() == (tuple(rules.RULES), rules.OPT_IN)
+    assert Path(config._CODE_TABLE) == doc.CODE_TABLE
 
 
 def test_without_the_code_table_the_codes_come_from_the_rules(tmp_path: Path,
