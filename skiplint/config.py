@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-from skiplint import prefilter, rules, sources
+from skiplint import prefilter, sources
 
 
 def _toml() -> Any:
@@ -67,9 +67,29 @@ _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 DEFAULT_EXCLUDE: tuple[str, ...] = tuple(sorted(sources.DEFAULT_EXCLUDE)) + ("*.egg",)
 
 
+#: skiplint/rules/codes.txt: the rules' codes, opt-in ones marked (see code_table).
+_CODE_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules", "codes.txt")
+
+
+@functools.lru_cache(maxsize=1)
+def code_table() -> tuple[tuple[str, ...], frozenset[str]]:
+    """Every rule's code in the order of `skiplint.rules.RULES`, and the opt-in ones: what the
+    flake8 plugin needs when it loads and the configuration needs to check codes, read from a
+    table written from the rules (a test keeps the two equal) rather than by importing every rule
+    module. Without the table (a damaged installation), from the rules themselves."""
+    try:
+        with open(_CODE_TABLE, encoding="utf-8") as handle:
+            rows = [line.split() for line in handle if line.strip() and not line.startswith("#")]
+    except OSError:
+        from skiplint import rules
+
+        return tuple(rules.RULES), rules.OPT_IN
+    return tuple(row[0] for row in rows), frozenset(row[0] for row in rows if row[1:] == ["opt-in"])
+
+
 def known_code(code: str) -> bool:
     """A code, or a prefix of one, of the rule table (upper case)."""
-    return bool(_CODE.match(code)) and any(known.startswith(code) for known in rules.RULES)
+    return bool(_CODE.match(code)) and any(known.startswith(code) for known in code_table()[0])
 
 
 def _distance(a: str, b: str) -> int:
@@ -88,7 +108,8 @@ _LOOKALIKES = str.maketrans({"O": "0", "I": "1", "L": "1", "S": "5", "B": "8"})
 
 @functools.lru_cache(maxsize=1)
 def _known_and_prefixes() -> tuple[str, ...]:
-    return tuple(sorted(set(rules.RULES) | {k[:n] for k in rules.RULES for n in range(3, 6)}))
+    codes = code_table()[0]
+    return tuple(sorted(set(codes) | {k[:n] for k in codes for n in range(3, 6)}))
 
 
 def nearest_code(word: str) -> Optional[str]:
@@ -156,6 +177,8 @@ class Config:
     root: str = "."
 
     def selected(self, code: str) -> bool:
+        from skiplint import rules  # not for the flake8 plugin, which selects through flake8
+
         return rules.selected(code, self.select, self.ignore, self.extend_select)
 
     def ignored_in(self, path: str) -> tuple[str, ...]:

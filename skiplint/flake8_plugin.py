@@ -1,7 +1,8 @@
 """The flake8 plugin: the same engine and findings as the CLI, under codes SKP.
 
 Loading the plugin costs flake8 almost nothing: the engine (and libcst) is imported only when a
-file passes the prefilter. Analysis settings (api-aliases, max-unroll) come from the project's
+file passes the prefilter, and the rules package only then too (the codes flake8 needs when the
+plugin loads come from the table skiplint/rules/codes.txt, see `config.code_table`). Analysis settings (api-aliases, max-unroll) come from the project's
 skiplint configuration nearest to the checked file, as the CLI reads it, with flake8's own
 `--skiplint-*` options overriding; which codes are reported (select, ignore, per-file-ignores,
 noqa) is flake8's business.
@@ -16,8 +17,7 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
-from skiplint import __version__, config, filenoqa, prefilter, rules, sources
-from skiplint.rules.analyzer import INTERNAL_ERROR, UNCHECKED_FILE
+from skiplint import __version__, config, filenoqa, prefilter, sources
 from skiplint.session import Session
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class SkiplintChecker:
     @classmethod
     def add_options(cls, option_manager: Any) -> None:
         # Opt-in codes are off unless selected, as flake8-bugbear's B9.
-        option_manager.extend_default_ignore(sorted(rules.OPT_IN))
+        option_manager.extend_default_ignore(sorted(config.code_table()[1]))
         option_manager.add_option(
             "--skiplint-api-aliases", default="", parse_from_config=True, metavar="ALIAS=API,...",
             help="a project's re-exports of the skip API, e.g. "
@@ -83,7 +83,8 @@ class SkiplintChecker:
         cls.stdin_name = getattr(options, "stdin_display_name", None) or "stdin"
         named = {code.strip() for option in ("select", "extend_select")
                  for code in (getattr(options, option, None) or ())}
-        cls.selected_codes = tuple(code for code in rules.RULES if code not in rules.OPT_IN or code in named)
+        codes, opt_in = config.code_table()
+        cls.selected_codes = tuple(code for code in codes if code not in opt_in or code in named)
 
     @classmethod
     def settings_for(cls, filename: str) -> config.Config:
@@ -129,6 +130,8 @@ class SkiplintChecker:
         text = "".join(self.lines)
         too_large = sources.too_large(self.size(text))
         if too_large is not None:  # the CLI's finding, word for word: same file, same SKP900
+            from skiplint.rules.analyzer import UNCHECKED_FILE
+
             yield 1, 0, UNCHECKED_FILE.format(reason=too_large), type(self)
             return
         settings = self.settings_for(self.filename)
@@ -156,10 +159,13 @@ class SkiplintChecker:
             if os.environ.get("SKIPLINT_DEBUG"):
                 raise
             from skiplint.diagnostics import error_text
+            from skiplint.rules.analyzer import INTERNAL_ERROR
 
             message = INTERNAL_ERROR.format(what="this file", error=error_text(error))
             yield 1, 0, message, type(self)
             return
+        from skiplint.rules.analyzer import UNCHECKED_FILE
+
         for diagnostic in result.diagnostics:
             if diagnostic.code == UNCHECKED_FILE.code and not _python_accepts(text):
                 continue  # flake8 reports what Python cannot compile itself (E999); the rest is ours to say

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from skiplint import engine, rules
+from skiplint import config, engine, rules
+from skiplint.rules import doc
 from skiplint.engine import Selection
 
 ALL = tuple(rules.RULES)
@@ -22,6 +25,27 @@ def test_opt_in_codes_are_the_rules_that_say_so() -> None:
     """The opt-in set is read from each rule's own `opt_in`, nowhere listed by hand."""
     assert rules.OPT_IN == {code for code, rule in rules.RULES.items() if rule.opt_in}
     assert rules.OPT_IN and rules.OPT_IN < set(ALL)
+
+
+def test_the_code_table_is_written_from_the_rules() -> None:
+    """skiplint/rules/codes.txt (what the flake8 plugin reads instead of importing every rule
+    module) says what the rules say, in their order (regenerate: python -m skiplint.rules.doc --write)."""
+    assert doc.CODE_TABLE.read_text(encoding="utf-8") == doc.code_table_text()
+    assert config.code_table() == (tuple(rules.RULES), rules.OPT_IN)
+    assert Path(config._CODE_TABLE) == doc.CODE_TABLE
+
+
+def test_without_the_code_table_the_codes_come_from_the_rules(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "_CODE_TABLE", str(tmp_path / "missing.txt"))
+    config.code_table.cache_clear()
+    try:
+        assert config.code_table() == (tuple(rules.RULES), rules.OPT_IN)
+        (tmp_path / "missing.txt").write_text("# a comment\nSKP1 opt-in\nSKP2\n", encoding="utf-8")
+        config.code_table.cache_clear()
+        assert config.code_table() == (("SKP1", "SKP2"), frozenset({"SKP1"}))  # the table is what is read
+    finally:
+        config.code_table.cache_clear()
 
 
 def test_everything_selects_the_opt_in_codes_too() -> None:

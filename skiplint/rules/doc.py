@@ -2,9 +2,9 @@
 and the snapshot of what skiplint says about each rule's examples.
 
 `python -m skiplint.rules.doc --write` writes everything generated from the rules: docs/rules.md,
-the `--help` blocks of docs/usage.md (which list the opt-in codes) and every rule's snapshot;
-tests/test_ruledoc.py, tests/test_help_docs.py and tests/test_rule_examples.py keep them equal to
-this output (`python -m skiplint.rules.doc` alone prints docs/rules.md). Each section is read from
+the `--help` blocks of docs/usage.md (which list the opt-in codes), every rule's snapshot and the
+code table skiplint/rules/codes.txt; tests/test_ruledoc.py, tests/test_help_docs.py,
+tests/test_rule_examples.py and tests/test_selection.py keep them equal to this output (`python -m skiplint.rules.doc` alone prints docs/rules.md). Each section is read from
 one `Rule` (summary, template, reported at, when, failure, opt-in), its family module (TITLE,
 BLURB) and its example files: `examples/skpNNN/bad.py` and `fixed.py` beside this module, shipped
 in the wheel. A bad example marks each line where its rule reports with `# expect: SKPnnn`, which
@@ -246,9 +246,23 @@ def usage_with_help(usage: str) -> str:
     return usage
 
 
+#: The table of the rules' codes that the flake8 plugin and the configuration read instead of
+#: importing every rule module (`skiplint.config.code_table`).
+CODE_TABLE = Path(__file__).resolve().parent / "codes.txt"
+
+
+def code_table_text() -> str:
+    """skiplint/rules/codes.txt: every code in the order of `rules.RULES`, opt-in ones marked."""
+    head = ("# Every rule's code in the order of skiplint.rules.RULES, opt-in ones marked: read by the\n"
+            "# flake8 plugin and the configuration, which need the codes but not the rule modules.\n"
+            f"# Generated: {WRITE}\n")
+    return head + "".join(f"{code}{' opt-in' if rule.opt_in else ''}\n" for code, rule in rules.RULES.items())
+
+
 def write() -> None:
     """Write every file generated from the rules (see the module's docstring)."""
     RULES_MD.write_text(render(), encoding="utf-8")
+    CODE_TABLE.write_text(code_table_text(), encoding="utf-8")
     if sys.version_info[:2] == (3, 11):  # the Python whose argparse layout the docs show
         USAGE.write_text(usage_with_help(USAGE.read_text(encoding="utf-8")), encoding="utf-8")
     else:
