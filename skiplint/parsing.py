@@ -140,6 +140,10 @@ class StatementParts:
             part = _libcst_parse(chunk)
         except (cst.ParserSyntaxError, cst.CSTValidationError, RecursionError, ValueError, TypeError):
             return None  # the whole text's parse says what is wrong
+        if part.code != chunk:
+            # libcst does not give back every text it parses: blank lines before an indented comment
+            # that ends a module are lost. Such a part cannot stand for its text: the whole is parsed.
+            return None
         key = hash(chunk)
         if key in self.seen and chunk not in self.parts:
             self.parts[chunk] = part
