@@ -14,7 +14,6 @@ import ast
 import functools
 import importlib.metadata
 import os
-import re
 import stat
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from hypothesis import strategies as st
 from skiplint import cli, engine, guard, limits, parsing, sources
 from skiplint.flake8_plugin import SkiplintChecker
 from tests import inprocess
+from tests.frames import plugin_frames
 from tests.messages import printed
 
 GOOD = textwrap.dedent("""\
@@ -861,16 +861,6 @@ def _nul_is_a_value_error() -> bool:
     except SyntaxError:
         return False
     return False
-
-
-def plugin_frames(stderr: str) -> list[str]:
-    """The traceback frames of `stderr` that are in skiplint's own modules, by module path: the
-    path of a clone or a tox environment (`skiplint/.tox/lowest/...`) names no module of the package."""
-    package = Path(sources.__file__).resolve().parent
-    modules = {path.relative_to(package.parent).as_posix() for path in package.rglob("*.py")}
-    frames = re.findall(r'^\s*File "([^"]+)", line \d+', stderr, re.M)
-    return [frame for frame in frames
-            if any(frame.replace(os.sep, "/").endswith("/" + module) for module in modules)]
 
 
 def test_plugin_frames_are_found_by_module_not_by_the_folder_a_clone_is_in() -> None:

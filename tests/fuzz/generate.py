@@ -481,10 +481,13 @@ def check_case(name: str, tree: Tree, python: str = sys.executable) -> list[str]
 
 
 def _through_skiplint(traceback: str) -> bool:
-    """Whether a traceback passes through skiplint's code. flake8 itself can die before any
-    plugin runs (CPython 3.12's ast.parse raises RecursionError on a long enough expression, 3.9
+    """Whether a traceback passes through skiplint's code (its frames by module path, not by a
+    folder named skiplint/, which a clone or a tox environment may be). flake8 itself can die before
+    any plugin runs (CPython 3.12's ast.parse raises RecursionError on a long enough expression, 3.9
     and 3.10 ValueError on a NUL byte): those crashes are flake8's, not the plugin's."""
-    return f"{os.sep}skiplint{os.sep}" in traceback
+    from tests.frames import plugin_frames
+
+    return bool(plugin_frames(traceback))
 
 
 def case(seed: int) -> tuple[str, Tree]:
