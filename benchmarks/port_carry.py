@@ -10,6 +10,7 @@ micro-batch (the adapter's plan). Run the two modes in turn, several times, and 
 """
 
 import os
+import runpy
 import statistics
 import sys
 import time
@@ -17,7 +18,7 @@ import time
 import torch
 import torch.distributed as dist
 from torch import nn
-from torchgpipe.skip import Namespace, pop, skippable, stash
+from torchgpipe.skip import Namespace
 
 from skiplint import port
 from skiplint.runtime import adapter
@@ -26,29 +27,10 @@ BALANCE = (2, 3, 2)
 CHUNKS = 4
 
 
-@skippable(stash=["skip"])
-class Down(nn.Module):
-    def __init__(self, cin, cout):
-        super().__init__()
-        self.conv = nn.Conv2d(cin, cout, 3, padding=1)
-        self.pool = nn.AvgPool2d(2)
-
-    def forward(self, x):
-        x = torch.relu(self.conv(x))
-        yield stash("skip", x)
-        return self.pool(x)
-
-
-@skippable(pop=["skip"])
-class Up(nn.Module):
-    def __init__(self, cin, cskip, cout):
-        super().__init__()
-        self.up = nn.Upsample(scale_factor=2)
-        self.conv = nn.Conv2d(cin + cskip, cout, 3, padding=1)
-
-    def forward(self, x):
-        skip = yield pop("skip")
-        return torch.relu(self.conv(torch.cat([self.up(x), skip], dim=1)))
+# The bundled U-Net's own blocks (fixtures/runtime/unet.py), arranged here with one more layer.
+_FIXTURE = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "fixtures", "runtime",
+                                       "unet.py"))
+Down, Up = _FIXTURE["Down"], _FIXTURE["Up"]
 
 
 def unet():
