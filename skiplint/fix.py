@@ -24,10 +24,10 @@ import re
 import sys
 import tokenize
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple, Optional, Protocol, Sequence, TypeVar
+from typing import Any, Callable, NamedTuple, Optional, Sequence, TypeVar
 
 from skiplint import apiimports, config, engine, filenoqa, parallel, parsing, rules, sources, streams
-from skiplint.diagnostics import Diagnostic, error_text
+from skiplint.diagnostics import Diagnostic, error_text, without_code
 from skiplint.edits import TARGETS as TARGETS, Edit as Edit, NotFixable as NotFixable, Source as Source
 from skiplint.rules import analyzer, one_class, portability
 from skiplint.writes import EXIT_CHANGES, EXIT_OK, EXIT_UNCHECKED, Outside, Unwritten, outside, write_fix
@@ -54,20 +54,8 @@ class _Flagged(NamedTuple):
     message: str
 
 
-class _Reported(Protocol):
-    """What the "nothing new" comparisons read of a finding, skiplint's or flake8's."""
-
-    @property
-    def code(self) -> str: ...
-
-    @property
-    def line(self) -> int: ...
-
-    @property
-    def message(self) -> str: ...
-
-
-_R = TypeVar("_R", bound=_Reported)
+#: A finding the "nothing new" comparisons read (code, line, message): skiplint's or flake8's.
+_R = TypeVar("_R", Diagnostic, _Flagged)
 
 
 @dataclass(frozen=True)
@@ -120,8 +108,6 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
-# -- the source as Python reads it -----------------------------------------------------------------
-
 # -- planning the edit of one finding --------------------------------------------------------------
 
 def plan(text: str, diagnostic: Diagnostic, target: str = "torchgpipe") -> list[Edit]:
@@ -138,10 +124,6 @@ def plan(text: str, diagnostic: Diagnostic, target: str = "torchgpipe") -> list[
 
 def _line_of(text: str, offset: int) -> int:
     return len(_LINE_BREAK.findall(text, 0, offset)) + 1
-
-
-def _key(finding: _Reported, line: int, exact: bool) -> tuple[str, int, str]:
-    return finding.code, line, finding.message if exact else ""
 
 
 def _introduced(before: Sequence[_R], after: Sequence[_R], text: str,
@@ -165,10 +147,10 @@ def _introduced(before: Sequence[_R], after: Sequence[_R], text: str,
                 return first
         return line
 
-    had = collections.Counter(_key(d, d.line, exact) for d in before)
+    had = collections.Counter((d.code, d.line, d.message if exact else "") for d in before)
     new = []
     for diagnostic in after:
-        key = _key(diagnostic, original_line(diagnostic.line), exact)
+        key = (diagnostic.code, original_line(diagnostic.line), diagnostic.message if exact else "")
         if had[key] > 0:
             had[key] -= 1
         else:
@@ -183,11 +165,8 @@ def _gone(diagnostic: Diagnostic, before: Sequence[Diagnostic], after: Sequence[
     return sum(map(same, after)) < sum(map(same, before))
 
 
-def _described(finding: _Reported) -> str:
-    message = finding.message
-    if message.startswith(finding.code + " "):
-        message = message[len(finding.code) + 1:]
-    return f"{finding.code} at line {finding.line}: {message}"
+def _described(finding: _R) -> str:
+    return f"{finding.code} at line {finding.line}: {without_code(finding.code, finding.message)}"
 
 
 @dataclass(frozen=True)
@@ -340,13 +319,9 @@ def _compiles(text: str, path: str) -> bool:
     return True
 
 
-def _encoding(data: bytes) -> str:
-    return tokenize.detect_encoding(io.BytesIO(data).readline)[0]
-
-
 def _encoded(outcome: FileFix, data: bytes) -> bytes:
     """The fixed text in the file's own encoding; SourceError when that would change other bytes."""
-    encoding = _encoding(data)
+    encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
     try:
         if outcome.original.encode(encoding) != data:
             raise sources.SourceError(f"{encoding} does not reproduce the file byte for byte; not rewritten")
@@ -377,20 +352,12 @@ def fix_bytes(data: bytes, path: str, settings: config.Config, target: str,
         return FileFix(path, text, text, (), (), str(error)), data
 
 
-def internal_error(error: BaseException) -> str:
-    """Why a file was left as it is when the analyzer failed on it (SKP902's text)."""
-    return analyzer.INTERNAL_ERROR.text(what="this file", error=error_text(error))
-
-
-def _fixed_bytes(data: bytes, path: str, settings: config.Config, target: str,
-                 codes: Sequence[str]) -> tuple[FileFix, bytes]:
-    """fix_bytes, with an analyzer bug reported as SKP902 and the contents given back unchanged."""
-    try:
-        return fix_bytes(data, path, settings, target, codes, Session())
-    except Exception as error:
-        if os.environ.get("SKIPLINT_DEBUG"):
-            raise
-        return FileFix(path, "", "", (), (), internal_error(error)), data
+def _analyzer_bug(path: str, error: Exception) -> FileFix:
+    """A file left as it is because the analyzer failed on it: one line, the lint's SKP902 text,
+    never a traceback (unless SKIPLINT_DEBUG is set)."""
+    if os.environ.get("SKIPLINT_DEBUG"):
+        raise error
+    return FileFix(path, "", "", (), (), analyzer.INTERNAL_ERROR.text(what="this file", error=error_text(error)))
 
 
 def fix_file(path: str, settings: config.Config, target: str, codes: Sequence[str],
@@ -480,7 +447,10 @@ def fix_stdin(display_name: Optional[str], finder: config.Finder, target: str, c
     if display_name is not None and settings.excludes_named(display_name):
         outcome, fixed = FileFix(name, "", "", (), ()), data
     else:
-        outcome, fixed = _fixed_bytes(data, name, settings, target, codes)
+        try:
+            outcome, fixed = fix_bytes(data, name, settings, target, codes, Session())
+        except Exception as error:
+            outcome, fixed = _analyzer_bug(name, error), data
     streams.write_stdout(diff(outcome) if show_diff else fixed)
     if outcome.error is not None:
         say(f"{name}: could not fix this source: {outcome.error}")
@@ -540,10 +510,8 @@ def fix_tasks(tasks: Sequence[tuple[str, config.Config]], target: str, codes: Se
             status = max(status, why.status)
             outcomes.append(FileFix(path, "", "", (), (), unwritten=str(why), unwritten_status=why.status))
             continue
-        except Exception as error:  # an analyzer bug: one line, as the lint's SKP902, never a traceback
-            if os.environ.get("SKIPLINT_DEBUG"):
-                raise
-            outcome = FileFix(path, "", "", (), (), internal_error(error))
+        except Exception as error:
+            outcome = _analyzer_bug(path, error)
         outcomes.append(outcome)
         if outcome.error is not None:
             say(f"{path}: could not fix this file: {outcome.error}")

@@ -72,38 +72,11 @@ def namespace_name(ns: Optional[int], composition: Composition) -> Optional[str]
     return dict(composition.namespaces).get(ns, f"#{ns}")
 
 
-def route_rows(composition: Composition, balance: Optional[Sequence[int]]) -> list[dict[str, Any]]:
-    """The route table of a composition for a balance: one row per pop."""
-    found = drawn_routes(composition, balance)
-    labels = label_namespaces((r.ns, r.name, r.stash_layer) for r in found)
-    return [_row(r, labels) for r in found]
-
-
 def drawn_routes(composition: Composition, balance: Optional[Sequence[int]] = None) -> list[SkipRoute]:
-    """Every pop with the stash whose tensor it takes when the layers run: the latest earlier stash
-    of its (ns, name) that no pop has taken yet (the skip tracker keeps one tensor per name: a second
-    stash replaces the first, a pop takes it away), or none (stash_layer None). For a composition
-    that verify_skippables accepts (each name stashed and popped once per namespace) these are
-    inspect_skip_layout's routes, `pipes.routes`; where a name is reused without a namespace the
-    runtime refuses the pipe, and a plain run does what is drawn."""
-    part = pipes.partitions(balance) if balance is not None else []
-
-    def partition_of(index: Optional[int]) -> Optional[int]:
-        return part[index] if index is not None and index < len(part) else None
-
-    waiting: dict[SkipKey, int] = {}
-    found: list[SkipRoute] = []
-    uncertain = pipes.uncertain_names(composition)
-    for layer in pipes.known_skippables(composition):
-        for key in layer.stash:
-            waiting[key] = layer.index
-        for key in layer.pop:
-            if key[1] in uncertain:
-                continue
-            source = waiting.pop(key, None)
-            found.append(SkipRoute(key[0], key[1], source, layer.index, partition_of(source),
-                                   partition_of(layer.index)))
-    return sorted(found, key=lambda r: (r.pop_layer if r.pop_layer is not None else -1, r.name))
+    """Every pop with the stash whose tensor it takes at run time (`pipes.pops`), by popping layer:
+    for a composition that verify_skippables accepts, inspect_skip_layout's routes; where a name is
+    reused without a namespace the runtime refuses the pipe, and a plain run does what is drawn."""
+    return pipes.by_pop(pipes.pops(composition, balance))
 
 
 def lint_notes(model: Model) -> list[str]:
@@ -218,7 +191,9 @@ def route_table(path: str, name: Optional[str] = None,
     problem = unresolved(model.composition)
     if problem is not None:
         raise ValueError(problem)
-    return route_rows(model.composition, balance if balance is not None else model.balance)
+    routes = drawn_routes(model.composition, balance if balance is not None else model.balance)
+    labels = label_namespaces((r.ns, r.name, r.stash_layer) for r in routes)
+    return [_row(r, labels) for r in routes]
 
 
 def unresolved(composition: Composition) -> Optional[str]:
@@ -366,64 +341,41 @@ def balance_problem(balance: Optional[Sequence[int]], count: int) -> Optional[st
     return f"balance sums to {total} but the composition has {count} layers: the pipe would fail"
 
 
-def _dot_id(index: int) -> str:
-    return f"L{index}"
-
-
-def render_dot(path: str, model: Model, balance: Optional[Sequence[int]]) -> str:
+def render_graph(path: str, model: Model, balance: Optional[Sequence[int]], dot: bool) -> str:
+    """The layers (clustered by partition) and skip arcs as Graphviz dot, else as a Mermaid flowchart."""
     data = render_json(path, model, balance)
-    out = [f"digraph {json.dumps(model.name)} {{", "  rankdir=TB;", "  node [shape=box];"]
-    groups: dict[Optional[int], list[dict[str, Any]]] = {}
-    for layer in data["layers"]:
-        groups.setdefault(layer["partition"], []).append(layer)
-    for partition, layers in groups.items():
-        indent = "  "
-        if partition is not None:
-            out.append(f"  subgraph cluster_{partition} {{")
-            out.append(f"    label=\"partition {partition}\";")
-            indent = "    "
-        for layer in layers:
-            label = f"{layer['index']}: {layer['label']}"
-            out.append(f"{indent}{_dot_id(layer['index'])} [label={json.dumps(label)}];")
-        if partition is not None:
-            out.append("  }")
-    for a, b in zip(data["layers"], data["layers"][1:]):
-        out.append(f"  {_dot_id(a['index'])} -> {_dot_id(b['index'])};")
-    for row in data["routes"]:
-        if row["stash_layer"] is None:
-            continue
-        label = row["name"] + (f" ({row['ns']})" if row["ns"] else "")
-        style = "dashed"
-        extra = ", color=red, penwidth=2" if row["crosses"] else ""
-        out.append(f"  {_dot_id(row['stash_layer'])} -> {_dot_id(row['pop_layer'])} "
-                   f"[label={json.dumps(label)}, style={style}, constraint=false{extra}];")
-    out.append("}")
-    return "\n".join(out)
-
-
-def render_mermaid(path: str, model: Model, balance: Optional[Sequence[int]]) -> str:
-    data = render_json(path, model, balance)
-    out = ["flowchart TD"]
+    out = [f"digraph {json.dumps(model.name)} {{", "  rankdir=TB;", "  node [shape=box];"] if dot else ["flowchart TD"]
     groups: dict[Optional[int], list[dict[str, Any]]] = {}
     for layer in data["layers"]:
         groups.setdefault(layer["partition"], []).append(layer)
     for partition, layers in groups.items():
         if partition is not None:
-            out.append(f"  subgraph P{partition} [\"partition {partition}\"]")
+            out += ([f"  subgraph cluster_{partition} {{", f"    label=\"partition {partition}\";"] if dot
+                    else [f"  subgraph P{partition} [\"partition {partition}\"]"])
         for layer in layers:
-            text = f"{layer['index']}: {layer['label']}".replace('"', "'")
-            out.append(f"    {_dot_id(layer['index'])}[\"{text}\"]")
+            text = f"{layer['index']}: {layer['label']}"
+            if dot:
+                indent = "    " if partition is not None else "  "
+                out.append(f"{indent}L{layer['index']} [label={json.dumps(text)}];")
+            else:
+                text = text.replace('"', "'")
+                out.append(f"    L{layer['index']}[\"{text}\"]")
         if partition is not None:
-            out.append("  end")
+            out.append("  }" if dot else "  end")
     for a, b in zip(data["layers"], data["layers"][1:]):
-        out.append(f"  {_dot_id(a['index'])} --> {_dot_id(b['index'])}")
+        out.append(f"  L{a['index']} -> L{b['index']};" if dot else f"  L{a['index']} --> L{b['index']}")
     for row in data["routes"]:
         if row["stash_layer"] is None:
             continue
         label = row["name"] + (f" ({row['ns']})" if row["ns"] else "")
-        arrow = f"== \"{label} (crosses)\" ==>" if row["crosses"] else f"-. \"{label}\" .->"
-        out.append(f"  {_dot_id(row['stash_layer'])} {arrow} {_dot_id(row['pop_layer'])}")
-    return "\n".join(out)
+        if dot:
+            extra = ", color=red, penwidth=2" if row["crosses"] else ""
+            out.append(f"  L{row['stash_layer']} -> L{row['pop_layer']} "
+                       f"[label={json.dumps(label)}, style=dashed, constraint=false{extra}];")
+        else:
+            arrow = f"== \"{label} (crosses)\" ==>" if row["crosses"] else f"-. \"{label}\" .->"
+            out.append(f"  L{row['stash_layer']} {arrow} L{row['pop_layer']}")
+    return "\n".join(out + ["}"] if dot else out)
 
 
 # -- the command --------------------------------------------------------------------------------
@@ -495,11 +447,9 @@ def _draw(form: str, path: str, model: Any, balance: Optional[tuple[int, ...]]) 
         status = EXIT_BAD_BALANCE
     if form == "json":
         return render_json(path, model, use), status
-    if form == "dot":
-        return render_dot(path, model, use), status
-    if form == "mermaid":
-        return render_mermaid(path, model, use), status
-    return render_text(path, model, use), status
+    if form == "text":
+        return render_text(path, model, use), status
+    return render_graph(path, model, use, dot=form == "dot"), status
 
 
 def main(argv: Sequence[str]) -> int:

@@ -163,32 +163,40 @@ def partitions(balance: Iterable[int]) -> list[int]:
     return out
 
 
-def routes(composition: Composition, balance: Optional[Iterable[int]] = None) -> list[SkipRoute]:
-    """The static inspect_skip_layout: each popped (ns, name), where it is stashed and popped.
-
-    As inspect_skip_layout, a pop takes the latest earlier stash of its (ns, name); stashes that
-    are never popped have no route. Layers past the first unknown are not followed.
-    """
+def pops(composition: Composition, balance: Optional[Iterable[int]] = None) -> list[SkipRoute]:
+    """Every pop with the stash whose tensor it takes when the layers run: the latest earlier stash
+    of its (ns, name) that no pop has taken yet (the skip tracker keeps one tensor per name: a second
+    stash replaces the first, a pop takes it away), or none (stash_layer None); in the order the
+    layers run. Layers past the first unknown are not followed."""
     part = partitions(balance) if balance is not None else []
 
     def partition_of(index: Optional[int]) -> Optional[int]:
-        if index is None or index >= len(part):
-            return None
-        return part[index]
+        return part[index] if index is not None and index < len(part) else None
 
-    stashed_at: dict[SkipKey, int] = {}
-    found: dict[SkipKey, SkipRoute] = {}
+    waiting: dict[SkipKey, int] = {}
+    found: list[SkipRoute] = []
     uncertain = uncertain_names(composition)
     for layer in known_skippables(composition):
         for key in layer.stash:
-            stashed_at[key] = layer.index
+            waiting[key] = layer.index
         for key in layer.pop:
-            if key[1] in uncertain:
-                continue
-            source = stashed_at.pop(key, None)
-            found[key] = SkipRoute(key[0], key[1], source, layer.index, partition_of(source),
-                                   partition_of(layer.index))
-    return sorted(found.values(), key=lambda r: (r.pop_layer if r.pop_layer is not None else -1, r.name))
+            if key[1] not in uncertain:
+                source = waiting.pop(key, None)
+                found.append(SkipRoute(key[0], key[1], source, layer.index, partition_of(source),
+                                       partition_of(layer.index)))
+    return found
+
+
+def by_pop(found: Iterable[SkipRoute]) -> list[SkipRoute]:
+    """Routes in the order of their popping layer, then name."""
+    return sorted(found, key=lambda r: (r.pop_layer if r.pop_layer is not None else -1, r.name))
+
+
+def routes(composition: Composition, balance: Optional[Iterable[int]] = None) -> list[SkipRoute]:
+    """The static inspect_skip_layout: each popped (ns, name), where it is stashed and popped (its
+    last pop: `pops`, one per key). For a composition that verify_skippables accepts (each name
+    stashed and popped once per namespace) these are every pop."""
+    return by_pop({(r.ns, r.name): r for r in pops(composition, balance)}.values())
 
 
 def known_skippables(composition: Composition) -> Iterator[Layer]:
