@@ -9,8 +9,8 @@ from typing import Iterator, Optional
 
 from skiplint import rules
 from skiplint.findings import OwnerRef
-from skiplint.facts import Composition, Finding, ModelFacts, ModuleFacts, Pipe, SkippableClass
-from skiplint.pipes import MAY_BE_VERIFIED
+from skiplint.facts import Composition, Finding, ModelFacts, ModuleFacts, SkippableClass
+from skiplint.pipes import verified as verified_ids
 from skiplint.rules.base import COMBINE, owned
 
 
@@ -35,14 +35,10 @@ def module_findings(facts: ModuleFacts) -> Iterator[Finding]:
     yield from rules.without_superseded(found)
 
 
-def class_owner(cls: SkippableClass) -> OwnerRef:
-    """The owner of a class's findings: the class, at its class statement."""
-    return OwnerRef("class", cls.name, cls.site)
-
-
 def class_findings(cls: SkippableClass) -> Iterator[Finding]:
-    """The findings of one class (its checks'), owned by it, without those another of them supersedes."""
-    found = list(rules.run("class", cls, owners=(class_owner(cls),)))
+    """The findings of one class (its checks'), owned by the class (at its class statement),
+    without those another of them supersedes."""
+    found = list(rules.run("class", cls, owners=(OwnerRef("class", cls.name, cls.site),)))
     yield from rules.without_superseded(found, at_node=False)
 
 
@@ -55,8 +51,15 @@ def model_findings(model: ModelFacts) -> Iterator[Finding]:
     two skips of one layer are two findings. A block that is built twice (a helper called with two
     arguments) is one mistake at one place, reported once, even where each build isolates it in
     a namespace of its own (what tells two findings of a rule apart: `Rule.distinct_by`)."""
+    verified = verified_ids(model)
+    found = [*rules.run("model", model)]
+    for composition in model.compositions:
+        found += composition_findings(composition, verified=id(composition) in verified)
+    for pipe in model.pipes:  # owned by the pipe's composition
+        owners = (_owner(pipe.composition),) if pipe.composition is not None else ()
+        found += rules.run("pipe", pipe, owners=owners)
     seen: dict[tuple[str, int, object], Finding] = {}
-    for finding in (*rules.run("model", model), *_all_findings(model)):
+    for finding in found:
         node_id = id(finding.site.node) if finding.site is not None else 0
         key = (finding.code, node_id, rules.RULES[finding.code].identity(finding))
         first = seen.get(key)
@@ -64,18 +67,8 @@ def model_findings(model: ModelFacts) -> Iterator[Finding]:
             seen[key] = finding
         else:  # the same mistake in another build: it belongs to that composition too
             known = {_owner_key(o) for o in first.owners}
-            owners = first.owners + tuple(o for o in finding.owners if _owner_key(o) not in known)
-            seen[key] = owned(first, owners)
+            seen[key] = owned(first, first.owners + tuple(o for o in finding.owners if _owner_key(o) not in known))
     yield from seen.values()
-
-
-def _all_findings(model: ModelFacts) -> Iterator[Finding]:
-    verified = {id(pipe.composition) for pipe in model.pipes
-                if pipe.kind in MAY_BE_VERIFIED and pipe.composition is not None}
-    for composition in model.compositions:
-        yield from composition_findings(composition, verified=id(composition) in verified)
-    for pipe in model.pipes:
-        yield from pipe_findings(pipe)
 
 
 def _owner_key(owner: OwnerRef) -> tuple[object, ...]:
@@ -83,7 +76,7 @@ def _owner_key(owner: OwnerRef) -> tuple[object, ...]:
     return (owner.kind, owner.name, owner.factories, id(owner.site.node) if owner.site is not None else 0)
 
 
-def composition_owner(composition: Composition) -> OwnerRef:
+def _owner(composition: Composition) -> OwnerRef:
     """The owner of a composition's findings (and its pipes'): the composition, at its expression,
     with the module-level functions that return it."""
     return OwnerRef("composition", composition.name, composition.site, composition.factories)
@@ -95,10 +88,4 @@ def composition_findings(composition: Composition, verified: Optional[bool] = No
     verify_skippables; default: whether it is given to a pipe)."""
     if verified is None:
         verified = composition.piped
-    return rules.run("composition", composition, verified, owners=(composition_owner(composition),))
-
-
-def pipe_findings(pipe: Pipe) -> Iterator[Finding]:
-    """The findings of one pipe, balancer or LazyModule call (its checks'), owned by its composition."""
-    owners = (composition_owner(pipe.composition),) if pipe.composition is not None else ()
-    return rules.run("pipe", pipe, owners=owners)
+    return rules.run("composition", composition, verified, owners=(_owner(composition),))

@@ -109,8 +109,7 @@ def models(facts: ModelFacts, wanted: Optional[str] = None) -> list[Model]:
     """The compositions worth drawing (those given to pipes first), or the one named `wanted`."""
     out: list[Model] = []
     covered: set[int] = set()
-    verified = {id(pipe.composition) for pipe in facts.pipes
-                if pipe.kind in pipes.MAY_BE_VERIFIED and pipe.composition is not None}
+    verified = pipes.verified(facts)
     for pipe in facts.pipes:
         if pipe.kind in _PIPE_KINDS and pipe.composition is not None:
             line = str(pipe.site.position[0]) if pipe.site is not None else _line(pipe.composition)
@@ -120,7 +119,8 @@ def models(facts: ModelFacts, wanted: Optional[str] = None) -> list[Model]:
     for composition in facts.compositions:
         if id(composition) in covered:
             continue
-        if wanted is None and not _has_skips(composition):
+        if wanted is None and composition.complete and not pipes.has_skippables(composition) and all(
+                layer.kind != "unknown" for layer in composition.layers):
             continue
         out.append(Model(composition.name, composition, line=_line(composition),
                          verified=id(composition) in verified))
@@ -150,11 +150,6 @@ def not_found(path: str, name: str, facts: ModelFacts) -> str:
     listed = ", ".join(have[:_LISTED]) + (", ..." if len(have) > _LISTED else "")
     return f"{path}: no composition named {name!r}" + (f"; it has: {listed}" if have else
                                                         "; it has no composition that skiplint can list")
-
-
-def _has_skips(composition: Composition) -> bool:
-    return pipes.has_skippables(composition) or not composition.complete or any(
-        layer.kind == "unknown" for layer in composition.layers)
 
 
 def _line(composition: Composition) -> str:

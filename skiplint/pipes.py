@@ -141,6 +141,12 @@ MAY_BE_VERIFIED = VERIFIERS + ("exported",)
 NOT_PIPES = ("verify_skippables", "inspect_skip_layout", "exported")
 
 
+def verified(model: ModelFacts) -> set[int]:
+    """The ids of the compositions verify_skippables may run on (`MAY_BE_VERIFIED`)."""
+    return {id(pipe.composition) for pipe in model.pipes
+            if pipe.kind in MAY_BE_VERIFIED and pipe.composition is not None}
+
+
 def has_skippables(composition: Composition) -> bool:
     """Whether a known skippable layer with declared skips is a child or nested in one."""
     for layer in composition.layers:

@@ -74,30 +74,25 @@ def write_fix(path: str, read: bytes, fixed: bytes, roots: Optional[Sequence[str
         raise WriteFailed("not a regular file")
     _unchanged(real, read)  # before the write too: a save made meanwhile is said as such, full disk or not
     directory, name = os.path.split(real)
+    temporary = ""
     try:
         fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".skiplint-tmp", dir=directory or ".")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(fixed)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, stat.S_IMODE(info.st_mode))
+        made = os.stat(temporary)
+        if hasattr(os, "chown") and (info.st_uid, info.st_gid) != (made.st_uid, made.st_gid):
+            try:
+                os.chown(temporary, info.st_uid, info.st_gid)
+            except OSError:
+                pass  # only the owner's group may be kept by an unprivileged user
+        _unchanged(real, read)
+        os.replace(temporary, real)
+        temporary = ""
     except OSError as error:
         raise WriteFailed(_os_error(error)) from None
-    try:
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(fixed)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(temporary, stat.S_IMODE(info.st_mode))
-            if hasattr(os, "chown") and (info.st_uid, info.st_gid) != _owner(temporary):
-                try:
-                    os.chown(temporary, info.st_uid, info.st_gid)
-                except OSError:
-                    pass  # only the owner's group may be kept by an unprivileged user
-        except OSError as error:
-            raise WriteFailed(_os_error(error)) from None
-        _unchanged(real, read)
-        try:
-            os.replace(temporary, real)
-        except OSError as error:
-            raise WriteFailed(_os_error(error)) from None
-        temporary = ""
     finally:
         if temporary:
             try:
@@ -114,11 +109,6 @@ def _unchanged(path: str, read: bytes) -> None:
         raise Changed(CHANGED_WHILE_FIXING) from None
     if now != read:
         raise Changed(CHANGED_WHILE_FIXING)
-
-
-def _owner(path: str) -> tuple[int, int]:
-    info = os.stat(path)
-    return info.st_uid, info.st_gid
 
 
 def _os_error(error: OSError) -> str:

@@ -12,7 +12,7 @@ from typing import Sequence
 
 from skiplint.findings import Finding
 from skiplint.rules import analyzer, composition, one_class, pipe, port, portability
-from skiplint.rules.base import Rule, diagnostic, run, selected as _selected
+from skiplint.rules.base import Rule, diagnostic, run
 
 #: Families in the order of their codes, each with its title and what fails.
 FAMILIES = (one_class, composition, pipe, portability, port, analyzer)
@@ -25,7 +25,16 @@ OPT_IN: frozenset[str] = frozenset(rule.code for rule in RULES.values() if rule.
 def selected(code: str, select: tuple[str, ...] = (), ignore: tuple[str, ...] = (),
              extend_select: tuple[str, ...] = ()) -> bool:
     """flake8-style selection by prefix: the longest matching prefix of select/ignore wins."""
-    return _selected(code, OPT_IN, select, ignore, extend_select)
+    chosen = select or ("SKP",)
+    best_select = max((len(p) for p in (*chosen, *extend_select) if code.startswith(p)), default=-1)
+    if code in OPT_IN:
+        explicit = max((len(p) for p in (*select, *extend_select) if code.startswith(p)), default=-1)
+        # Opt-in codes are on only when named in full, as flake8's extend_default_ignore does.
+        if explicit < len(code):
+            return False
+        best_select = explicit
+    best_ignore = max((len(p) for p in ignore if code.startswith(p)), default=-1)
+    return best_select >= 0 and best_select > best_ignore
 
 
 @dataclass(frozen=True)

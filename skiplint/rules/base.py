@@ -1,13 +1,9 @@
 """What a rule is: one unit holding everything skiplint knows about one code.
 
-A rule module (one per family: `one_class`, `composition`, `pipe`, `portability`, `analyzer`)
-declares its rules as `Rule` values. docs/rules.md, `skiplint rule`, the flake8 plugin's
-selection, SARIF's rule table, the runtime companion's join and `fix` all read them from there.
-
-Below its rules, a family module holds its checks: functions from one fact to the findings it
-makes, registered by the kind of fact they consume (`checks`). The drivers
-(`skiplint.checks.module_findings`, `skiplint.checks.model_findings`) run every check registered
-for each fact (`run`); they name no code. A Diagnostic is made only here (`diagnostic`).
+A family module declares its rules as `Rule` values, then its checks (functions from one fact to
+findings, registered by the fact they consume: `checks`), its fixers (`fixes`) and how findings of
+several facts combine (`combines`). The drivers (skiplint.checks) run every check registered for
+each fact (`run`) and name no code. A Diagnostic is made only here (`diagnostic`).
 """
 
 from __future__ import annotations
@@ -129,11 +125,10 @@ class Rule:
         return self.fix_title.format(**dict(args), target=target)
 
     def format(self, **args: object) -> str:
-        """The whole message: the code, then the template filled with the arguments."""
+        """The whole message: the code, then the template filled with the arguments (`text`)."""
         return f"{self.code} {self.text(**args)}"
 
     def text(self, **args: object) -> str:
-        """The message without its code."""
         return self.template.format(**args)
 
     def at(self, site: Optional[Any], *owners: OwnerRef, **args: object) -> Finding:
@@ -242,18 +237,3 @@ def run(fact: Fact, *given: object, owners: tuple[OwnerRef, ...] = (),
 def owned(finding: Finding, owners: tuple[OwnerRef, ...]) -> Finding:
     """`finding`, belonging to `owners` (the fact it was found for, or every build it was found in)."""
     return dataclasses.replace(finding, owners=owners)
-
-
-def selected(code: str, opt_in: frozenset[str], select: tuple[str, ...] = (), ignore: tuple[str, ...] = (),
-             extend_select: tuple[str, ...] = ()) -> bool:
-    """flake8-style selection by prefix: the longest matching prefix of select/ignore wins."""
-    chosen = select or ("SKP",)
-    best_select = max((len(p) for p in (*chosen, *extend_select) if code.startswith(p)), default=-1)
-    if code in opt_in:
-        explicit = max((len(p) for p in (*select, *extend_select) if code.startswith(p)), default=-1)
-        # Opt-in codes are on only when named in full, as flake8's extend_default_ignore does.
-        if explicit < len(code):
-            return False
-        best_select = explicit
-    best_ignore = max((len(p) for p in ignore if code.startswith(p)), default=-1)
-    return best_select >= 0 and best_select > best_ignore

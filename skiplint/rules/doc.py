@@ -3,13 +3,11 @@ and the snapshot of what skiplint says about each rule's examples.
 
 `python -m skiplint.rules.doc --write` writes everything generated from the rules: docs/rules.md,
 the `--help` blocks of docs/usage.md (which list the opt-in codes), every rule's snapshot and the
-code table skiplint/rules/codes.txt; tests/test_ruledoc.py, tests/test_help_docs.py,
-tests/test_rule_examples.py and tests/test_selection.py keep them equal to this output (`python -m skiplint.rules.doc` alone prints docs/rules.md). Each section is read from
-one `Rule` (summary, template, reported at, when, failure, opt-in), its family module (TITLE,
-BLURB) and its example files: `examples/skpNNN/bad.py` and `fixed.py` beside this module, shipped
-in the wheel. A bad example marks each line where its rule reports with `# expect: SKPnnn`, which
-the rendered examples leave out. `examples/skpNNN/snapshot.txt` holds what the CLI prints for the
-two examples with that rule alone selected, and the diff `skiplint fix` makes of the bad one.
+code table skiplint/rules/codes.txt; tests keep them equal to this output (`python -m
+skiplint.rules.doc` alone prints docs/rules.md). Each section is read from one `Rule`, its family
+module (TITLE, BLURB) and its examples, `examples/skpNNN/bad.py` and `fixed.py` (shipped in the
+wheel). A bad example marks each line where its rule reports with `# expect: SKPnnn`, which the
+rendered examples leave out.
 
 `import skiplint.rules` never imports this module: it is for people, not for the lint.
 """
@@ -32,14 +30,9 @@ EXAMPLES = Path(__file__).resolve().parent / "examples"
 MARKER = re.compile(r"[ \t]*#[ \t]*expect:[ \t]*(?P<codes>SKP\d{3}(?:[ \t]*,[ \t]*SKP\d{3})*)[ \t]*$", re.M)
 
 
-def example_path(code: str, kind: str) -> Path:
-    """The file of a rule's example; `kind` is "bad" or "fixed"."""
-    return EXAMPLES / code.lower() / f"{kind}.py"
-
-
 def example_source(code: str, kind: str) -> str:
-    """A rule's example exactly as the file holds it, markers included."""
-    return example_path(code, kind).read_text(encoding="utf-8")
+    """A rule's example ("bad" or "fixed") exactly as the file holds it, markers included."""
+    return (EXAMPLES / code.lower() / f"{kind}.py").read_text(encoding="utf-8")
 
 
 def markers(text: str) -> frozenset[tuple[int, str]]:
@@ -51,14 +44,9 @@ def markers(text: str) -> frozenset[tuple[int, str]]:
     return frozenset(found)
 
 
-def strip_markers(text: str) -> str:
-    """The example as people read it: without its `# expect:` comments."""
-    return MARKER.sub("", text)
-
-
 def example(code: str, kind: str) -> str:
-    """A rule's example as the docs show it."""
-    return strip_markers(example_source(code, kind))
+    """A rule's example as the docs show it: without its `# expect:` comments."""
+    return MARKER.sub("", example_source(code, kind))
 
 
 def sentence(text: str) -> str:
@@ -88,18 +76,22 @@ def _listed(codes: Sequence[str]) -> str:
     return ", ".join(codes[:-1]) + " and " + codes[-1] if len(codes) > 1 else "".join(codes)
 
 
+def _paragraphs(rule: rules.Rule, quote: str) -> list[str]:
+    """What a rule's section says of it, code in `quote`s."""
+    out = []
+    if rule.opt_in:
+        out.append(f"Opt-in: reported only when selected, e.g. {quote}--extend-select {rule.code}{quote}.")
+    out += [f"Message: {quote}{rule.code} {rule.template}{quote}", f"Reported at: {rule.reported_at}."]
+    if rule.when:
+        out.append(f"When: {rule.when}.")
+    return out + [f"Run-time failure it prevents: {failure(rule)}."]
+
+
 def rule_text(code: str) -> str:
     """`skiplint rule CODE`: the rule's section of docs/rules.md as plain text."""
     rule = rules.RULES[code]
     out = [f"{code} {rule.name}" + (" (opt-in)" if rule.opt_in else ""), "",
-           f"Finds: {sentence(rule.summary)}"]
-    if rule.opt_in:
-        out.append(f"Opt-in: reported only when selected, e.g. --extend-select {code}.")
-    out.append(f"Message: {rule.code} {rule.template}")
-    out.append(f"Reported at: {rule.reported_at}.")
-    if rule.when:
-        out.append(f"When: {rule.when}.")
-    out += [f"Run-time failure it prevents: {failure(rule)}.", ""]
+           f"Finds: {sentence(rule.summary)}", *_paragraphs(rule, ""), ""]
     for title, kind in (("Bad:", "bad"), ("Fixed:", "fixed")):
         out += [title, "", textwrap.indent(example(code, kind).rstrip("\n"), "    ", lambda _line: True), ""]
     out += [f"Documentation: {url(code)}", ""]
@@ -120,13 +112,8 @@ def rule_json(code: str) -> dict[str, object]:
 def _section(code: str) -> list[str]:
     rule = rules.RULES[code]
     out = [f'<a id="{code.lower()}"></a>', "", f"### {code} `{rule.name}`", "", sentence(rule.summary), ""]
-    if rule.opt_in:
-        out += [f"Opt-in: reported only when selected, e.g. `--extend-select {code}`.", ""]
-    out += [f"Message: `{rule.code} {rule.template}`", ""]
-    out += [f"Reported at: {rule.reported_at}.", ""]
-    if rule.when:
-        out += [f"When: {rule.when}.", ""]
-    out += [f"Run-time failure it prevents: {failure(rule)}.", ""]
+    for paragraph in _paragraphs(rule, "`"):
+        out += [paragraph, ""]
     for title, kind in (("Bad:", "bad"), ("Fixed:", "fixed")):
         out += [title, "", "```python", example(code, kind).rstrip("\n"), "```", ""]
     return out
@@ -232,14 +219,10 @@ def help_text(argv: Sequence[str]) -> str:
     return done.stdout.rstrip()
 
 
-def help_block_name(argv: Sequence[str]) -> str:
-    return " ".join(["skiplint", *argv, "--help"])
-
-
 def usage_with_help(usage: str) -> str:
     """docs/usage.md with every `--help` block replaced by the current help."""
     for argv in HELP_BLOCKS:
-        name = re.escape(help_block_name(argv))
+        name = re.escape(" ".join(["skiplint", *argv, "--help"]))
         block = re.compile(rf"(<!-- BEGIN {name} -->\n```text\n).*?(\n```\n<!-- END {name} -->)", re.S)
         text = help_text(argv)
         usage = block.sub(lambda match: match.group(1) + text + match.group(2), usage)

@@ -439,18 +439,14 @@ def _yield_command(source: Source, finding: Diagnostic, target: str) -> list[Edi
 
     for node in source.nodes(finding, ast.Call):
         parent = source.parents.get(node)
-        if isinstance(parent, ast.Expr):
+        statement = isinstance(parent, ast.Expr)
+        if statement or (isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node):
             if not _yield_allowed(source, node):
                 raise NotFixable("a yield here would change what the enclosing function is")
             # A pop whose tensor the code discards stays discarded: `yield pop(name)`. A name
             # for it would be a name nobody reads (pyflakes' F841), and would hide from SKP305
             # that the tensor is discarded.
-            stmt_start = source.span(parent)[0]
-            return [Edit(stmt_start, stmt_start, "yield ")]
-        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node:
-            if not _yield_allowed(source, node):
-                raise NotFixable("a yield here would change what the enclosing function is")
-            start = source.span(node)[0]
+            start = source.span(parent if statement and parent is not None else node)[0]
             return [Edit(start, start, "yield ")]
     raise NotFixable("the command is part of a larger expression")
 

@@ -137,25 +137,17 @@ _PIPE_LABEL = {"MultiProcessPipe": "fairscale's MultiProcessPipe", "AsyncPipe": 
                "LazyModule": "LazyModule (lazy construction for fairscale's multi-process pipes)"}
 
 
-def _composition(pipe: Pipe) -> Optional[Composition]:
+def _composition(pipe: Pipe, balanced: bool = True) -> Optional[Composition]:
     """The composition a pipe call partitions (not a balancer's, a LazyModule list's, or a record
-    of how a composition is used), when it has a literal balance and its children are known."""
+    of how a composition is used), when it has a literal balance, its children are known and
+    (`balanced`) the balance sums to its number of layers."""
     from skiplint import pipes
 
     composition = pipe.composition
-    if composition is None or pipe.kind in pipes.NOT_PIPES or pipe.kind in _PROFILERS or pipe.kind == "LazyModule":
+    if (composition is None or pipe.kind in pipes.NOT_PIPES or pipe.kind in _PROFILERS or pipe.kind == "LazyModule"
+            or pipe.balance is None or not composition.complete):
         return None
-    if pipe.balance is None or not composition.complete:
-        return None
-    return composition
-
-
-def _balanced(pipe: Pipe) -> Optional[Composition]:
-    """... and its balance sums to the composition's number of layers."""
-    composition = _composition(pipe)
-    if composition is None or pipe.balance is None or sum(pipe.balance) != len(composition.layers):
-        return None
-    return composition
+    return composition if not balanced or sum(pipe.balance) == len(composition.layers) else None
 
 
 @checks("pipe", PROFILED_SKIPPABLE)
@@ -181,7 +173,7 @@ def lazy_construction(pipe: Pipe) -> Iterator[Finding]:
 
 @checks("pipe", BALANCE_MISMATCH)
 def balance_sum(pipe: Pipe) -> Iterator[Finding]:
-    composition = _composition(pipe)
+    composition = _composition(pipe, balanced=False)
     if composition is not None and pipe.balance is not None:
         total = sum(pipe.balance)
         if total != len(composition.layers):
@@ -199,7 +191,7 @@ def process_skips(pipe: Pipe) -> Iterator[Finding]:
     processes (its own tests run them over several partitions): nothing is reported for it."""
     from skiplint import pipes
 
-    composition = _balanced(pipe)
+    composition = _composition(pipe)
     if composition is None or pipe.kind != "AsyncPipe" or pipe.balance is None or pipes.hides_skippables(composition):
         return
     if any(layer.kind == "unknown" for layer in composition.layers):
@@ -217,7 +209,7 @@ def process_skips(pipe: Pipe) -> Iterator[Finding]:
 def _partitioned(pipe: Pipe) -> Optional[Composition]:
     """The composition of a pipe of one process that builds its partitions from a literal balance
     (one with an empty partition is refused by the pipe; no rule names that yet)."""
-    composition = _balanced(pipe)
+    composition = _composition(pipe)
     if composition is None or pipe.kind in _MULTIPROCESS or any(size <= 0 for size in pipe.balance or ()):
         return None
     return composition
