@@ -1,8 +1,6 @@
-"""What a rule's fixer reads and returns (`Rule.fixer`): the file as Python parses it, with exact
-character offsets for its nodes and tokens, and the edits. `skiplint fix` (skiplint.fix) plans,
-judges and applies them; this module depends on neither it nor the rules, so that a fixer in its
-rule's family module can import it.
-"""
+"""What a rule's fixer (`Rule.fixer`) reads and returns: the file as Python parses it, and the
+edits. It depends on neither skiplint.fix nor the rules, so that a fixer in its family module can
+import it."""
 
 from __future__ import annotations
 
@@ -71,18 +69,16 @@ class Source:
     def nodes(self, diagnostic: Diagnostic, kinds: Union[type, tuple[type, ...]]) -> list[ast.AST]:
         """The nodes of these kinds that span the finding's range (its start, and its end where
         the finding knows it), outermost first; NotFixable when there is none."""
-        line = diagnostic.line
-        if not 1 <= line <= len(self.starts):
-            raise NotFixable(_NOWHERE)
-        start = self.starts[line - 1] + diagnostic.col
-        end: Optional[int] = None
-        if diagnostic.end_line:
-            if not 1 <= diagnostic.end_line <= len(self.starts):
+        def offset(line: int, col: int) -> int:
+            if not 1 <= line <= len(self.starts):
                 raise NotFixable(_NOWHERE)
-            end = self.starts[diagnostic.end_line - 1] + diagnostic.end_col
+            return self.starts[line - 1] + col
+
+        start = offset(diagnostic.line, diagnostic.col)
+        end = offset(diagnostic.end_line, diagnostic.end_col) if diagnostic.end_line else None
         found = []
         for node in ast.walk(self.tree):
-            if isinstance(node, kinds) and getattr(node, "lineno", None) == line:
+            if isinstance(node, kinds) and getattr(node, "lineno", None) == diagnostic.line:
                 span = self.span(node)
                 if span[0] == start and (end is None or span[1] == end):
                     found.append(node)

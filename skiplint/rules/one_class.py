@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING, Iterator, Optional
 
 import skiplint.rules.analyzer as analyzer
@@ -10,8 +11,6 @@ from skiplint.rules.base import Rule, checks, combines, fixes, run
 from skiplint.rules.base import Accounts, Fails
 
 if TYPE_CHECKING:
-    import ast
-
     from skiplint.diagnostics import Diagnostic
     from skiplint.facts import Command, Declaration, Kind, ModelFacts, ModuleFacts, SkippableClass
     from skiplint.edits import Edit, Source
@@ -417,8 +416,6 @@ def _made_together(found: list[Finding]) -> Iterator[Finding]:
 @fixes(BARE_STRING_DECLARATION)
 def _bracket_bare_string(source: Source, finding: Diagnostic, target: str) -> list[Edit]:
     """SKP106: the bare string the finding spans becomes a one-element list, `[...]` around it."""
-    import ast
-
     from skiplint.edits import Edit, NotFixable
 
     for node in source.nodes(finding, ast.expr):
@@ -433,8 +430,6 @@ def _bracket_bare_string(source: Source, finding: Diagnostic, target: str) -> li
 def _yield_command(source: Source, finding: Diagnostic, target: str) -> list[Edit]:
     """SKP107: `yield ` before the command the finding spans, where it is a statement of its own
     or the value of an assignment."""
-    import ast
-
     from skiplint.edits import Edit, NotFixable
 
     for node in source.nodes(finding, ast.Call):
@@ -451,37 +446,23 @@ def _yield_command(source: Source, finding: Diagnostic, target: str) -> list[Edi
     raise NotFixable("the command is part of a larger expression")
 
 
-def _function_of(source: Source, node: ast.AST) -> Optional[ast.FunctionDef]:
-    import ast
-
-    while node in source.parents:
-        node = source.parents[node]
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            return node if isinstance(node, ast.FunctionDef) else None
-    return None
+#: The nodes that make a scope of their own: a yield inside one is not the enclosing function's.
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 def _yield_allowed(source: Source, node: ast.AST) -> bool:
     """Whether adding a yield at `node` keeps the program's meaning apart from the fix: inside a
     function that is already a generator, or the forward of a decorated class (@skippable)."""
-    import ast
-
-    func = _function_of(source, node)
-    if func is None:
+    while node in source.parents and not isinstance(node, _SCOPES):
+        node = source.parents[node]
+    if not isinstance(node, ast.FunctionDef):
         return False
-    if any(isinstance(inner, (ast.Yield, ast.YieldFrom)) for inner in _own_nodes(func)):
-        return True
-    cls = source.parents.get(func)
-    return func.name == "forward" and isinstance(cls, ast.ClassDef) and bool(cls.decorator_list)
-
-
-def _own_nodes(func: ast.FunctionDef) -> Iterator[ast.AST]:
-    """The nodes of a function's body, not those of functions, lambdas or classes nested in it."""
-    import ast
-
-    stack: list[ast.AST] = list(func.body)
+    stack: list[ast.AST] = list(node.body)  # the function's own nodes, not those of nested scopes
     while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
+        inner = stack.pop()
+        if isinstance(inner, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(inner, _SCOPES):
+            stack.extend(ast.iter_child_nodes(inner))
+    cls = source.parents.get(node)
+    return node.name == "forward" and isinstance(cls, ast.ClassDef) and bool(cls.decorator_list)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING, Iterator, Optional
 
 from skiplint.rules.base import Rule, checks, fixes
 
 if TYPE_CHECKING:
-    import ast
-
     from skiplint.diagnostics import Diagnostic
     from skiplint.edits import Edit, Source
     from skiplint.facts import ModuleFacts
@@ -60,8 +59,6 @@ _REMOVED_PARENTS = ("torch.distributed.pipeline.sync", "torch.distributed._pipel
 @fixes(REMOVED_TORCH_PIPELINE)
 def _import_from_target(source: Source, finding: Diagnostic, target: str) -> list[Edit]:
     """SKP401: the import statement the finding spans imports the skip API from --target instead."""
-    import ast
-
     statements = source.nodes(finding, (ast.Import, ast.ImportFrom))
     return _import_edits(source, statements[0], target)
 
@@ -107,8 +104,6 @@ def _aliases(tokens: list[tuple[str, int, int]]) -> list[tuple[tuple[str, int, i
 
 
 def _import_edits(source: Source, stmt: ast.AST, target: str) -> list[Edit]:
-    import ast
-
     from skiplint.edits import TARGETS, Edit, NotFixable
 
     tokens = source.tokens(stmt)
