@@ -41,8 +41,10 @@ FIXABLE = tuple(code for code, rule in rules.RULES.items() if rule.fixer is not 
 #: Standard input mode (`fix -`), as the lint: 0 nothing left, 1 findings left, 2 could not check.
 EXIT_CLEAN, EXIT_FINDINGS = 0, 1
 
-#: Python's line breaks (its tokenizer's, not str.splitlines', which also breaks at \f, \x1c, U+2028).
+#: Python's line breaks (its tokenizer's, not str.splitlines', which also breaks at \f, \x1c, U+2028),
+#: and a line with its break.
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_LINE = re.compile(r".*?(?:\r\n|\r|\n)|.+", re.S)
 
 
 class _Flagged(NamedTuple):
@@ -99,13 +101,7 @@ def splice(text: str, edits: Sequence[Edit]) -> str:
 
 def split_lines(text: str) -> list[str]:
     """The lines of `text` as Python counts them, each with its line break."""
-    lines, at = [], 0
-    for match in _LINE_BREAK.finditer(text):
-        lines.append(text[at:match.end()])
-        at = match.end()
-    if at < len(text):
-        lines.append(text[at:])
-    return lines
+    return _LINE.findall(text)
 
 
 # -- planning the edit of one finding --------------------------------------------------------------

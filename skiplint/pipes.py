@@ -36,10 +36,8 @@ def hides_skippables(composition: Composition) -> bool:
 
 
 #: One nested skippable whose skip leaves its child container: (the container, the nested layer,
-#: the containers that pop its skips when each of them is a skip between child Sequentials, else
-#: None). A skip between child Sequentials is stashed only inside one child and popped only inside
-#: one later child: the pipe carries it in the tracker of its micro-batch, which works but for
-#: the recomputation of checkpointing across partitions (`split_failures`).
+#: the later containers that pop its skips when each is a skip between child Sequentials, judged by
+#: each pipe (`split_failures`), else None; why it fails whatever the pipe).
 Escape = tuple[Layer, Layer, Optional[tuple[Layer, ...]], str]
 
 
@@ -109,12 +107,9 @@ def nested_escapes(composition: Composition) -> tuple[list[Escape], bool]:
 
 def split_failures(composition: Composition, pipe: Pipe) -> Iterator[tuple[Layer, Layer, int, int]]:
     """Skips between child Sequentials that fail in this pipe: (container, nested stashing layer,
-    its partition, the popping container's partition). Measured on torchgpipe 0.0.7 and fairscale
-    0.4.13: such a skip travels in the tracker of its micro-batch, so it runs, equal to the plain
-    model, when both children are in one partition, and across partitions as long as no
-    micro-batch is recomputed; backward raises "'name' has not been stashed" when the popping
-    partition is recomputed (checkpoint='always', or 'except_last' with chunks > 1), since the
-    recomputation pops what the forward pass took out already."""
+    its partition, the popping container's partition). Such a skip fails only where checkpointing
+    recomputes the popping partition, whose recomputation pops what the forward pass took out
+    already (measured on torchgpipe 0.0.7 and fairscale 0.4.13: SKP205's `when`)."""
     if pipe.balance is None or not (pipe.checkpoint == "always" or (
             pipe.checkpoint == "except_last" and pipe.chunks is not None and pipe.chunks > 1)):
         return

@@ -105,11 +105,8 @@ class Rule:
     fields: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        names: list[str] = []
-        for _literal, name, _spec, _conversion in string.Formatter().parse(self.template):
-            if name is not None and name not in names:
-                names.append(name)
-        object.__setattr__(self, "fields", tuple(names))
+        names = (name for _literal, name, _spec, _conversion in string.Formatter().parse(self.template))
+        object.__setattr__(self, "fields", tuple(dict.fromkeys(name for name in names if name is not None)))
 
     @property
     def fixer(self) -> Optional[Fixer]:

@@ -161,9 +161,7 @@ def profiling(pipe: Pipe) -> Iterator[Finding]:
 
 @checks("pipe", SKIPPABLE_IN_MULTIPROCESS_PIPE)
 def lazy_construction(pipe: Pipe) -> Iterator[Finding]:
-    """fairscale's multi-process pipes build each rank's partition from the LazyModule list and
-    refuse a skippable layer in it: ValueError "Can't use Skippable layers with multi-process pipe
-    and lazy construction"."""
+    """A LazyModule list of fairscale's multi-process pipes that holds a skippable layer."""
     from skiplint import pipes
 
     if pipe.kind == "LazyModule" and pipe.composition is not None and pipes.has_skippables(pipe.composition):
@@ -182,13 +180,8 @@ def balance_sum(pipe: Pipe) -> Iterator[Finding]:
 
 @checks("pipe", SKIPPABLE_IN_MULTIPROCESS_PIPE)
 def process_skips(pipe: Pipe) -> Iterator[Finding]:
-    """fairscale's AsyncPipe (its multi-process pipe in 0.4.13) over a Sequential runs neither
-    verify_skippables nor inspect_skip_layout: its skip layout is empty, so no portal carries a
-    skip between the processes that hold the partitions, each with a skip tracker of its own.
-    Measured on CPU (2 processes, gloo and RPC): a skip inside one partition runs; one that
-    crosses partitions raises "'name' has not been stashed" in the popping process's forward.
-    fairscale's earlier MultiProcessPipe verified the Sequential and carried its skips across
-    processes (its own tests run them over several partitions): nothing is reported for it."""
+    """fairscale's AsyncPipe (0.4.13) over a Sequential: its skip layout is empty, so a skip that
+    crosses partitions has no portal between the processes (measured: SKP304's `when`)."""
     from skiplint import pipes
 
     composition = _composition(pipe)
@@ -293,17 +286,12 @@ def _mixed_namespaces(found: Iterable[SkipRoute]) -> Optional[tuple[SkipRoute, S
 
 
 def _fails_profiling(composition: Composition, sample_grad: bool = False) -> bool:
-    """Whether balance_by_time fails on the layers: a popped tensor that the popping layer's
-    output depends on shares, with its stashing layer's output, an autograd node that saved
-    tensors (skiplint.gradflow). The profiler detaches each layer's input and runs each layer's
-    backward alone: the stashing layer's backward frees those tensors, and the popping layer's
-    backward reaches them again ('Trying to backward through the graph a second time'). Measured
-    on torchgpipe and fairscale: a stash of the untouched input, of `h.detach()`, of a tensor
-    computed apart from the output or only by + and -, and a pop discarded, detached or used
-    under no_grad profile fine. A node shared only when the layer's input requires grad
-    (`h = x * 2`) counts when the sample requires grad (`sample_grad`) or an earlier layer
-    certainly makes it so: a torch.nn layer with parameters (not frozen) followed only by torch.nn
-    layers that keep requires_grad (a frozen one among them)."""
+    """Whether balance_by_time fails on the layers (SKP303's `when` says why and what was measured):
+    a popped tensor that the popping layer's output depends on shares, with its stashing layer's
+    output, an autograd node that saved tensors (skiplint.gradflow). A node shared only when the
+    layer's input requires grad (`h = x * 2`) counts when the sample requires grad (`sample_grad`)
+    or an earlier layer certainly makes it so: a torch.nn layer with parameters (not frozen)
+    followed only by torch.nn layers that keep requires_grad (a frozen one among them)."""
     from skiplint import gradflow
 
     keeping = gradflow.SAVING_LAYERS | gradflow.PASSING_LAYERS  # torch.nn layers that keep requires_grad
