@@ -263,57 +263,55 @@ def render_text(path: str, model: Model, balance: Optional[Sequence[int]]) -> st
     problem = unresolved(composition)
     if problem is not None:
         lines.append(f"  skips cannot be resolved: {problem}")
-    every = sorted(drawn_routes(composition, balance) if problem is None else [],
-                   key=lambda r: (r.stash_layer if r.stash_layer is not None else -1, r.pop_layer or 0))
-    found = [r for r in every if r.stash_layer is not None]
+    found = sorted((r for r in drawn_routes(composition, balance) if r.stash_layer is not None) if problem is None
+                   else [], key=lambda r: (r.stash_layer or 0, r.pop_layer or 0))
     lanes = _lanes(found)
     width = max(lanes, default=-1) + 1
     part = _partition_of(balance, len(composition.layers))
+
     def shown(layer: Layer) -> str:
         return layer.label if layer.key == str(layer.index) else f"{layer.key!r} {layer.label}"
-
-    label_width = max((len(shown(layer)) for layer in composition.layers), default=5)
-    if balance is not None:  # wide enough for the partition titles; their lanes line up with the rows'
-        label_width = max([label_width, *(len(f"  ──── {_partition_name(p)} ") - 8 for p in set(part))])
-    title_width = label_width + 10
-    previous: Optional[int] = -1
 
     def skip_name(route: SkipRoute) -> str:
         ns = namespace_name(route.ns, composition)
         return repr(route.name) + (f" @{ns}" if ns is not None else "")
 
+    def through(index: int) -> set[int]:
+        """The lanes of the arcs that reach past the row above `index`."""
+        return {lanes[k] for k, r in enumerate(found) if (r.stash_layer or 0) < index <= (r.pop_layer or 0)}
+
+    label_width = max((len(shown(layer)) for layer in composition.layers), default=5)
+    if balance is not None:  # wide enough for the partition titles; their lanes line up with the rows'
+        label_width = max([label_width, *(len(f"  ──── {_partition_name(p)} ") - 8 for p in set(part))])
+    previous: Optional[int] = -1
     for layer in composition.layers:
         p = part[layer.index]
         if balance is not None and p != previous:
-            cells = ["│" if any(r.stash_layer is not None and r.stash_layer < layer.index <= (r.pop_layer or 0)
-                                and lanes[k] == lane for k, r in enumerate(found)) else "─"
-                     for lane in range(width)]
             title = f"  ──── {_partition_name(p)} "
-            lines.append(title + "─" * (title_width - len(title)) + "  " + "".join(cells))
+            crossing = through(layer.index)
+            cells = "".join("│" if lane in crossing else "─" for lane in range(width))
+            lines.append(title + "─" * (label_width + 10 - len(title)) + "  " + cells)
             previous = p
-        cells = [" "] * width
+        row = ["│" if lane in through(layer.index) else " " for lane in range(width)]
         notes = []
         for k, route in enumerate(found):
-            lane = lanes[k]
             if route.stash_layer == layer.index:
-                cells[lane] = "┬"
+                row[lanes[k]] = "┬"
                 notes.append(f"stash {skip_name(route)} → layer {route.pop_layer}")
             elif route.pop_layer == layer.index:
-                cells[lane] = "┴"
-                crossing = ""
+                row[lanes[k]] = "┴"
+                crossing_note = ""
                 if route.stash_partition is not None and route.stash_partition != route.pop_partition:
                     target = route.pop_partition if route.pop_partition is not None else "no partition"
-                    crossing = f"  [crosses partition {route.stash_partition} → {target}]"
-                notes.append(f"pop {skip_name(route)} ← layer {route.stash_layer}{crossing}")
-            elif route.stash_layer is not None and route.stash_layer < layer.index < (route.pop_layer or 0):
-                cells[lane] = "│"
+                    crossing_note = f"  [crosses partition {route.stash_partition} → {target}]"
+                notes.append(f"pop {skip_name(route)} ← layer {route.stash_layer}{crossing_note}")
         if layer.kind == "unknown":
             notes.append("? cannot be known")
         elif layer.kind == "container" and layer.nested:
             notes.append("contains skippable layers (invisible to the pipe)")
         where = f"{p:>2}" if p is not None else "  "
-        text = shown(layer)
-        lines.append(f"  {where} {layer.index:>3}  {text:<{label_width}}  {''.join(cells)}  {'; '.join(notes)}".rstrip())
+        lines.append(f"  {where} {layer.index:>3}  {shown(layer):<{label_width}}  {''.join(row)}  "
+                     f"{'; '.join(notes)}".rstrip())
     if not composition.complete and composition.unknown:
         lines.append(f"  ...  {composition.unknown}")
     lines.extend(f"  note: {note}" for note in lint_notes(model))

@@ -222,15 +222,14 @@ def split_children(pipe: Pipe) -> Iterator[Finding]:
         worst = dataclasses.replace(pipe, chunks=2 if pipe.chunks is None else pipe.chunks,
                                     checkpoint="always" if pipe.checkpoint is None else pipe.checkpoint)
         if any(True for _ in pipes.split_failures(composition, worst)):
-            yield analyzer.COMPUTED_SKIP_NAME.at(pipe.site, what="the checkpointing of this pipe (chunks=, "
-                                                                 "checkpoint=)")
+            yield analyzer.COMPUTED_SKIP_NAME.at(pipe.site, what="the checkpointing of this pipe (chunks=, checkpoint=)")
         return
     for container, layer, src, dst in pipes.split_failures(composition, pipe):
         if layer.site is not None:
-            yield composition_rules.NESTED_SKIPPABLE.at(layer.site, layer=repr(layer.label), child=pipes.layer_text(container),
-                                      why=f"its skip goes from partition {src} to partition {dst} in the tracker of "
-                                          f"its micro-batch, and checkpointing recomputes partition {dst}: backward "
-                                          f"raises 'has not been stashed'")
+            why = (f"its skip goes from partition {src} to partition {dst} in the tracker of its micro-batch, and "
+                   f"checkpointing recomputes partition {dst}: backward raises 'has not been stashed'")
+            yield composition_rules.NESTED_SKIPPABLE.at(layer.site, layer=repr(layer.label),
+                                                        child=pipes.layer_text(container), why=why)
 
 
 @checks("pipe", MIXED_NAMESPACE_ROUTES, CROSS_PARTITION_SKIP, DISCARDED_CROSS_PARTITION_POP)
