@@ -222,7 +222,8 @@ def split_children(pipe: Pipe) -> Iterator[Finding]:
         worst = dataclasses.replace(pipe, chunks=2 if pipe.chunks is None else pipe.chunks,
                                     checkpoint="always" if pipe.checkpoint is None else pipe.checkpoint)
         if any(True for _ in pipes.split_failures(composition, worst)):
-            yield analyzer.COMPUTED_SKIP_NAME.at(pipe.site, what="the checkpointing of this pipe (chunks=, checkpoint=)")
+            what = "the checkpointing of this pipe (chunks=, checkpoint=)"
+            yield analyzer.COMPUTED_SKIP_NAME.at(pipe.site, what=what)
         return
     for container, layer, src, dst in pipes.split_failures(composition, pipe):
         if layer.site is not None:
