@@ -8,7 +8,7 @@ import ast
 import io
 import tokenize
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING, Union
 
 from skiplint import sources
 

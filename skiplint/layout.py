@@ -20,7 +20,7 @@ from typing import Any, Hashable, Iterable, Optional, Sequence
 
 from skiplint import checks, config, engine, parsing, pipes, prefilter, rules, sources
 from skiplint.diagnostics import error_text
-from skiplint.facts import Composition, Layer, ModelFacts, ModuleFacts, SkipKey, SkipRoute
+from skiplint.facts import Composition, Layer, ModelFacts, ModuleFacts, SkipRoute
 from skiplint.rules.analyzer import INTERNAL_ERROR
 from skiplint.rules.composition import REPOP_WITHOUT_NAMESPACE, STASH_NEVER_POPPED
 from skiplint.session import Session

@@ -14,11 +14,13 @@ def layer_text(layer: Layer) -> str:
     return f"{key} ({layer.label})"
 
 
+def namespace_text(ns: Optional[int], composition: Composition) -> str:
+    return "the default namespace" if ns is None else f"namespace {dict(composition.namespaces).get(ns, ns)}"
+
+
 def skip_text(key: SkipKey, composition: Composition) -> str:
     ns, name = key
-    if ns is None:
-        return repr(name)
-    return f"{name!r} in namespace {dict(composition.namespaces).get(ns, ns)}"
+    return repr(name) if ns is None else f"{name!r} in {namespace_text(ns, composition)}"
 
 
 _UNSEEN = "verify_skippables and the partitioner see only direct children"

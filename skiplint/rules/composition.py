@@ -3,7 +3,7 @@ the skip tracker raise."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Iterator
 
 from skiplint.findings import Finding
 from skiplint.rules.base import Rule, checks
@@ -178,7 +178,7 @@ def direct_children(composition: Composition, verified: bool) -> Iterator[Findin
                 if meant is not None:
                     repopped_instead[meant[0]] = (key, layer)
                     meant_for = layer_text(meant[1])
-                    where = _namespace_text(meant[0][0], composition)
+                    where = pipes.namespace_text(meant[0][0], composition)
                     advice = f"the stash no layer pops is layer {meant_for}'s, in {where}"
                 elif key[0] is None:
                     advice = "isolate it with a Namespace"
@@ -227,7 +227,3 @@ def _popped_keys(composition: Composition) -> set[SkipKey]:
             stashed.update(layer.stash)
             popped.update(key for key in layer.pop if key in stashed)
     return popped
-
-
-def _namespace_text(ns: Optional[int], composition: Composition) -> str:
-    return "the default namespace" if ns is None else f"namespace {dict(composition.namespaces).get(ns, ns)}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Iterator
 
 import skiplint.rules.analyzer as analyzer
 from skiplint.findings import Finding, OwnerRef
