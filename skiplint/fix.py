@@ -30,7 +30,7 @@ from skiplint import apiimports, config, engine, filenoqa, parallel, parsing, ru
 from skiplint.diagnostics import Diagnostic, error_text, without_code
 from skiplint.edits import TARGETS as TARGETS, Edit as Edit, NotFixable as NotFixable, Source as Source
 from skiplint.rules import analyzer, one_class, portability
-from skiplint.writes import EXIT_CHANGES, EXIT_OK, EXIT_UNCHECKED, Outside, Unwritten, outside, write_fix
+from skiplint.writes import EXIT_CHANGES, EXIT_OK, EXIT_UNCHECKED, Unwritten, inside, write_fix
 from skiplint.session import Session
 
 #: The codes `skiplint fix` rewrites: those of the rules that have a fixer, in the rules' order.
@@ -360,9 +360,7 @@ def fix_file(path: str, settings: config.Config, target: str, codes: Sequence[st
              write: bool, roots: Optional[Sequence[str]] = None, session: Optional[Session] = None) -> FileFix:
     """Fix one file, writing the fix when `write` (see write_fix). Outside when the file is a
     symbolic link resolving outside `roots`; Changed or WriteFailed when the fix is not written."""
-    real = outside(path, roots)
-    if real is not None:
-        raise Outside(f"not fixed: a symbolic link to {real}, outside the paths given")
+    inside(path, roots)
     try:
         data = sources.read_bytes(path)
     except sources.SourceError as error:

@@ -42,17 +42,17 @@ class WriteFailed(Unwritten):
 CHANGED_WHILE_FIXING = "changed while fixing; run again"
 
 
-def outside(path: str, roots: Optional[Sequence[str]]) -> Optional[str]:
-    """Where `path` really is when that is outside every one of `roots` (the paths given on the
-    command line, files or directories, themselves resolved), else None. None `roots`: no bound."""
+def inside(path: str, roots: Optional[Sequence[str]]) -> None:
+    """Outside when `path` really is outside every one of `roots` (the paths given on the command
+    line, files or directories, themselves resolved). None `roots`: no bound."""
     if roots is None:
-        return None
+        return
     real = os.path.realpath(path)
     for root in roots:
         top = os.path.realpath(root)
         if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
-            return None
-    return real
+            return
+    raise Outside(f"not fixed: a symbolic link to {real}, outside the paths given")
 
 
 def write_fix(path: str, read: bytes, fixed: bytes, roots: Optional[Sequence[str]] = None) -> None:
@@ -62,8 +62,7 @@ def write_fix(path: str, read: bytes, fixed: bytes, roots: Optional[Sequence[str
     leaves the file as it was. Outside when `path` now resolves outside `roots` (swapped for a
     link since it was read), Changed or WriteFailed when it is not written."""
     real = os.path.realpath(path)
-    if outside(real, roots) is not None:
-        raise Outside(f"not fixed: a symbolic link to {real}, outside the paths given")
+    inside(real, roots)
     try:
         info = os.stat(real)
     except FileNotFoundError:  # deleted since it was read
