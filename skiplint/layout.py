@@ -156,10 +156,10 @@ def _line(composition: Composition) -> str:
     return str(composition.site.position[0]) if composition.site is not None else ""
 
 
-def load(path: str, settings: Optional[config.Config] = None, session: Optional[Session] = None) -> ModelFacts:
+def load(path: str, settings: Optional[config.Config] = None) -> ModelFacts:
     """The composition facts of one file (read whatever the prefilter would say), analysed with
     the project's configuration for it (api-aliases, max-unroll) as the lint reads it."""
-    return _load(path, settings, session)[1]
+    return _load(path, settings)[1]
 
 
 def _load(path: str, settings: Optional[config.Config] = None,
