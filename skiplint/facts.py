@@ -62,6 +62,11 @@ class Declaration:
     #: The string itself when the argument is a bare string (SKP106).
     bare_string: Optional[str] = None
 
+    @classmethod
+    def of(cls, kind: Kind, names: Optional[frozenset[str]], site: Optional[Site] = None) -> Declaration:
+        """A declaration of `names` (None: computed at run time), in sorted order."""
+        return cls(kind, None if names is None else tuple(Declared(name) for name in sorted(names)), site)
+
     @property
     def known(self) -> bool:
         return self.names is not None
@@ -151,31 +156,72 @@ class SkippableClass:
     #: value when forward runs).
     late: tuple[tuple[str, str, str], ...] = ()
 
+    def declared(self, kind: Kind) -> Declaration:
+        return self.stash if kind == "stash" else self.pop
+
+    def names(self, kind: Kind) -> Optional[frozenset[str]]:
+        """The names declared as `kind`; None when they are computed at run time."""
+        declared = self.declared(kind)
+        return declared.name_set if declared.known else None
+
+    def _yielded(self, kind: Kind) -> list[tuple[str, Command]]:
+        """Forward's yielded commands of `kind` whose names are known, each with its name."""
+        commands = self.forward.commands if self.forward is not None else ()
+        return [(c.name, c) for c in commands if c.kind == kind and c.yielded and c.name is not None]
+
     @property
     def output_stashes(self) -> frozenset[str]:
         """Stashed names of which some yielded stash shares autograd history with forward's output."""
-        commands = self.forward.commands if self.forward is not None else ()
-        return frozenset(c.name for c in commands
-                         if c.kind == "stash" and c.yielded and c.shares_output and c.name is not None)
+        return frozenset(name for name, c in self._yielded("stash") if c.shares_output)
 
     @property
     def input_output_stashes(self) -> frozenset[str]:
         """... shares it only when the layer's input requires grad."""
-        commands = self.forward.commands if self.forward is not None else ()
-        return frozenset(c.name for c in commands if c.kind == "stash" and c.yielded and c.shares_if_input_grad
-                         and c.name is not None) - self.output_stashes
+        shares = frozenset(name for name, c in self._yielded("stash") if c.shares_if_input_grad)
+        return shares - self.output_stashes
 
     @property
     def inert_pops(self) -> frozenset[str]:
         """Popped names whose tensor forward's output does not certainly depend on (every pop of
         the name discarded, detached, used under no_grad or not followed)."""
-        commands = self.forward.commands if self.forward is not None else ()
-        pops = [c for c in commands if c.kind == "pop" and c.yielded and c.name is not None]
-        return frozenset(c.name for c in pops if c.name is not None) - frozenset(
-            c.name for c in pops if c.grad_used and c.name is not None)
+        pops = self._yielded("pop")
+        return frozenset(name for name, _ in pops) - frozenset(name for name, c in pops if c.grad_used)
 
-    def declared(self, kind: Kind) -> Declaration:
-        return self.stash if kind == "stash" else self.pop
+    @property
+    def discarded(self) -> tuple[tuple[str, Site], ...]:
+        """Popped names whose tensor forward discards, with the `pop(...)` call."""
+        return tuple((name, c.site) for name, c in self._yielded("pop") if c.discarded and c.site is not None)
+
+    @property
+    def detached(self) -> tuple[tuple[str, Site], ...]:
+        """... assigned but used only detached (Command.detached_only)."""
+        return tuple((name, c.site) for name, c in self._yielded("pop")
+                     if c.detached_only and not c.discarded and c.site is not None)
+
+    @property
+    def none_stashes(self) -> tuple[tuple[str, Site], ...]:
+        """Stashed names that some `stash(name, None)` stashes as None, with the call (SKP501)."""
+        return tuple((name, c.site) for name, c in self._yielded("stash")
+                     if c.site is not None and _stashes_none(c.site.node))
+
+    @property
+    def keeps_input(self) -> bool:
+        return self.forward is not None and self.forward.keeps_input
+
+    @property
+    def output_grad(self) -> GradKind:
+        return self.forward.output_grad if self.forward is not None else "no"
+
+
+def _stashes_none(node: cst.CSTNode) -> bool:
+    """Whether a `stash(...)` call's tensor argument is the literal None."""
+    if not isinstance(node, cst.Call):
+        return False
+    value = next((arg.value for arg in node.args if arg.keyword is not None and arg.keyword.value == "tensor"), None)
+    if value is None:
+        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+        value = positional[1].value if len(positional) > 1 else None
+    return isinstance(value, cst.Name) and value.value == "None"
 
 
 @dataclass(frozen=True)

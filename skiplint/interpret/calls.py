@@ -81,12 +81,13 @@ class Calls(Core):
         whatever may stash into the thread's default skip tracker is noted (a direct pop after a
         direct stash of the same name, in the same namespace, finds it there, and takes it out
         where the pop surely runs)."""
+        tracker = None if self.entries.other_tracker else self.entries.tracker
         if isinstance(func, LayerV) and func.kind == "skippable":
-            before = None if self.entries.tracker is None or self.entries.other_tracker else frozenset(self.entries.tracker)
+            before = frozenset(tracker) if tracker is not None else None
             self.built.direct_calls.append(DirectCall(func, func_node, before, self.entries.kind))
-            if (self.entries.tracker is not None and not self.entries.other_tracker and not self.branches and func.info is not None
-                    and func.info.pop is not None and not func.tainted and not func.unsure):
-                self.entries.tracker.difference_update(skip_keys(func, func.info.pop))
+            pops = func.names("pop")
+            if tracker is not None and not self.branches and pops is not None and not func.tainted and not func.unsure:
+                tracker.difference_update(skip_keys(func, pops))
             self.note_stashes(func, 0)
         elif isinstance(func, (LayerV, SeqV)) or (with_arguments and (func is UNKNOWN or isinstance(func, ObjV))):
             self.note_stashes(func, 0)
@@ -98,9 +99,9 @@ class Calls(Core):
             return
         if isinstance(value, LayerV) and value.kind == "plain":
             return
-        if isinstance(value, LayerV) and value.kind == "skippable" and value.info is not None \
-                and value.info.stash is not None and not value.tainted:
-            self.entries.tracker.update(skip_keys(value, value.info.stash))
+        stashes = value.names("stash") if isinstance(value, LayerV) and value.kind == "skippable" else None
+        if stashes is not None and not value.tainted:
+            self.entries.tracker.update(skip_keys(value, stashes))
             return
         if isinstance(value, SeqV) and value.complete and not value.tainted and depth <= self.budget.nesting:
             for _, child, _ in value.children:

@@ -10,10 +10,11 @@ from typing import Any, Optional
 import libcst as cst
 
 from skiplint import syntax
+from skiplint.facts import Declaration, SkippableClass
 from skiplint.interpret.core import Args, Core, Kwargs
 from skiplint.interpret.env import Env
 from skiplint.interpret.values import (
-    UNKNOWN, ApiV, ClassV, DictV, ExternalV, FuncV, LambdaV, LayerV, ListV, SeqV, SkipInfo, class_method,
+    UNKNOWN, ApiV, ClassV, DictV, ExternalV, FuncV, LambdaV, LayerV, ListV, SeqV, class_method,
 )
 
 #: What a call's callee must be for `_code_nests` to follow it: a name or a dotted name.
@@ -27,7 +28,7 @@ class Classes(Core):
         name = node.name.value
         info = self.skippable_of.get(id(node))
         if info is not None:
-            if info.stash is None or info.pop is None:
+            if not (info.stash.known and info.pop.known):
                 info = self.declared_here(node, info, env)
             if id(node) in self.specializing.open_classes:
                 info = self.remember_definition(node, env, info)
@@ -48,7 +49,7 @@ class Classes(Core):
                 break
         return ClassV(name, kind, None, node, env, nests=self.class_nests(node, env) if kind == "plain" else "no")
 
-    def declared_here(self, node: cst.ClassDef, info: SkipInfo, env: Env) -> SkipInfo:
+    def declared_here(self, node: cst.ClassDef, info: SkippableClass, env: Env) -> SkippableClass:
         """The declarations of a skippable class whose `stash=`/`pop=` read variables (a factory's
         parameters, a loop's variable), evaluated where the class statement runs: the decorator
         runs once per class statement, with the values bound at that moment."""
@@ -65,8 +66,8 @@ class Classes(Core):
                 if arg.star or keyword not in given or (arg.keyword is None and position > 1):
                     return info
                 given[keyword] = self.eval(arg.value, env)
-            stash = info.stash if info.stash is not None else self.names(given["stash"])
-            pop = info.pop if info.pop is not None else self.names(given["pop"])
+            stash, pop = [known if known.known else Declaration.of(known.kind, self.names(given[known.kind]))
+                          for known in (info.stash, info.pop)]
             return dataclasses.replace(info, stash=stash, pop=pop)
         return info
 

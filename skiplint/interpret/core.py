@@ -8,13 +8,11 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import libcst as cst
 
-from skiplint.facts import IsolateName, Locator, ModuleFacts, Site, Unknown
+from skiplint.facts import IsolateName, Locator, ModuleFacts, Site, SkippableClass, Unknown
 from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, OutOfBudget, Return
 from skiplint.interpret.rebinding import Rebinding
 from skiplint.interpret.state import Built, Entries, Specializing
-from skiplint.interpret.values import (
-    ClassV, FuncV, LambdaV, LayerV, SeqV, SkipInfo, skip_info,
-)
+from skiplint.interpret.values import ClassV, FuncV, LambdaV, LayerV, SeqV
 from skiplint.limits import Budget
 from skiplint.skippables import ModuleIndex, computed
 
@@ -39,7 +37,7 @@ class Definition:
     #: The entry point of the run it belongs to (Core.run_serial).
     run: int
     #: What the class made declares, as the compositions that hold its layers see it.
-    info: SkipInfo
+    info: SkippableClass
 
 
 class Core:
@@ -51,10 +49,7 @@ class Core:
         self.locator = locator
         self.budget = budget
         self.resolve_class = resolve_class
-        self.skippable_of: dict[int, SkipInfo] = {}
-        for cls in facts.skippables:
-            if cls.site is not None:
-                self.skippable_of[id(cls.site.node)] = skip_info(cls)
+        self.skippable_of = {id(cls.site.node): cls for cls in facts.skippables if cls.site is not None}
         self.steps = 0
         self.depth = 0
         self.ns_serial = 0
@@ -134,7 +129,7 @@ class Core:
         # classes.py
         def define_class(self, node: cst.ClassDef, env: Env) -> ClassV: ...
         # specialize.py
-        def remember_definition(self, node: cst.ClassDef, env: Env, info: SkipInfo) -> SkipInfo: ...
+        def remember_definition(self, node: cst.ClassDef, env: Env, info: SkippableClass) -> SkippableClass: ...
         def instantiate(self, cls: ClassV, args: Args, kwargs: Kwargs, node: cst.CSTNode,
                         entry: bool = False) -> Any: ...
         # api.py

@@ -83,13 +83,12 @@ class Conversion:
         seen: set[int] = set()
         for call in self.direct_calls:
             layer, func_node, before = call.layer, call.node, call.before
-            info = layer.info
+            stash, pop = layer.names("stash"), layer.names("pop")
             if before is not None and not (call.entry == "module" or (call.entry == "test" and
                                                                       self.fresh_test_trackers)):
                 before = None if self.tracker_leaks is None else before | self.tracker_leaks
-            if (id(func_node) in seen or layer.placed or layer.tainted or layer.unsure or info is None
-                    or info.stash is None or info.pop is None or not info.pop or info.stash & info.pop
-                    or before is None or skip_keys(layer, info.pop) & before):
+            if (id(func_node) in seen or layer.placed or layer.tainted or layer.unsure or stash is None
+                    or not pop or stash & pop or before is None or skip_keys(layer, pop) & before):
                 continue
             seen.add(id(func_node))
             seq = SeqV("direct call", func_node, name=f"{code(func_node)}(...)")
@@ -135,12 +134,13 @@ class Conversion:
             if value.kind != "skippable":
                 return Layer(index, key, value.label, value.kind, site=site, frozen=value.frozen)
             info = self.refined.get(id(value.info), value.info)
-            if value.tainted or info is None or info.stash is None or info.pop is None:
+            stash, pop = (info.names("stash"), info.names("pop")) if info is not None else (None, None)
+            if value.tainted or info is None or stash is None or pop is None:
                 return Layer(index, key, value.label, "unknown", site=site)
-            both = info.stash & info.pop
+            both = stash & pop
             if value.unsure:
                 return Layer(index, key, value.label, "skippable", both=tuple(sorted(both)), site=site,
-                             unknown_names=tuple(sorted((info.stash | info.pop) - both)))
+                             unknown_names=tuple(sorted((stash | pop) - both)))
 
             def keys(names: frozenset[str]) -> tuple[SkipKey, ...]:
                 out = []
@@ -151,12 +151,12 @@ class Conversion:
                     out.append((ns.serial if ns is not None else None, name))
                 return tuple(out)
 
-            return Layer(index, key, value.label, "skippable", keys(info.stash), keys(info.pop),
+            return Layer(index, key, value.label, "skippable", keys(stash), keys(pop),
                          tuple(sorted(both)), site, discarded=info.discarded, detached=info.detached,
-                         output_stashes=tuple(sorted(info.output_stashes & info.stash)),
-                         input_output_stashes=tuple(sorted(info.input_output_stashes & info.stash)),
-                         inert_pops=tuple(sorted(info.inert_pops & info.pop)), output_grad=info.output_grad,
-                         none_stashes=tuple((name, at) for name, at in info.none_stashes if name in info.stash))
+                         output_stashes=tuple(sorted(info.output_stashes & stash)),
+                         input_output_stashes=tuple(sorted(info.input_output_stashes & stash)),
+                         inert_pops=tuple(sorted(info.inert_pops & pop)), output_grad=info.output_grad,
+                         none_stashes=tuple((name, at) for name, at in info.none_stashes if name in stash))
         label = code(node) if node is not None else "?"
         return Layer(index, key, label, "unknown", site=site)
 

@@ -18,7 +18,7 @@ from skiplint.facts import SkippableClass
 from skiplint.imports import Scope
 from skiplint.interpret.core import Core, Definition
 from skiplint.interpret.env import Env
-from skiplint.interpret.values import ListV, SkipInfo, skip_info
+from skiplint.interpret.values import ListV
 from skiplint.skippables import Resolved
 
 
@@ -36,7 +36,7 @@ def _assigned_on_self(node: cst.ClassDef) -> set[str]:
 class Specializations(Core):
     """Remembers the executions of class statements with computed names, and checks each."""
 
-    def remember_definition(self, node: cst.ClassDef, env: Env, info: SkipInfo) -> SkipInfo:
+    def remember_definition(self, node: cst.ClassDef, env: Env, info: SkippableClass) -> SkippableClass:
         """Remember one execution of a class statement; what the class it makes declares (an
         object of its own, which `specializations` refines)."""
         count = self.specializing.count.get(id(node), 0) + 1
@@ -49,8 +49,8 @@ class Specializations(Core):
             frames.append(dict(frame.vars))
             frame = frame.parent
         own = dataclasses.replace(info)
-        self.specializing.definitions.append(Definition(node, env, frames, self.class_attributes(node, env), self.entries.serial,
-                                           own))
+        attrs = self.class_attributes(node, env)
+        self.specializing.definitions.append(Definition(node, env, frames, attrs, self.entries.serial, own))
         return own
 
     def class_attributes(self, node: cst.ClassDef, env: Env) -> dict[str, Any]:
@@ -79,15 +79,10 @@ class Specializations(Core):
             made = self.specialized(definition)
             if made is not None:
                 out.append(made)
-                facts = skip_info(made)
-                if (facts.discarded or facts.detached or facts.output_stashes or facts.input_output_stashes
-                        or facts.inert_pops or facts.none_stashes or facts.keeps_input or facts.output_grad != "no"):
+                if (made.discarded or made.detached or made.output_stashes or made.input_output_stashes
+                        or made.inert_pops or made.none_stashes or made.keeps_input or made.output_grad != "no"):
                     self.specializing.refined[id(definition.info)] = dataclasses.replace(
-                        definition.info, discarded=facts.discarded, detached=facts.detached,
-                        output_stashes=facts.output_stashes,
-                        input_output_stashes=facts.input_output_stashes, inert_pops=facts.inert_pops,
-                        none_stashes=facts.none_stashes, keeps_input=facts.keeps_input,
-                        output_grad=facts.output_grad)
+                        definition.info, forward=made.forward)
         return tuple(out)
 
     def specialized(self, definition: Definition) -> Optional[SkippableClass]:

@@ -8,8 +8,8 @@ import builtins
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
-from skiplint.facts import IsolateName, Unknown
-from skiplint.interpret.values import DirectCall, PipeRecord, SeqV, SkipInfo, TrackedSkip
+from skiplint.facts import IsolateName, SkippableClass, Unknown
+from skiplint.interpret.values import DirectCall, PipeRecord, SeqV, TrackedSkip
 
 if TYPE_CHECKING:
     from skiplint.interpret.core import Definition
@@ -80,6 +80,5 @@ class Specializing:
     definitions: list["Definition"] = field(default_factory=list)
     #: How often each class statement ran.
     count: dict[int, int] = field(default_factory=dict)
-    #: id(SkipInfo of one execution) -> that with what its specialization adds (the pops it
-    #: discards, the stashes that share its output).
-    refined: dict[int, SkipInfo] = field(default_factory=dict)
+    #: id(the class of one execution) -> that class with the forward its specialization made.
+    refined: dict[int, SkippableClass] = field(default_factory=dict)
