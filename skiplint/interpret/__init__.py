@@ -7,10 +7,9 @@ literals, lists, dicts, constant ranges (unrolled, bounded), `Namespace()` ident
 `.isolate(...)`; anything else, and anything past the budget (skiplint.limits.Budget), is
 unknown, and a composition is not checked past an unknown.
 
-values.py: the value kinds; env.py: scopes and control flow; state.py: what a run keeps (what it
-built, its entry points and their skip tracker, its specializations); rebinding.py: variables rebound
-through `global` and `nonlocal`; operations.py: constants under the budget; core.py: the shared
-state; statements.py, expressions.py, calls.py, classes.py, api.py: the parts of the interpreter;
+values.py: the value kinds; core.py: scopes, control flow and what a run keeps; rebinding.py:
+`global` and `nonlocal`; operations.py: constants under the budget; statements.py, bindings.py,
+expressions.py, calls.py, classes.py, specialize.py, api.py: the parts of the interpreter;
 interpreter.py: running a module; extract.py: the facts.
 """
 

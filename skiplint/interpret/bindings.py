@@ -9,8 +9,7 @@ from typing import Any, Optional, Sequence
 import libcst as cst
 
 from skiplint import syntax
-from skiplint.interpret.core import Core
-from skiplint.interpret.env import Env
+from skiplint.interpret.core import Core, Env
 from skiplint.interpret.values import (
     MUTATORS, UNKNOWN, NS, DictV, FuncV, LayerV, ListV, ObjV, PipeV, SeqV, place, taint,
 )

@@ -9,8 +9,7 @@ import libcst as cst
 
 from skiplint import syntax
 from skiplint.interpret.api import balance_of
-from skiplint.interpret.core import Args, Core, Kwargs
-from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, Return
+from skiplint.interpret.core import Args, Break, Continue, Core, Env, Kwargs, LoopUnknown, Return
 from skiplint.interpret.operations import call_builtin
 from skiplint.interpret.values import (
     MODULE_METHODS, MUTATORS, STAR_UNKNOWN, UNKNOWN, ApiV, BoundV, BuiltinV, ClassV, DictV, DirectCall, ExternalV,

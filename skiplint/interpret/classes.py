@@ -11,8 +11,7 @@ import libcst as cst
 
 from skiplint import syntax
 from skiplint.facts import Declaration, SkippableClass
-from skiplint.interpret.core import Args, Core, Kwargs
-from skiplint.interpret.env import Env
+from skiplint.interpret.core import Args, Core, Env, Kwargs
 from skiplint.interpret.values import (
     UNKNOWN, ApiV, ClassV, DictV, ExternalV, FuncV, LambdaV, LayerV, ListV, SeqV, class_method,
 )

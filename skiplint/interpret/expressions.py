@@ -7,8 +7,7 @@ from typing import Any, Optional
 import libcst as cst
 
 from skiplint import syntax
-from skiplint.interpret.core import Core
-from skiplint.interpret.env import Env
+from skiplint.interpret.core import Core, Env
 from skiplint.interpret.operations import BUILTINS, COMPARE, binary
 from skiplint.interpret.values import (
     UNKNOWN, NS, ApiV, BoundV, BuiltinV, DictV, ExternalV, FuncV, LambdaV, ListV, ObjV, SeqV,

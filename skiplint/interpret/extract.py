@@ -23,17 +23,11 @@ class Conversion:
     """The facts of one run (`Core` state after the module and its entry points ran)."""
 
     def __init__(self, run: Core) -> None:
-        self.sequences = run.built.sequences
-        self.pipes = run.built.pipes
+        self.built = run.built
+        self.entries = run.entries
         self.locator = run.locator
-        self.partition_nodes = run.built.partition_nodes
         self.budget = run.budget
-        self.direct_calls = run.built.direct_calls
-        self.tracker_leaks = run.entries.leaks
-        self.fresh_test_trackers = run.entries.fresh_test_trackers
         self.refined = run.specializing.refined
-        self.isolate_names = run.built.isolate_names
-        self.unknowns = run.built.unknowns
 
     def facts(self, path: str) -> ModelFacts:
         converted: dict[int, Composition] = {}
@@ -45,11 +39,11 @@ class Conversion:
                 converted[id(seq)] = done
             return done
 
-        compositions = [convert(seq) for seq in self.sequences
+        compositions = [convert(seq) for seq in self.built.sequences
                         if (seq.piped or not seq.nested_in) and not self.fragment(seq)]
         compositions.extend(self.composition(seq) for seq in self.direct_pops())
         pipes = []
-        for record in self.pipes:
+        for record in self.built.pipes:
             module = record.module
             found: Optional[Composition] = None
             if isinstance(module, SeqV):
@@ -62,14 +56,14 @@ class Conversion:
                               record.sample_grad))
         # verify_skippables runs on these (directly, or in a pipe's constructor): a record each,
         # so that the checks know where a stash nobody pops fails.
-        for seq in self.sequences:
+        for seq in self.built.sequences:
             if seq.verified or (seq.escapes and not seq.nested_in and not self.fragment(seq)):
                 found = convert(seq)
                 kind = "verify_skippables" if seq.verified else "exported"
                 pipes.append(Pipe(kind, found.name, found, None,  # type: ignore[arg-type]
                                   Site(seq.node, self.locator)))
-        return ModelFacts(path, tuple(compositions), tuple(pipes), isolate_names=tuple(self.isolate_names),
-                          unknowns=tuple(self.unknowns))
+        return ModelFacts(path, tuple(compositions), tuple(pipes), isolate_names=tuple(self.built.isolate_names),
+                          unknowns=tuple(self.built.unknowns))
 
     def direct_pops(self) -> Iterator[SeqV]:
         """A composition of one for each popping layer called directly (`layer(x)`, `Pop()(x)`):
@@ -81,12 +75,12 @@ class Conversion:
         and, but for the module's own code (it runs first) and tests that an autouse fixture
         gives a tracker of their own, no direct call of any entry point (run in any order)."""
         seen: set[int] = set()
-        for call in self.direct_calls:
+        for call in self.built.direct_calls:
             layer, func_node, before = call.layer, call.node, call.before
             stash, pop = layer.names("stash"), layer.names("pop")
             if before is not None and not (call.entry == "module" or (call.entry == "test" and
-                                                                      self.fresh_test_trackers)):
-                before = None if self.tracker_leaks is None else before | self.tracker_leaks
+                                                                      self.entries.fresh_test_trackers)):
+                before = None if self.entries.leaks is None else before | self.entries.leaks
             if (id(func_node) in seen or layer.placed or layer.tainted or layer.unsure or stash is None
                     or not pop or stash & pop or before is None or skip_keys(layer, pop) & before):
                 continue
@@ -99,7 +93,7 @@ class Conversion:
         """A partition given to inspect_skip_layout (in this run or another run of the same code),
         or a Sequential whose children were spread into a larger one, and never given to a pipe
         or verify_skippables: a piece of a model, not checked alone."""
-        piece = seq.partition or seq.part or id(seq.node) in self.partition_nodes
+        piece = seq.partition or seq.part or id(seq.node) in self.built.partition_nodes
         return piece and not (seq.piped or seq.verified)
 
     def composition(self, seq: SeqV) -> Composition:

@@ -16,8 +16,7 @@ import libcst as cst
 from skiplint import skippables, syntax
 from skiplint.facts import SkippableClass
 from skiplint.imports import Scope
-from skiplint.interpret.core import Core, Definition
-from skiplint.interpret.env import Env
+from skiplint.interpret.core import Core, Definition, Env
 from skiplint.interpret.values import ListV
 from skiplint.skippables import Resolved
 

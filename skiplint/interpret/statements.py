@@ -6,8 +6,7 @@ from typing import Sequence
 
 import libcst as cst
 
-from skiplint.interpret.core import Core
-from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, Return
+from skiplint.interpret.core import Break, Continue, Core, Env, LoopUnknown, Return
 from skiplint.interpret.operations import AUG, binary
 from skiplint.interpret.values import MISSING, UNKNOWN, BuiltinV, ExternalV, FuncV, ListV
 

@@ -17,7 +17,7 @@ from skiplint.facts import Kind, LayerKind, SkippableClass
 from skiplint.limits import BUDGET
 
 if TYPE_CHECKING:
-    from skiplint.interpret.env import Env
+    from skiplint.interpret.core import Env
 
 #: Pipe classes: the first argument is the module, the second (but for torch's) the balance.
 PIPES = ("GPipe", "FairscalePipe", "TorchPipe", "MultiProcessPipe", "AsyncPipe")
