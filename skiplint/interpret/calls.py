@@ -127,12 +127,9 @@ class Calls(Core):
             return self.method(func.obj, func.attr, args, kwargs, node)
         if isinstance(func, BuiltinV):
             return call_builtin(func.name, [a for a, _ in args], self)
-        if isinstance(func, ExternalV):
-            if func.qualified.startswith("torch.") and func.qualified.split(".")[-1][:1].isupper():
-                return LayerV("plain", func.qualified.split(".")[-1])
-            for value, _ in (*args, *kwargs.values()):
-                taint(value)
-            return UNKNOWN
+        if isinstance(func, ExternalV) and func.qualified.startswith("torch.") \
+                and func.qualified.split(".")[-1][:1].isupper():
+            return LayerV("plain", func.qualified.split(".")[-1])
         for value, _ in (*args, *kwargs.values()):
             taint(value)
         return UNKNOWN

@@ -16,7 +16,7 @@ from skiplint.interpret.values import (
     UNKNOWN, ApiV, ClassV, DictV, ExternalV, FuncV, LambdaV, LayerV, ListV, SeqV, class_method,
 )
 
-#: What a call's callee must be for `_code_nests` to follow it: a name or a dotted name.
+#: What a call's callee must be for `code_nests` to follow it: a name or a dotted name.
 _CALLEE_TYPES = frozenset({cst.Name, cst.Attribute})
 
 
@@ -46,7 +46,8 @@ class Classes(Core):
             else:
                 kind = "unknown"
                 break
-        return ClassV(name, kind, None, node, env, nests=self.class_nests(node, env) if kind == "plain" else "no")
+        nests = self.code_nests(node, env, set(), 0) if kind == "plain" else "no"
+        return ClassV(name, kind, None, node, env, nests=nests)
 
     def declared_here(self, node: cst.ClassDef, info: SkippableClass, env: Env) -> SkippableClass:
         """The declarations of a skippable class whose `stash=`/`pop=` read variables (a factory's
@@ -81,13 +82,10 @@ class Classes(Core):
             return None
         return frozenset(items)
 
-    def class_nests(self, node: cst.ClassDef, env: Env) -> str:
+    def code_nests(self, node: cst.CSTNode, env: Env, seen: builtins.set[int], depth: int) -> str:
         """What layers a plain module class's own code builds (they would be nested in it):
         "skippable" when some is a known skippable class, "unknown" when some class cannot be
         known, "no" when all are torch.nn built-ins, known plain classes or not modules at all."""
-        return self._code_nests(node, env, set(), 0)
-
-    def _code_nests(self, node: cst.CSTNode, env: Env, seen: builtins.set[int], depth: int) -> str:
         if id(node) in seen or depth > self.budget.code_depth:
             return "no"
         seen.add(id(node))
@@ -117,7 +115,7 @@ class Classes(Core):
                 if late is not None:
                     if id(late) in self.skippable_of:
                         return "skippable"
-                    return self._code_nests(late, self.module_env, seen, depth + 1)
+                    return self.code_nests(late, self.module_env, seen, depth + 1)
                 value = self.imported(func, env)
         else:
             value = self.imported(func, env)
@@ -127,12 +125,10 @@ class Classes(Core):
             if value.kind == "plain":
                 return value.nests
             if value.kind == "sequential" and value.node is not None:
-                return self._code_nests(value.node, value.env or env, seen, depth + 1)
+                return self.code_nests(value.node, value.env or env, seen, depth + 1)
             return "unknown"
-        if isinstance(value, FuncV):
-            return self._code_nests(value.node, value.env, seen, depth + 1)
-        if isinstance(value, LambdaV):
-            return self._code_nests(value.node, value.env, seen, depth + 1)
+        if isinstance(value, (FuncV, LambdaV)):
+            return self.code_nests(value.node, value.env, seen, depth + 1)
         if isinstance(value, ApiV) and value.symbol == "skippable":
             return "unknown"  # skippable(...)(cls) built in the class's code
         return "no"  # torch.nn built-ins, the skip API, functions of other packages, values
