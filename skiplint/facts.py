@@ -151,7 +151,7 @@ class SkippableClass:
     #: None when forward is not defined in the class body, or cannot be analysed.
     forward: Optional[Forward]
     site: Optional[Site] = None
-    #: For one execution of a class statement (skiplint.interpret.specialize): the variables that
+    #: For one execution of a class statement (skiplint.interpret.classes): the variables that
     #: forward reads after they were rebound, each (variable, value when the class was made,
     #: value when forward runs).
     late: tuple[tuple[str, str, str], ...] = ()

@@ -8,9 +8,9 @@ literals, lists, dicts, constant ranges (unrolled, bounded), `Namespace()` ident
 unknown, and a composition is not checked past an unknown.
 
 values.py: the value kinds; core.py: scopes, control flow and what a run keeps; rebinding.py:
-`global` and `nonlocal`; operations.py: constants under the budget; statements.py, bindings.py,
-expressions.py, calls.py, classes.py, specialize.py, api.py: the parts of the interpreter;
-interpreter.py: running a module; extract.py: the facts.
+`global` and `nonlocal`; operations.py: constants under the budget; statements.py, expressions.py,
+calls.py, classes.py, api.py: the parts of the interpreter; interpreter.py: running a module;
+extract.py: the facts.
 """
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ class Entries:
 @dataclass
 class Specializing:
     """Skippable classes whose names their code alone cannot tell (`open_classes`, by class
-    statement), and each execution of their class statements (skiplint.interpret.specialize)."""
+    statement), and each execution of their class statements (skiplint.interpret.classes)."""
 
     open_classes: set[int] = field(default_factory=set)
     definitions: list[Definition] = field(default_factory=list)
@@ -152,7 +152,7 @@ Kwargs = dict[str, Any]
 
 @dataclass(eq=False)
 class Definition:
-    """One execution of a class statement (remembered by skiplint.interpret.specialize)."""
+    """One execution of a class statement (remembered by skiplint.interpret.classes)."""
 
     node: cst.ClassDef
     #: Where it ran: read again for the values forward sees when it runs.
@@ -235,7 +235,6 @@ class Core:
     if TYPE_CHECKING:
         # statements.py
         def block(self, stmts: Sequence[cst.CSTNode], env: Env) -> None: ...
-        # bindings.py
         def set(self, name: str, value: Any, env: Env) -> None: ...
         def assign(self, target: cst.BaseExpression, value: Any, env: Env,
                    node: Optional[cst.CSTNode]) -> None: ...
@@ -253,8 +252,6 @@ class Core:
                           entry: bool = False) -> Any: ...
         # classes.py
         def define_class(self, node: cst.ClassDef, env: Env) -> ClassV: ...
-        # specialize.py
-        def remember_definition(self, node: cst.ClassDef, env: Env, info: SkippableClass) -> SkippableClass: ...
         def instantiate(self, cls: ClassV, args: Args, kwargs: Kwargs, node: cst.CSTNode,
                         entry: bool = False) -> Any: ...
         # api.py

@@ -9,16 +9,14 @@ import libcst as cst
 
 from skiplint import syntax
 from skiplint.interpret.api import Api
-from skiplint.interpret.bindings import Bindings
 from skiplint.interpret.calls import Calls
 from skiplint.interpret.classes import Classes
 from skiplint.interpret.expressions import Expressions
-from skiplint.interpret.specialize import Specializations
-from skiplint.interpret.statements import Statements
+from skiplint.interpret.statements import Bindings, Statements
 from skiplint.interpret.values import ClassV, FuncV, ListV, ObjV, SeqV, class_functions, code
 
 
-class Interpreter(Statements, Bindings, Expressions, Calls, Classes, Api, Specializations):
+class Interpreter(Statements, Bindings, Expressions, Calls, Classes, Api):
     """Runs one module's model-building code abstractly and records compositions and pipes."""
 
     def run(self) -> None:
