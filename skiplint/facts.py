@@ -321,21 +321,9 @@ class Layer:
     #: For a container: the skippable layers nested in it (kind "unknown" where a nested child
     #: cannot be known), invisible to verify_skippables (SKP205).
     nested: tuple["Layer", ...] = ()
-    #: Popped names whose tensor forward discards, with the `pop(...)` call (SKP305).
-    discarded: tuple[tuple[str, Site], ...] = ()
-    #: ... that forward assigns but uses only detached, with the `pop(...)` call (SKP305).
-    detached: tuple[tuple[str, Site], ...] = ()
     #: Declared names whose namespace cannot be known (`.isolate(ns, only=[<unknown>])`): no
     #: finding or route is given for these names, the other names are still checked.
     unknown_names: tuple[str, ...] = ()
-    #: Stashed names of which some stash shares autograd history with the layer's output (SKP303);
-    #: ... shares it when the layer's input requires grad; popped names whose tensor the layer's
-    #: output does not depend on.
-    output_stashes: tuple[str, ...] = ()
-    input_output_stashes: tuple[str, ...] = ()
-    inert_pops: tuple[str, ...] = ()
-    #: Stashed names that forward stashes as None, with the `stash(...)` call (SKP501).
-    none_stashes: tuple[tuple[str, Site], ...] = ()
     #: For a nested layer: only torch.nn layers that keep autograd history follow it in its
     #: containers, so the direct child's output carries its own (balance_by_time profiles direct
     #: children).
@@ -343,7 +331,14 @@ class Layer:
     #: For a plain layer: `requires_grad_(...)` was called on it, not certainly with True (its
     #: parameters may not require grad).
     frozen: bool = False
-    #: For a skippable layer: whether its output requires grad (`Forward.output_grad`).
+    #: For a skippable layer: the facts of its class of the same names (SkippableClass: SKP303,
+    #: SKP305, SKP501), for the names it declares.
+    discarded: tuple[tuple[str, Site], ...] = ()
+    detached: tuple[tuple[str, Site], ...] = ()
+    output_stashes: tuple[str, ...] = ()
+    input_output_stashes: tuple[str, ...] = ()
+    inert_pops: tuple[str, ...] = ()
+    none_stashes: tuple[tuple[str, Site], ...] = ()
     output_grad: GradKind = "no"
 
 

@@ -66,15 +66,6 @@ class Calls(Core):
             place(value)
         return args, kwargs, known
 
-    def lazy_pipe(self, module: Any, node: cst.Call) -> None:
-        """`pipe_cls(layers, balance=...)` with a callee that cannot be known (a parameter, a class
-        of another package): a list of `LazyModule`s that build skippable layers fails with every
-        pipe that accepts LazyModule lists (fairscale's MultiProcessPipe and AsyncPipe refuse
-        skippables under lazy construction), so the call is checked as such a pipe (SKP304)."""
-        lazy = self.lazy_layers(module, node)
-        if lazy is not None:
-            self.built.pipes.append(PipeRecord("LazyModule", node, lazy, None))
-
     def forward_call(self, func: Any, func_node: cst.BaseExpression, with_arguments: bool) -> None:
         """A call that may run a module's forward: a skippable layer called directly is recorded;
         whatever may stash into the thread's default skip tracker is noted (a direct pop after a
@@ -118,7 +109,13 @@ class Calls(Core):
             return UNKNOWN
         if (func is UNKNOWN or isinstance(func, ExternalV)) and args and (
                 "balance" in kwargs or (len(args) > 1 and balance_of(args[1][0]) is not None)):
-            self.lazy_pipe(args[0][0], node)  # a balance, by keyword or second
+            # `pipe_cls(layers, balance=...)` with a callee that cannot be known (a parameter, a class
+            # of another package): a list of `LazyModule`s that build skippable layers fails with every
+            # pipe that accepts LazyModule lists (fairscale's MultiProcessPipe and AsyncPipe refuse
+            # skippables under lazy construction), so the call is checked as such a pipe (SKP304).
+            lazy = self.lazy_layers(args[0][0], node)
+            if lazy is not None:
+                self.built.pipes.append(PipeRecord("LazyModule", node, lazy, None))
         if isinstance(func, ClassV):
             return self.instantiate(func, args, kwargs, node)
         if isinstance(func, (FuncV, LambdaV)):
@@ -215,8 +212,6 @@ class Calls(Core):
                 obj.frozen = flag is not True
             if attr in MODULE_METHODS:
                 return obj
-            return UNKNOWN
-        if isinstance(obj, (int, str)) and attr in ("format", "upper", "lower"):
             return UNKNOWN
         taint(obj)
         return UNKNOWN

@@ -193,7 +193,7 @@ class Classes(Core):
             return LayerV("unknown", cls.name)
         seq = SeqV(cls.name, node, name=cls.name if entry else None)
         self.built.sequences.append(seq)
-        init = class_method(cls, "__init__") if cls.node is not None else None
+        init = class_method(cls.node, "__init__")
         if init is None:
             if cls.node is None:
                 seq.stop(f"{cls.name} is a Sequential subclass defined in another module")

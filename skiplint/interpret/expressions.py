@@ -165,7 +165,7 @@ class Expressions(Core):
         if isinstance(obj, ObjV):
             if attr in obj.attrs:
                 return obj.attrs[attr]
-            method = class_method(obj.cls, attr)
+            method = class_method(obj.cls.node, attr)
             if method is not None:
                 return FuncV(method, obj.cls.env or self.module_env, obj)
             return UNKNOWN

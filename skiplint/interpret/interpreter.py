@@ -13,7 +13,7 @@ from skiplint.interpret.calls import Calls
 from skiplint.interpret.classes import Classes
 from skiplint.interpret.expressions import Expressions
 from skiplint.interpret.statements import Bindings, Statements
-from skiplint.interpret.values import ClassV, FuncV, ListV, ObjV, SeqV, class_functions, code
+from skiplint.interpret.values import ClassV, FuncV, ListV, ObjV, SeqV, class_functions, class_method, code
 
 
 class Interpreter(Statements, Bindings, Expressions, Calls, Classes, Api):
@@ -60,7 +60,7 @@ class Interpreter(Statements, Bindings, Expressions, Calls, Classes, Api):
         route for the skips, as if their layers were one Sequential; each alone is a part."""
         if sum(1 for value in obj.attrs.values() if isinstance(value, SeqV)) < 2:
             return
-        forward = next((f for f in class_functions(node) if f.name.value == "forward"), None)
+        forward = class_method(node, "forward")
         if forward is None:
             return
         order: list[SeqV] = []

@@ -208,7 +208,7 @@ class DirectCall:
     #: Names the entry point it ran in may have stashed before it into the tracker it uses; None:
     #: any name (an unknown call ran before it, or another tracker may be installed).
     before: Optional[frozenset[TrackedSkip]]
-    #: The kind of that entry point (Core.entry_kind).
+    #: The kind of that entry point (Entries.kind).
     entry: str
 
 
@@ -264,13 +264,10 @@ def class_functions(node: cst.ClassDef) -> list[cst.FunctionDef]:
     return [item for item in node.body.body if isinstance(item, cst.FunctionDef)]
 
 
-def class_method(cls: ClassV, name: str) -> Optional[cst.FunctionDef]:
-    if cls.node is None:
+def class_method(node: Optional[cst.ClassDef], name: str) -> Optional[cst.FunctionDef]:
+    if node is None:
         return None
-    for item in class_functions(cls.node):
-        if item.name.value == name:
-            return item
-    return None
+    return next((item for item in class_functions(node) if item.name.value == name), None)
 
 
 CODE_MODULE = cst.Module(body=())
