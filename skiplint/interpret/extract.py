@@ -7,8 +7,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterator, Optional
 
-import libcst as cst
-
 from skiplint import gradflow
 from skiplint.facts import Composition, Layer, ModelFacts, Pipe, Site, SkipKey
 from skiplint.interpret.core import Core
@@ -33,11 +31,9 @@ class Conversion:
         converted: dict[int, Composition] = {}
 
         def convert(seq: SeqV) -> Composition:
-            done = converted.get(id(seq))
-            if done is None:
-                done = self.composition(seq)
-                converted[id(seq)] = done
-            return done
+            if id(seq) not in converted:
+                converted[id(seq)] = self.composition(seq)
+            return converted[id(seq)]
 
         compositions = [convert(seq) for seq in self.built.sequences
                         if (seq.piped or not seq.nested_in) and not self.fragment(seq)]
@@ -49,7 +45,7 @@ class Conversion:
             if isinstance(module, SeqV):
                 found = convert(module)
             elif isinstance(module, LayerV) and record.kind == "LazyModule":
-                found = self.composition(single(module, record.node))
+                found = self.composition(SeqV("LazyModule", record.node, [("0", module, record.node)]))
             name = record.name or (found.name if found is not None else record.kind)
             pipes.append(Pipe(record.kind, name, found, record.balance,  # type: ignore[arg-type]
                               Site(record.node, self.locator), record.chunks, record.checkpoint,
@@ -85,9 +81,7 @@ class Conversion:
                     or not pop or stash & pop or before is None or skip_keys(layer, pop) & before):
                 continue
             seen.add(id(func_node))
-            seq = SeqV("direct call", func_node, name=f"{code(func_node)}(...)")
-            seq.children.append((code(func_node), layer, func_node))
-            yield seq
+            yield SeqV("direct call", func_node, [(code(func_node), layer, func_node)], name=f"{code(func_node)}(...)")
 
     def fragment(self, seq: SeqV) -> bool:
         """A partition given to inspect_skip_layout (in this run or another run of the same code),
@@ -191,10 +185,3 @@ class Conversion:
         if value.kind == "skippable" and value.info is not None:
             return self.refined.get(id(value.info), value.info).keeps_input and not value.tainted
         return value.kind == "plain" and value.label in _KEEPING
-
-
-def single(layer: LayerV, node: cst.CSTNode) -> SeqV:
-    """A composition of the one layer a LazyModule builds."""
-    seq = SeqV("LazyModule", node)
-    seq.children.append(("0", layer, node))
-    return seq
