@@ -222,13 +222,9 @@ class Expressions(Core):
             right = self.eval(target.comparator, env)
             op = target.operator
             if isinstance(op, (cst.Is, cst.IsNot)):
-                if left is None or right is None:
-                    if left is UNKNOWN or right is UNKNOWN:
-                        return UNKNOWN
-                    same = left is right
-                    result = same if isinstance(op, cst.Is) else not same
-                else:
+                if (left is not None and right is not None) or left is UNKNOWN or right is UNKNOWN:
                     return UNKNOWN
+                result = (left is right) == isinstance(op, cst.Is)
             elif not (comparable(left) and comparable(right)):
                 return UNKNOWN
             else:
