@@ -62,6 +62,11 @@ class Declaration:
     #: The string itself when the argument is a bare string (SKP106).
     bare_string: Optional[str] = None
 
+    @classmethod
+    def of(cls, kind: Kind, names: Optional[frozenset[str]], site: Optional[Site] = None) -> Declaration:
+        """A declaration of `names` (None: computed at run time), in sorted order."""
+        return cls(kind, None if names is None else tuple(Declared(name) for name in sorted(names)), site)
+
     @property
     def known(self) -> bool:
         return self.names is not None
@@ -146,36 +151,77 @@ class SkippableClass:
     #: None when forward is not defined in the class body, or cannot be analysed.
     forward: Optional[Forward]
     site: Optional[Site] = None
-    #: For one execution of a class statement (skiplint.interpret.specialize): the variables that
+    #: For one execution of a class statement (skiplint.interpret.classes): the variables that
     #: forward reads after they were rebound, each (variable, value when the class was made,
     #: value when forward runs).
     late: tuple[tuple[str, str, str], ...] = ()
 
+    def declared(self, kind: Kind) -> Declaration:
+        return self.stash if kind == "stash" else self.pop
+
+    def names(self, kind: Kind) -> Optional[frozenset[str]]:
+        """The names declared as `kind`; None when they are computed at run time."""
+        declared = self.declared(kind)
+        return declared.name_set if declared.known else None
+
+    def _yielded(self, kind: Kind) -> list[tuple[str, Command]]:
+        """Forward's yielded commands of `kind` whose names are known, each with its name."""
+        commands = self.forward.commands if self.forward is not None else ()
+        return [(c.name, c) for c in commands if c.kind == kind and c.yielded and c.name is not None]
+
     @property
     def output_stashes(self) -> frozenset[str]:
         """Stashed names of which some yielded stash shares autograd history with forward's output."""
-        commands = self.forward.commands if self.forward is not None else ()
-        return frozenset(c.name for c in commands
-                         if c.kind == "stash" and c.yielded and c.shares_output and c.name is not None)
+        return frozenset(name for name, c in self._yielded("stash") if c.shares_output)
 
     @property
     def input_output_stashes(self) -> frozenset[str]:
         """... shares it only when the layer's input requires grad."""
-        commands = self.forward.commands if self.forward is not None else ()
-        return frozenset(c.name for c in commands if c.kind == "stash" and c.yielded and c.shares_if_input_grad
-                         and c.name is not None) - self.output_stashes
+        shares = frozenset(name for name, c in self._yielded("stash") if c.shares_if_input_grad)
+        return shares - self.output_stashes
 
     @property
     def inert_pops(self) -> frozenset[str]:
         """Popped names whose tensor forward's output does not certainly depend on (every pop of
         the name discarded, detached, used under no_grad or not followed)."""
-        commands = self.forward.commands if self.forward is not None else ()
-        pops = [c for c in commands if c.kind == "pop" and c.yielded and c.name is not None]
-        return frozenset(c.name for c in pops if c.name is not None) - frozenset(
-            c.name for c in pops if c.grad_used and c.name is not None)
+        pops = self._yielded("pop")
+        return frozenset(name for name, _ in pops) - frozenset(name for name, c in pops if c.grad_used)
 
-    def declared(self, kind: Kind) -> Declaration:
-        return self.stash if kind == "stash" else self.pop
+    @property
+    def discarded(self) -> tuple[tuple[str, Site], ...]:
+        """Popped names whose tensor forward discards, with the `pop(...)` call."""
+        return tuple((name, c.site) for name, c in self._yielded("pop") if c.discarded and c.site is not None)
+
+    @property
+    def detached(self) -> tuple[tuple[str, Site], ...]:
+        """... assigned but used only detached (Command.detached_only)."""
+        return tuple((name, c.site) for name, c in self._yielded("pop")
+                     if c.detached_only and not c.discarded and c.site is not None)
+
+    @property
+    def none_stashes(self) -> tuple[tuple[str, Site], ...]:
+        """Stashed names that some `stash(name, None)` stashes as None, with the call (SKP501)."""
+        return tuple((name, c.site) for name, c in self._yielded("stash")
+                     if c.site is not None and _stashes_none(c.site.node))
+
+    @property
+    def keeps_input(self) -> bool:
+        return self.forward is not None and self.forward.keeps_input
+
+    @property
+    def output_grad(self) -> GradKind:
+        return self.forward.output_grad if self.forward is not None else "no"
+
+
+def _stashes_none(node: cst.CSTNode) -> bool:
+    """Whether a `stash(...)` call's tensor argument is the literal None."""
+    if not isinstance(node, cst.Call):
+        return False
+    value = next((arg.value for arg in node.args if arg.keyword is not None and arg.keyword.value == "tensor"), None)
+    if value is None:
+        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+        value = positional[1].value if len(positional) > 1 else None
+    return isinstance(value, cst.Name) and value.value == "None"
 
 
 @dataclass(frozen=True)
@@ -275,21 +321,9 @@ class Layer:
     #: For a container: the skippable layers nested in it (kind "unknown" where a nested child
     #: cannot be known), invisible to verify_skippables (SKP205).
     nested: tuple["Layer", ...] = ()
-    #: Popped names whose tensor forward discards, with the `pop(...)` call (SKP305).
-    discarded: tuple[tuple[str, Site], ...] = ()
-    #: ... that forward assigns but uses only detached, with the `pop(...)` call (SKP305).
-    detached: tuple[tuple[str, Site], ...] = ()
     #: Declared names whose namespace cannot be known (`.isolate(ns, only=[<unknown>])`): no
     #: finding or route is given for these names, the other names are still checked.
     unknown_names: tuple[str, ...] = ()
-    #: Stashed names of which some stash shares autograd history with the layer's output (SKP303);
-    #: ... shares it when the layer's input requires grad; popped names whose tensor the layer's
-    #: output does not depend on.
-    output_stashes: tuple[str, ...] = ()
-    input_output_stashes: tuple[str, ...] = ()
-    inert_pops: tuple[str, ...] = ()
-    #: Stashed names that forward stashes as None, with the `stash(...)` call (SKP501).
-    none_stashes: tuple[tuple[str, Site], ...] = ()
     #: For a nested layer: only torch.nn layers that keep autograd history follow it in its
     #: containers, so the direct child's output carries its own (balance_by_time profiles direct
     #: children).
@@ -297,7 +331,14 @@ class Layer:
     #: For a plain layer: `requires_grad_(...)` was called on it, not certainly with True (its
     #: parameters may not require grad).
     frozen: bool = False
-    #: For a skippable layer: whether its output requires grad (`Forward.output_grad`).
+    #: For a skippable layer: the facts of its class of the same names (SkippableClass: SKP303,
+    #: SKP305, SKP501), for the names it declares.
+    discarded: tuple[tuple[str, Site], ...] = ()
+    detached: tuple[tuple[str, Site], ...] = ()
+    output_stashes: tuple[str, ...] = ()
+    input_output_stashes: tuple[str, ...] = ()
+    inert_pops: tuple[str, ...] = ()
+    none_stashes: tuple[tuple[str, Site], ...] = ()
     output_grad: GradKind = "no"
 
 

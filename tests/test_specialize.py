@@ -399,3 +399,47 @@ def test_a_class_body_that_rebinds_a_global_abstains() -> None:
             NAME = "renamed"
     """)
     assert _codes(found) == [(5, 17, "SKP901"), (8, 20, "SKP901")]
+
+
+def test_the_interpreter_holds_the_class_facts_themselves() -> None:
+    """One model of what a class does (issue 37): a layer the interpreter builds holds the extracted
+    facts.SkippableClass itself, not a copy; an execution of a class statement whose decorator reads
+    a variable holds the same facts with the names of that moment declared."""
+    import libcst as cst
+
+    from skiplint import skippables
+    from skiplint.interpret.interpreter import Interpreter
+    from skiplint.limits import BUDGET
+    from skiplint.positions import Locator
+
+    text = HEADER + textwrap.dedent("""
+        @skippable(stash=["skip"])
+        class Stash(nn.Module):
+            def forward(self, x):
+                yield stash("skip", x)
+                return x
+
+
+        def make(name):
+            @skippable(pop=[name])
+            class Pop(nn.Module):
+                def forward(self, x):
+                    skip = yield pop(name)
+                    return x + skip
+
+            return Pop
+
+
+        model = nn.Sequential(Stash(), make("skip")())
+    """)
+    module = cst.parse_module(text)
+    index = skippables.ModuleIndex(module)
+    locator = Locator(module, text)
+    facts = skippables.extract(module, "t.py", text, index, locator)
+    run = Interpreter(index, facts, locator, BUDGET)
+    run.run()
+    (_, stash_layer, _), (_, pop_layer, _) = run.built.sequences[0].children
+    assert stash_layer.info is facts.skippables[0]
+    assert facts.skippables[1].names("pop") is None
+    assert pop_layer.info.names("pop") == frozenset({"skip"})
+    assert pop_layer.info.forward is facts.skippables[1].forward

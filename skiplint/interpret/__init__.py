@@ -7,11 +7,10 @@ literals, lists, dicts, constant ranges (unrolled, bounded), `Namespace()` ident
 `.isolate(...)`; anything else, and anything past the budget (skiplint.limits.Budget), is
 unknown, and a composition is not checked past an unknown.
 
-values.py: the value kinds; env.py: scopes and control flow; state.py: what a run keeps (what it
-built, its entry points and their skip tracker, its specializations); rebinding.py: variables rebound
-through `global` and `nonlocal`; operations.py: constants under the budget; core.py: the shared
-state; statements.py, expressions.py, calls.py, classes.py, api.py: the parts of the interpreter;
-interpreter.py: running a module; extract.py: the facts.
+values.py: the value kinds; core.py: scopes, control flow and what a run keeps; rebinding.py:
+`global` and `nonlocal`; operations.py: constants under the budget; statements.py, expressions.py,
+calls.py, classes.py, api.py: the parts of the interpreter; interpreter.py: running a module;
+extract.py: the facts.
 """
 
 from __future__ import annotations
@@ -21,11 +20,11 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
-from skiplint.facts import ModelFacts, ModuleFacts
+from skiplint.facts import Command, Declaration, Forward, ModelFacts, ModuleFacts, SkippableClass
 from skiplint.interpret.core import ClassResolver
 from skiplint.interpret.extract import Conversion
 from skiplint.interpret.interpreter import Interpreter
-from skiplint.interpret.values import ClassV, SkipInfo
+from skiplint.interpret.values import ClassV
 from skiplint.limits import BUDGET, Budget
 from skiplint.positions import Locator
 from skiplint.skippables import ModuleIndex
@@ -45,9 +44,13 @@ def relevant(text: str) -> bool:
 
 def class_from_summary(name: str, kind: str, stash: Optional[frozenset[str]],
                        pop: Optional[frozenset[str]], output_stashes: frozenset[str] = frozenset()) -> ClassV:
-    """A class of another project module, as the interpreter sees it."""
-    info = SkipInfo(name, stash, pop, output_stashes=output_stashes) if kind == "skippable" else None
-    return ClassV(name, kind, info)
+    """A class of another project module, as the interpreter sees it: a skippable one as the facts
+    its summary keeps (its declarations, the stashes that share its output)."""
+    if kind != "skippable":
+        return ClassV(name, kind)
+    shares = tuple(Command("stash", skip, shares_output=True) for skip in sorted(output_stashes))
+    facts = SkippableClass(name, Declaration.of("stash", stash), Declaration.of("pop", pop), Forward(None, shares))
+    return ClassV(name, kind, facts)
 
 
 def extract(module: cst.Module, path: str, facts: ModuleFacts, index: ModuleIndex,

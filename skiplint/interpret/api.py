@@ -155,17 +155,18 @@ class Api(Core):
                 self.note_unknown(given, "the namespace given to isolate()")
             return layer
         only_entry = kwargs.get("only")
-        info = layer.info
+        stash, pop = layer.names("stash"), layer.names("pop")
+        declared = stash | pop if stash is not None and pop is not None else None
         only_arg = next((a for a in node.args if a.keyword is not None and a.keyword.value == "only"), None)
         if only_entry is None:
-            if info is None or info.stash is None or info.pop is None:
+            if declared is None:
                 layer.tainted = True
                 return layer
-            names = info.stash | info.pop
+            names = declared
         else:
             only = self.iterate(only_entry[0])
             if only is None or not all(isinstance(n, str) for n in only):
-                if info is None or info.stash is None or info.pop is None:
+                if declared is None:
                     layer.tainted = True
                 else:
                     layer.unsure = True  # its names are unknown; the other layers are still checked
@@ -173,13 +174,12 @@ class Api(Core):
                     self.note_unknown(only_arg, "the only= argument of this isolate()")
                 return layer
             names = frozenset(only)
-            if info is not None and info.stash is not None and info.pop is not None and \
-                    not names <= info.stash | info.pop:
+            if declared is not None and not names <= declared:
                 # SKP115 reports the misnamed skip; the composition is not judged past it.
                 layer.tainted = True
                 if only_arg is not None:
-                    for name in sorted(names - (info.stash | info.pop)):
-                        self.note_isolate_name(only_arg, name, info.name)
+                    for name in sorted(names - declared):
+                        self.note_isolate_name(only_arg, name, layer.label)
                 return layer
         for name in names:
             layer.namespaces[name] = ns

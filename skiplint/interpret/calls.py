@@ -9,8 +9,7 @@ import libcst as cst
 
 from skiplint import syntax
 from skiplint.interpret.api import balance_of
-from skiplint.interpret.core import Args, Core, Kwargs
-from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, Return
+from skiplint.interpret.core import Args, Break, Continue, Core, Env, Kwargs, LoopUnknown, Return
 from skiplint.interpret.operations import call_builtin
 from skiplint.interpret.values import (
     MODULE_METHODS, MUTATORS, STAR_UNKNOWN, UNKNOWN, ApiV, BoundV, BuiltinV, ClassV, DictV, DirectCall, ExternalV,
@@ -67,26 +66,18 @@ class Calls(Core):
             place(value)
         return args, kwargs, known
 
-    def lazy_pipe(self, module: Any, node: cst.Call) -> None:
-        """`pipe_cls(layers, balance=...)` with a callee that cannot be known (a parameter, a class
-        of another package): a list of `LazyModule`s that build skippable layers fails with every
-        pipe that accepts LazyModule lists (fairscale's MultiProcessPipe and AsyncPipe refuse
-        skippables under lazy construction), so the call is checked as such a pipe (SKP304)."""
-        lazy = self.lazy_layers(module, node)
-        if lazy is not None:
-            self.built.pipes.append(PipeRecord("LazyModule", node, lazy, None))
-
     def forward_call(self, func: Any, func_node: cst.BaseExpression, with_arguments: bool) -> None:
         """A call that may run a module's forward: a skippable layer called directly is recorded;
         whatever may stash into the thread's default skip tracker is noted (a direct pop after a
         direct stash of the same name, in the same namespace, finds it there, and takes it out
         where the pop surely runs)."""
+        tracker = None if self.entries.other_tracker else self.entries.tracker
         if isinstance(func, LayerV) and func.kind == "skippable":
-            before = None if self.entries.tracker is None or self.entries.other_tracker else frozenset(self.entries.tracker)
+            before = frozenset(tracker) if tracker is not None else None
             self.built.direct_calls.append(DirectCall(func, func_node, before, self.entries.kind))
-            if (self.entries.tracker is not None and not self.entries.other_tracker and not self.branches and func.info is not None
-                    and func.info.pop is not None and not func.tainted and not func.unsure):
-                self.entries.tracker.difference_update(skip_keys(func, func.info.pop))
+            pops = func.names("pop")
+            if tracker is not None and not self.branches and pops is not None and not func.tainted and not func.unsure:
+                tracker.difference_update(skip_keys(func, pops))
             self.note_stashes(func, 0)
         elif isinstance(func, (LayerV, SeqV)) or (with_arguments and (func is UNKNOWN or isinstance(func, ObjV))):
             self.note_stashes(func, 0)
@@ -98,9 +89,9 @@ class Calls(Core):
             return
         if isinstance(value, LayerV) and value.kind == "plain":
             return
-        if isinstance(value, LayerV) and value.kind == "skippable" and value.info is not None \
-                and value.info.stash is not None and not value.tainted:
-            self.entries.tracker.update(skip_keys(value, value.info.stash))
+        stashes = value.names("stash") if isinstance(value, LayerV) and value.kind == "skippable" else None
+        if stashes is not None and not value.tainted:
+            self.entries.tracker.update(skip_keys(value, stashes))
             return
         if isinstance(value, SeqV) and value.complete and not value.tainted and depth <= self.budget.nesting:
             for _, child, _ in value.children:
@@ -118,7 +109,13 @@ class Calls(Core):
             return UNKNOWN
         if (func is UNKNOWN or isinstance(func, ExternalV)) and args and (
                 "balance" in kwargs or (len(args) > 1 and balance_of(args[1][0]) is not None)):
-            self.lazy_pipe(args[0][0], node)  # a balance, by keyword or second
+            # `pipe_cls(layers, balance=...)` with a callee that cannot be known (a parameter, a class
+            # of another package): a list of `LazyModule`s that build skippable layers fails with every
+            # pipe that accepts LazyModule lists (fairscale's MultiProcessPipe and AsyncPipe refuse
+            # skippables under lazy construction), so the call is checked as such a pipe (SKP304).
+            lazy = self.lazy_layers(args[0][0], node)
+            if lazy is not None:
+                self.built.pipes.append(PipeRecord("LazyModule", node, lazy, None))
         if isinstance(func, ClassV):
             return self.instantiate(func, args, kwargs, node)
         if isinstance(func, (FuncV, LambdaV)):
@@ -127,12 +124,9 @@ class Calls(Core):
             return self.method(func.obj, func.attr, args, kwargs, node)
         if isinstance(func, BuiltinV):
             return call_builtin(func.name, [a for a, _ in args], self)
-        if isinstance(func, ExternalV):
-            if func.qualified.startswith("torch.") and func.qualified.split(".")[-1][:1].isupper():
-                return LayerV("plain", func.qualified.split(".")[-1])
-            for value, _ in (*args, *kwargs.values()):
-                taint(value)
-            return UNKNOWN
+        if isinstance(func, ExternalV) and func.qualified.startswith("torch.") \
+                and func.qualified.split(".")[-1][:1].isupper():
+            return LayerV("plain", func.qualified.split(".")[-1])
         for value, _ in (*args, *kwargs.values()):
             taint(value)
         return UNKNOWN
@@ -218,8 +212,6 @@ class Calls(Core):
                 obj.frozen = flag is not True
             if attr in MODULE_METHODS:
                 return obj
-            return UNKNOWN
-        if isinstance(obj, (int, str)) and attr in ("format", "upper", "lower"):
             return UNKNOWN
         taint(obj)
         return UNKNOWN

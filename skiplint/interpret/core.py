@@ -1,22 +1,147 @@
-"""The interpreter's state and its budget: what every part (statements, expressions, calls,
-classes, the skip API) shares, and the signatures by which the parts call one another."""
+"""The interpreter's shared state: scopes of the running code (one Env per frame, overlays for
+branches) and the signals that unwind it; what a run keeps (what it built, its entry points and
+their skip tracker, the class statements it specializes); and Core, which every part (statements,
+expressions, calls, classes, the skip API) extends, with the signatures by which they call one
+another."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import libcst as cst
 
-from skiplint.facts import IsolateName, Locator, ModuleFacts, Site, Unknown
-from skiplint.interpret.env import Break, Continue, Env, LoopUnknown, OutOfBudget, Return
+from skiplint.facts import IsolateName, Locator, ModuleFacts, Site, SkippableClass, Unknown
+from skiplint.imports import Scope
 from skiplint.interpret.rebinding import Rebinding
-from skiplint.interpret.state import Built, Entries, Specializing
-from skiplint.interpret.values import (
-    ClassV, FuncV, LambdaV, LayerV, SeqV, SkipInfo, skip_info,
-)
+from skiplint.interpret.values import ClassV, DirectCall, FuncV, LambdaV, LayerV, PipeRecord, SeqV, TrackedSkip
 from skiplint.limits import Budget
 from skiplint.skippables import ModuleIndex, computed
+
+
+class Return(Exception):
+    """`return` (or `raise`: an unknown result) leaves the running function."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class Break(Exception):
+    """`break` leaves the innermost loop."""
+
+
+class Continue(Exception):
+    """`continue` starts the next iteration."""
+
+
+class OutOfBudget(Exception):
+    """The module's step budget is spent: the rest of its code is unknown."""
+
+
+class LoopUnknown(Exception):
+    """Control flow of a loop (break/continue/return under an unknown condition) cannot be known."""
+
+
+class Env:
+    """Variables of one running frame; a fork overlay writes locally and reads through."""
+
+    __slots__ = ("vars", "parent", "scope", "func", "overlay", "branching")
+
+    def __init__(self, parent: Optional[Env], scope: Scope, func: Optional[cst.FunctionDef] = None,
+                 overlay: bool = False) -> None:
+        self.vars: dict[str, Any] = {}
+        self.parent = parent
+        self.scope = scope
+        self.func = func
+        self.overlay = overlay
+        #: How many branches under unknown conditions were running when this frame began
+        #: (len(Core.branches)): a later write from a nested function under more is not certain.
+        self.branching = 0
+
+    def find(self, name: str) -> tuple[bool, Any]:
+        env: Optional[Env] = self
+        while env is not None:
+            if name in env.vars:
+                return True, env.vars[name]
+            env = env.parent
+        return False, None
+
+    def frame(self) -> Env:
+        """The function (or module) frame this env belongs to: where assignments go."""
+        env = self
+        while env.overlay and env.parent is not None:
+            env = env.parent
+        return env
+
+
+@dataclass
+class Built:
+    """What the run built: the Sequentials and pipe calls, the skippable layers called directly,
+    and what `.isolate(...)` calls name wrongly or leave unknown."""
+
+    sequences: list[SeqV] = field(default_factory=list)
+    pipes: list[PipeRecord] = field(default_factory=list)
+    #: Creation nodes of Sequentials used as inspect_skip_layout partitions (in any run).
+    partition_nodes: set[int] = field(default_factory=set)
+    #: Skippable layers called directly (`layer(x)`), in the order they ran.
+    direct_calls: list[DirectCall] = field(default_factory=list)
+    #: At `.isolate(...)` calls, each (call argument, name) once (`noted`): the names a class never
+    #: declares, and what cannot be known.
+    isolate_names: list[IsolateName] = field(default_factory=list)
+    unknowns: list[Unknown] = field(default_factory=list)
+    noted: set[tuple[int, str]] = field(default_factory=set)
+
+
+@dataclass
+class Entries:
+    """The entry points (the module's code, then each function nobody calls) and the thread's
+    default skip tracker that their direct calls share."""
+
+    #: The entry point running (one per `Core.guarded` call), its kind ("module", "test" (a
+    #: pytest test function), "other"), and the entry points that did not finish.
+    serial: int = 0
+    kind: str = "module"
+    aborted: set[int] = field(default_factory=set)
+    #: The skips that the running entry point may have stashed so far into the tracker its direct
+    #: calls use (the thread's default one, unless a fixture gives each test its own); None: any.
+    tracker: Optional[set[TrackedSkip]] = field(default_factory=set)
+    #: The skips that some entry point may leave in the thread's default tracker, where an entry
+    #: point run after it finds them; None: any.
+    leaks: Optional[set[TrackedSkip]] = field(default_factory=set)
+    #: Inside a `with` that may install another skip tracker (`use_skip_tracker(...)`, a context
+    #: manager of the project): what a direct pop finds there cannot be known.
+    other_tracker: int = 0
+    #: An autouse fixture of the module runs each test inside `use_skip_tracker(...)` with a
+    #: tracker of its own, so a test starts with an empty tracker whatever ran before it.
+    fresh_test_trackers: bool = False
+
+    def start(self, kind: str) -> None:
+        """A new entry point: nothing stashed by itself yet."""
+        self.serial += 1
+        self.kind = kind
+        self.tracker = set()
+
+    def end(self) -> None:
+        """What it may have stashed stays in the thread's default tracker for the entry points
+        after it (anything, when it did not finish)."""
+        if self.serial in self.aborted or self.tracker is None:
+            self.leaks = None
+        elif self.leaks is not None:
+            self.leaks |= self.tracker
+
+
+@dataclass
+class Specializing:
+    """Skippable classes whose names their code alone cannot tell (`open_classes`, by class
+    statement), and each execution of their class statements (skiplint.interpret.classes)."""
+
+    open_classes: set[int] = field(default_factory=set)
+    definitions: list[Definition] = field(default_factory=list)
+    #: How often each class statement ran.
+    count: dict[int, int] = field(default_factory=dict)
+    #: id(the class of one execution) -> that class with the forward its specialization made.
+    refined: dict[int, SkippableClass] = field(default_factory=dict)
+
 
 #: (qualified name of a class of another project module) -> its ClassV, or None.
 ClassResolver = Callable[[str], Optional[ClassV]]
@@ -27,7 +152,7 @@ Kwargs = dict[str, Any]
 
 @dataclass(eq=False)
 class Definition:
-    """One execution of a class statement (remembered by skiplint.interpret.specialize)."""
+    """One execution of a class statement (remembered by skiplint.interpret.classes)."""
 
     node: cst.ClassDef
     #: Where it ran: read again for the values forward sees when it runs.
@@ -36,10 +161,10 @@ class Definition:
     then: list[dict[str, Any]]
     #: The class attributes its body bound (names read as `self.<name>`).
     attrs: dict[str, Any]
-    #: The entry point of the run it belongs to (Core.run_serial).
+    #: The entry point of the run it belongs to (Entries.serial).
     run: int
     #: What the class made declares, as the compositions that hold its layers see it.
-    info: SkipInfo
+    info: SkippableClass
 
 
 class Core:
@@ -51,10 +176,7 @@ class Core:
         self.locator = locator
         self.budget = budget
         self.resolve_class = resolve_class
-        self.skippable_of: dict[int, SkipInfo] = {}
-        for cls in facts.skippables:
-            if cls.site is not None:
-                self.skippable_of[id(cls.site.node)] = skip_info(cls)
+        self.skippable_of = {id(cls.site.node): cls for cls in facts.skippables if cls.site is not None}
         self.steps = 0
         self.depth = 0
         self.ns_serial = 0
@@ -113,8 +235,6 @@ class Core:
     if TYPE_CHECKING:
         # statements.py
         def block(self, stmts: Sequence[cst.CSTNode], env: Env) -> None: ...
-        def suite(self, suite: cst.BaseSuite, env: Env) -> None: ...
-        # bindings.py
         def set(self, name: str, value: Any, env: Env) -> None: ...
         def assign(self, target: cst.BaseExpression, value: Any, env: Env,
                    node: Optional[cst.CSTNode]) -> None: ...
@@ -128,13 +248,10 @@ class Core:
         def iterate(self, value: Any, with_nodes: bool = False, spread: bool = False) -> Optional[list[Any]]: ...
         # calls.py
         def call_expr(self, node: cst.Call, env: Env) -> Any: ...
-        def arguments(self, node: cst.Call, env: Env) -> tuple[Args, Kwargs, bool]: ...
         def call_function(self, func: FuncV | LambdaV, args: list[Any], kwargs: dict[str, Any],
                           entry: bool = False) -> Any: ...
         # classes.py
         def define_class(self, node: cst.ClassDef, env: Env) -> ClassV: ...
-        # specialize.py
-        def remember_definition(self, node: cst.ClassDef, env: Env, info: SkipInfo) -> SkipInfo: ...
         def instantiate(self, cls: ClassV, args: Args, kwargs: Kwargs, node: cst.CSTNode,
                         entry: bool = False) -> Any: ...
         # api.py

@@ -7,8 +7,7 @@ from typing import Any, Optional
 import libcst as cst
 
 from skiplint import syntax
-from skiplint.interpret.core import Core
-from skiplint.interpret.env import Env
+from skiplint.interpret.core import Core, Env
 from skiplint.interpret.operations import BUILTINS, COMPARE, binary
 from skiplint.interpret.values import (
     UNKNOWN, NS, ApiV, BoundV, BuiltinV, DictV, ExternalV, FuncV, LambdaV, ListV, ObjV, SeqV,
@@ -166,7 +165,7 @@ class Expressions(Core):
         if isinstance(obj, ObjV):
             if attr in obj.attrs:
                 return obj.attrs[attr]
-            method = class_method(obj.cls, attr)
+            method = class_method(obj.cls.node, attr)
             if method is not None:
                 return FuncV(method, obj.cls.env or self.module_env, obj)
             return UNKNOWN
@@ -223,13 +222,9 @@ class Expressions(Core):
             right = self.eval(target.comparator, env)
             op = target.operator
             if isinstance(op, (cst.Is, cst.IsNot)):
-                if left is None or right is None:
-                    if left is UNKNOWN or right is UNKNOWN:
-                        return UNKNOWN
-                    same = left is right
-                    result = same if isinstance(op, cst.Is) else not same
-                else:
+                if (left is not None and right is not None) or left is UNKNOWN or right is UNKNOWN:
                     return UNKNOWN
+                result = (left is right) == isinstance(op, cst.Is)
             elif not (comparable(left) and comparable(right)):
                 return UNKNOWN
             else:

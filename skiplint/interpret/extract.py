@@ -7,8 +7,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterator, Optional
 
-import libcst as cst
-
 from skiplint import gradflow
 from skiplint.facts import Composition, Layer, ModelFacts, Pipe, Site, SkipKey
 from skiplint.interpret.core import Core
@@ -23,53 +21,45 @@ class Conversion:
     """The facts of one run (`Core` state after the module and its entry points ran)."""
 
     def __init__(self, run: Core) -> None:
-        self.sequences = run.built.sequences
-        self.pipes = run.built.pipes
+        self.built = run.built
+        self.entries = run.entries
         self.locator = run.locator
-        self.partition_nodes = run.built.partition_nodes
         self.budget = run.budget
-        self.direct_calls = run.built.direct_calls
-        self.tracker_leaks = run.entries.leaks
-        self.fresh_test_trackers = run.entries.fresh_test_trackers
         self.refined = run.specializing.refined
-        self.isolate_names = run.built.isolate_names
-        self.unknowns = run.built.unknowns
 
     def facts(self, path: str) -> ModelFacts:
         converted: dict[int, Composition] = {}
 
         def convert(seq: SeqV) -> Composition:
-            done = converted.get(id(seq))
-            if done is None:
-                done = self.composition(seq)
-                converted[id(seq)] = done
-            return done
+            if id(seq) not in converted:
+                converted[id(seq)] = self.composition(seq)
+            return converted[id(seq)]
 
-        compositions = [convert(seq) for seq in self.sequences
+        compositions = [convert(seq) for seq in self.built.sequences
                         if (seq.piped or not seq.nested_in) and not self.fragment(seq)]
         compositions.extend(self.composition(seq) for seq in self.direct_pops())
         pipes = []
-        for record in self.pipes:
+        for record in self.built.pipes:
             module = record.module
             found: Optional[Composition] = None
             if isinstance(module, SeqV):
                 found = convert(module)
             elif isinstance(module, LayerV) and record.kind == "LazyModule":
-                found = self.composition(single(module, record.node))
+                found = self.composition(SeqV("LazyModule", record.node, [("0", module, record.node)]))
             name = record.name or (found.name if found is not None else record.kind)
             pipes.append(Pipe(record.kind, name, found, record.balance,  # type: ignore[arg-type]
                               Site(record.node, self.locator), record.chunks, record.checkpoint,
                               record.sample_grad))
         # verify_skippables runs on these (directly, or in a pipe's constructor): a record each,
         # so that the checks know where a stash nobody pops fails.
-        for seq in self.sequences:
+        for seq in self.built.sequences:
             if seq.verified or (seq.escapes and not seq.nested_in and not self.fragment(seq)):
                 found = convert(seq)
                 kind = "verify_skippables" if seq.verified else "exported"
                 pipes.append(Pipe(kind, found.name, found, None,  # type: ignore[arg-type]
                                   Site(seq.node, self.locator)))
-        return ModelFacts(path, tuple(compositions), tuple(pipes), isolate_names=tuple(self.isolate_names),
-                          unknowns=tuple(self.unknowns))
+        return ModelFacts(path, tuple(compositions), tuple(pipes), isolate_names=tuple(self.built.isolate_names),
+                          unknowns=tuple(self.built.unknowns))
 
     def direct_pops(self) -> Iterator[SeqV]:
         """A composition of one for each popping layer called directly (`layer(x)`, `Pop()(x)`):
@@ -81,26 +71,23 @@ class Conversion:
         and, but for the module's own code (it runs first) and tests that an autouse fixture
         gives a tracker of their own, no direct call of any entry point (run in any order)."""
         seen: set[int] = set()
-        for call in self.direct_calls:
+        for call in self.built.direct_calls:
             layer, func_node, before = call.layer, call.node, call.before
-            info = layer.info
+            stash, pop = layer.names("stash"), layer.names("pop")
             if before is not None and not (call.entry == "module" or (call.entry == "test" and
-                                                                      self.fresh_test_trackers)):
-                before = None if self.tracker_leaks is None else before | self.tracker_leaks
-            if (id(func_node) in seen or layer.placed or layer.tainted or layer.unsure or info is None
-                    or info.stash is None or info.pop is None or not info.pop or info.stash & info.pop
-                    or before is None or skip_keys(layer, info.pop) & before):
+                                                                      self.entries.fresh_test_trackers)):
+                before = None if self.entries.leaks is None else before | self.entries.leaks
+            if (id(func_node) in seen or layer.placed or layer.tainted or layer.unsure or stash is None
+                    or not pop or stash & pop or before is None or skip_keys(layer, pop) & before):
                 continue
             seen.add(id(func_node))
-            seq = SeqV("direct call", func_node, name=f"{code(func_node)}(...)")
-            seq.children.append((code(func_node), layer, func_node))
-            yield seq
+            yield SeqV("direct call", func_node, [(code(func_node), layer, func_node)], name=f"{code(func_node)}(...)")
 
     def fragment(self, seq: SeqV) -> bool:
         """A partition given to inspect_skip_layout (in this run or another run of the same code),
         or a Sequential whose children were spread into a larger one, and never given to a pipe
         or verify_skippables: a piece of a model, not checked alone."""
-        piece = seq.partition or seq.part or id(seq.node) in self.partition_nodes
+        piece = seq.partition or seq.part or id(seq.node) in self.built.partition_nodes
         return piece and not (seq.piped or seq.verified)
 
     def composition(self, seq: SeqV) -> Composition:
@@ -135,12 +122,13 @@ class Conversion:
             if value.kind != "skippable":
                 return Layer(index, key, value.label, value.kind, site=site, frozen=value.frozen)
             info = self.refined.get(id(value.info), value.info)
-            if value.tainted or info is None or info.stash is None or info.pop is None:
+            stash, pop = (info.names("stash"), info.names("pop")) if info is not None else (None, None)
+            if value.tainted or info is None or stash is None or pop is None:
                 return Layer(index, key, value.label, "unknown", site=site)
-            both = info.stash & info.pop
+            both = stash & pop
             if value.unsure:
                 return Layer(index, key, value.label, "skippable", both=tuple(sorted(both)), site=site,
-                             unknown_names=tuple(sorted((info.stash | info.pop) - both)))
+                             unknown_names=tuple(sorted((stash | pop) - both)))
 
             def keys(names: frozenset[str]) -> tuple[SkipKey, ...]:
                 out = []
@@ -151,12 +139,12 @@ class Conversion:
                     out.append((ns.serial if ns is not None else None, name))
                 return tuple(out)
 
-            return Layer(index, key, value.label, "skippable", keys(info.stash), keys(info.pop),
+            return Layer(index, key, value.label, "skippable", keys(stash), keys(pop),
                          tuple(sorted(both)), site, discarded=info.discarded, detached=info.detached,
-                         output_stashes=tuple(sorted(info.output_stashes & info.stash)),
-                         input_output_stashes=tuple(sorted(info.input_output_stashes & info.stash)),
-                         inert_pops=tuple(sorted(info.inert_pops & info.pop)), output_grad=info.output_grad,
-                         none_stashes=tuple((name, at) for name, at in info.none_stashes if name in info.stash))
+                         output_stashes=tuple(sorted(info.output_stashes & stash)),
+                         input_output_stashes=tuple(sorted(info.input_output_stashes & stash)),
+                         inert_pops=tuple(sorted(info.inert_pops & pop)), output_grad=info.output_grad,
+                         none_stashes=tuple((name, at) for name, at in info.none_stashes if name in stash))
         label = code(node) if node is not None else "?"
         return Layer(index, key, label, "unknown", site=site)
 
@@ -197,10 +185,3 @@ class Conversion:
         if value.kind == "skippable" and value.info is not None:
             return self.refined.get(id(value.info), value.info).keeps_input and not value.tainted
         return value.kind == "plain" and value.label in _KEEPING
-
-
-def single(layer: LayerV, node: cst.CSTNode) -> SeqV:
-    """A composition of the one layer a LazyModule builds."""
-    seq = SeqV("LazyModule", node)
-    seq.children.append(("0", layer, node))
-    return seq

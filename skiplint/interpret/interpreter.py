@@ -9,16 +9,14 @@ import libcst as cst
 
 from skiplint import syntax
 from skiplint.interpret.api import Api
-from skiplint.interpret.bindings import Bindings
 from skiplint.interpret.calls import Calls
 from skiplint.interpret.classes import Classes
 from skiplint.interpret.expressions import Expressions
-from skiplint.interpret.specialize import Specializations
-from skiplint.interpret.statements import Statements
-from skiplint.interpret.values import ClassV, FuncV, ListV, ObjV, SeqV, class_functions, code
+from skiplint.interpret.statements import Bindings, Statements
+from skiplint.interpret.values import ClassV, FuncV, ListV, ObjV, SeqV, class_functions, class_method, code
 
 
-class Interpreter(Statements, Bindings, Expressions, Calls, Classes, Api, Specializations):
+class Interpreter(Statements, Bindings, Expressions, Calls, Classes, Api):
     """Runs one module's model-building code abstractly and records compositions and pipes."""
 
     def run(self) -> None:
@@ -62,7 +60,7 @@ class Interpreter(Statements, Bindings, Expressions, Calls, Classes, Api, Specia
         route for the skips, as if their layers were one Sequential; each alone is a part."""
         if sum(1 for value in obj.attrs.values() if isinstance(value, SeqV)) < 2:
             return
-        forward = next((f for f in class_functions(node) if f.name.value == "forward"), None)
+        forward = class_method(node, "forward")
         if forward is None:
             return
         order: list[SeqV] = []

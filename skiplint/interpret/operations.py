@@ -67,8 +67,6 @@ def call_builtin(name: str, args: list[Any], builder: Core) -> Any:
                 return UNKNOWN
             return span
         return UNKNOWN
-    if name == "super":
-        return UNKNOWN
     if name in ("reversed", "list", "tuple", "sorted") and len(args) == 1:
         items = builder.iterate(args[0], with_nodes=True, spread=True)
         if items is None:

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import libcst as cst
 
-from skiplint.facts import GradKind, LayerKind, Site, SkippableClass
+from skiplint.facts import Kind, LayerKind, SkippableClass
 from skiplint.limits import BUDGET
 
 if TYPE_CHECKING:
-    from skiplint.interpret.env import Env
+    from skiplint.interpret.core import Env
 
 #: Pipe classes: the first argument is the module, the second (but for torch's) the balance.
 PIPES = ("GPipe", "FairscalePipe", "TorchPipe", "MultiProcessPipe", "AsyncPipe")
@@ -42,30 +42,6 @@ class Unknown:
 UNKNOWN: Any = Unknown()
 
 
-@dataclass(frozen=True)
-class SkipInfo:
-    """What a skippable class declares; None: computed at run time."""
-
-    name: str
-    stash: Optional[frozenset[str]]
-    pop: Optional[frozenset[str]]
-    #: Popped names whose tensor forward discards, with the `pop(...)` call.
-    discarded: tuple[tuple[str, Site], ...] = ()
-    #: ... assigned but used only detached (Command.detached_only).
-    detached: tuple[tuple[str, Site], ...] = ()
-    #: Stashed names of which some stash shares autograd history with forward's output; ... when
-    #: the layer's input requires grad; popped names forward's output does not depend on.
-    output_stashes: frozenset[str] = frozenset()
-    input_output_stashes: frozenset[str] = frozenset()
-    inert_pops: frozenset[str] = frozenset()
-    #: Stashed names that some `stash(name, None)` stashes as None, with the call (SKP501).
-    none_stashes: tuple[tuple[str, Site], ...] = ()
-    #: Its output carries its input's autograd history (`facts.Forward.keeps_input`), and
-    #: requires grad (`facts.Forward.output_grad`).
-    keeps_input: bool = False
-    output_grad: GradKind = "no"
-
-
 @dataclass(eq=False)
 class NS:
     serial: int
@@ -77,7 +53,7 @@ class NS:
 class LayerV:
     kind: LayerKind
     label: str
-    info: Optional[SkipInfo] = None
+    info: Optional[SkippableClass] = None
     namespaces: dict[str, NS] = field(default_factory=dict)
     tainted: bool = False
     #: `.isolate(ns, only=...)` with names that cannot be known: which skips it isolates is unknown.
@@ -90,6 +66,10 @@ class LayerV:
     #: `requires_grad_(...)` was called on it, not certainly with True: its parameters may not
     #: require grad.
     frozen: bool = False
+
+    def names(self, kind: Kind) -> Optional[frozenset[str]]:
+        """The names its class declares as `kind`; None when they cannot be known."""
+        return self.info.names(kind) if self.info is not None else None
 
 
 @dataclass(eq=False)
@@ -165,7 +145,7 @@ class LambdaV:
 class ClassV:
     name: str
     kind: str  # "skippable" | "sequential" | "plain" | "unknown"
-    info: Optional[SkipInfo] = None
+    info: Optional[SkippableClass] = None
     node: Optional[cst.ClassDef] = None
     env: Optional["Env"] = None
     #: For a plain module class: whether its own code builds skippable layers that would be nested
@@ -228,7 +208,7 @@ class DirectCall:
     #: Names the entry point it ran in may have stashed before it into the tracker it uses; None:
     #: any name (an unknown call ran before it, or another tracker may be installed).
     before: Optional[frozenset[TrackedSkip]]
-    #: The kind of that entry point (Core.entry_kind).
+    #: The kind of that entry point (Entries.kind).
     entry: str
 
 
@@ -284,13 +264,10 @@ def class_functions(node: cst.ClassDef) -> list[cst.FunctionDef]:
     return [item for item in node.body.body if isinstance(item, cst.FunctionDef)]
 
 
-def class_method(cls: ClassV, name: str) -> Optional[cst.FunctionDef]:
-    if cls.node is None:
+def class_method(node: Optional[cst.ClassDef], name: str) -> Optional[cst.FunctionDef]:
+    if node is None:
         return None
-    for item in class_functions(cls.node):
-        if item.name.value == name:
-            return item
-    return None
+    return next((item for item in class_functions(node) if item.name.value == name), None)
 
 
 CODE_MODULE = cst.Module(body=())
@@ -306,33 +283,3 @@ def code(node: Any) -> str:
         return type(node).__name__
     text = re.sub(r"\s+", " ", text).strip()
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-def skip_info(cls: SkippableClass) -> SkipInfo:
-    """What the extracted facts of a skippable class declare."""
-    stash = cls.stash.name_set if cls.stash.known else None
-    pop = cls.pop.name_set if cls.pop.known else None
-    discarded = tuple((c.name, c.site) for c in (cls.forward.commands if cls.forward is not None else ())
-                      if c.kind == "pop" and c.yielded and c.discarded and c.name is not None
-                      and c.site is not None)
-    detached = tuple((c.name, c.site) for c in (cls.forward.commands if cls.forward is not None else ())
-                     if c.kind == "pop" and c.yielded and c.detached_only and not c.discarded and c.name is not None
-                     and c.site is not None)
-    none_stashes = tuple((c.name, c.site) for c in (cls.forward.commands if cls.forward is not None else ())
-                         if c.kind == "stash" and c.yielded and c.name is not None and c.site is not None
-                         and _stashes_none(c.site.node))
-    return SkipInfo(cls.name, stash, pop, discarded, detached, cls.output_stashes, cls.input_output_stashes,
-                    cls.inert_pops, none_stashes, cls.forward is not None and cls.forward.keeps_input,
-                    cls.forward.output_grad if cls.forward is not None else "no")
-
-
-def _stashes_none(node: cst.CSTNode) -> bool:
-    """Whether a `stash(...)` call's tensor argument is the literal None."""
-    if not isinstance(node, cst.Call):
-        return False
-    value = next((arg.value for arg in node.args if arg.keyword is not None and arg.keyword.value == "tensor"), None)
-    if value is None:
-        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
-        value = positional[1].value if len(positional) > 1 else None
-    return isinstance(value, cst.Name) and value.value == "None"
-
