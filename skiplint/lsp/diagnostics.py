@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from lsprotocol import types
 
-from skiplint import parsing, reparse, rules
-from skiplint.diagnostics import Diagnostic, FileResult
+from skiplint import formats, reparse, rules
+from skiplint.diagnostics import Diagnostic, FileResult, without_code
 from skiplint.lsp import features
 from skiplint.lsp.documents import Document, path_of
 
@@ -210,14 +210,14 @@ class Analyses:
         encoding = self.server.encoding
         start = document.client_position(diagnostic.line, diagnostic.col, encoding)
         end = document.client_position(*diagnostic.end, encoding)  # the start when not known
-        level = features.severity(diagnostic.code)
+        error = formats.level(diagnostic.code) == "error"
         return types.Diagnostic(
             range=as_range(start, end),
-            severity=types.DiagnosticSeverity.Error if level == "error" else types.DiagnosticSeverity.Information,
+            severity=types.DiagnosticSeverity.Error if error else types.DiagnosticSeverity.Information,
             code=diagnostic.code,
-            code_description=types.CodeDescription(href=features.help_uri(diagnostic.code)),
+            code_description=types.CodeDescription(href=formats.help_uri(diagnostic.code)),
             source="skiplint",
-            message=features.message_text(diagnostic),
+            message=without_code(diagnostic.code, diagnostic.message),
         )
 
     # -- hover -----------------------------------------------------------------------------------
@@ -245,5 +245,7 @@ class Analyses:
         if self.server.markdown:
             text = "\n\n---\n\n".join(features.hover_markdown(code) for code in codes)
             return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
-        text = "\n".join(features.hover_text(code) for code in codes)
+        from skiplint.rules import doc
+
+        text = "\n".join(doc.rule_text(code) for code in codes)
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.PlainText, value=text))
