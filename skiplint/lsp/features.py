@@ -53,8 +53,10 @@ def check(text: str, path: str, settings: config.Config, memo: Optional["Memo"] 
         return parallel.checked(path, settings, lambda: prefilter.unchecked(path, reason), session)
     data = sources.file_bytes(text)
 
-    def triage() -> Union[FileResult, str]:  # parallel.check_data's, giving back the document's own
-        verdict = prefilter.judge(data, path, session)  # text object where it reads the same (the reparse memo knows it)
+    def triage() -> Union[FileResult, str]:
+        """parallel.check_data's, giving back the document's own text object where it reads the same
+        (the reparse memo knows it)."""
+        verdict = prefilter.judge(data, path, session)
         return text if isinstance(verdict, str) and verdict == text else verdict
 
     result = parallel.checked(path, settings, triage, session)
