@@ -1,12 +1,10 @@
 """When each open document is analysed, and what is published for it: the debounce, the
 analysis on the worker (or inline), the protocol's diagnostics, and the hover on them.
 
-Each change of a document makes a new immutable snapshot of it. An analysis starts at once after
-a quiet moment (the leading edge); a change that comes less than the debounce after the previous
-one waits until the document has been quiet that long (the trailing edge), and a change that
-comes while the document's analysis runs is analysed when it ends. A result is published only
-while its snapshot is still the document's current one: an analysis overtaken by a newer edit is
-dropped, never published late.
+An analysis starts at once after a quiet moment (the leading edge); a change less than the
+debounce after the previous one waits until the document has been quiet that long (the trailing
+edge), and a change while the document's analysis runs is analysed when it ends. A result is
+published only while its snapshot is still the document's current one, never late.
 """
 
 from __future__ import annotations
@@ -83,8 +81,7 @@ class Analyses:
         self.schedule_dependents(uri)
 
     def forget(self, uri: str, clear: bool) -> None:
-        """A document closed (or no longer in step with the client): its timers and memos go; with
-        `clear`, its published diagnostics are withdrawn."""
+        """A document closed or out of step: its timers and memos go; with `clear`, its diagnostics too."""
         timer = self._timers.pop(uri, None)
         if timer is not None:
             timer.cancel()
@@ -107,14 +104,12 @@ class Analyses:
             timer.cancel()
         if self.server.shut_down:
             return
-        loop = asyncio.get_running_loop()
         if uri in self._running:
             self._again.add(uri)  # started when the running analysis ends (see _analysed)
-            return
-        if delay <= 0:
+        elif delay <= 0:
             self._start(uri)
         else:
-            self._timers[uri] = loop.call_later(delay, self._start, uri)
+            self._timers[uri] = asyncio.get_running_loop().call_later(delay, self._start, uri)
 
     def schedule_dependents(self, uri: str) -> None:
         """Open documents that may import the module `uri` are analysed again once it is quiet."""
@@ -140,7 +135,7 @@ class Analyses:
             return
         self._running.add(uri)
         buffers = tuple(server.documents.values())
-        if server.connection.reading and server.worker.pending == 0 and self._cost.get(uri, INLINE_S) < INLINE_S:
+        if server.connection.reader is not None and server.worker.pending == 0 and self._cost.get(uri, INLINE_S) < INLINE_S:
             # A document whose last analysis was quick, with the worker idle: analysed here, on
             # the event loop's thread, which saves two thread switches (each a wait for a core on
             # a busy machine). Messages that arrive meanwhile wait in the pipe, and are read
@@ -158,8 +153,7 @@ class Analyses:
 
     async def _after_input(self, uri: str, document: Document, done: "asyncio.Future[Any]") -> None:
         """Publish (or drop) a result computed on the loop's thread once the messages that came
-        during the analysis have been handled: a newer edit among them drops it. A message still
-        arriving after DRAIN_S is left to the next round."""
+        during the analysis (up to DRAIN_S) have been handled: a newer edit among them drops it."""
         loop = asyncio.get_running_loop()
         limit = loop.time() + DRAIN_S
         while self.server.connection.input_pending() and loop.time() < limit:

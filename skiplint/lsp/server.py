@@ -14,12 +14,13 @@ configuration files it could read changes, and after every change the client rep
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import queue
 import sys
 import threading
-from typing import Any, Callable, Optional, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError
@@ -319,28 +320,26 @@ def _handler(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
     exception is one line (a request's error response, or the client's log), never a traceback."""
     if asyncio.iscoroutinefunction(method):
         async def handle_async(params):  # type: ignore[no-untyped-def]
-            try:
+            with _one_line():
                 return await method(params)
-            except JsonRpcException:
-                raise
-            except Exception as error:
-                raise _internal(error) from None
         return handle_async
 
     def handle(params):  # type: ignore[no-untyped-def]
-        try:
+        with _one_line():
             return method(params)
-        except JsonRpcException:
-            raise
-        except Exception as error:
-            raise _internal(error) from None
     return handle
 
 
-def _internal(error: Exception) -> JsonRpcInternalError:
-    if os.environ.get("SKIPLINT_DEBUG"):
-        log.error("handler error", exc_info=error)
-    return JsonRpcInternalError(message=f"skiplint: internal error: {type(error).__name__}: {error}")
+@contextlib.contextmanager
+def _one_line() -> Iterator[None]:
+    try:
+        yield
+    except JsonRpcException:
+        raise
+    except Exception as error:
+        if os.environ.get("SKIPLINT_DEBUG"):
+            log.error("handler error", exc_info=error)
+        raise JsonRpcInternalError(message=f"skiplint: internal error: {type(error).__name__}: {error}") from None
 
 
 def serve(debounce: float = DEBOUNCE_S) -> int:
