@@ -9,6 +9,7 @@ offered UTF-8 or UTF-32). Nothing here imports pygls.
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 import urllib.parse
 from typing import Optional
@@ -72,8 +73,6 @@ def _url2pathname(path: str) -> str:
 class Document:
     """One snapshot of an open document (never changed: an edit makes a new one)."""
 
-    __slots__ = ("uri", "path", "version", "text", "language", "serial", "_starts", "_lines", "_bytes")
-
     def __init__(self, uri: str, text: str, version: Optional[int], language: str = "python",
                  serial: int = 0) -> None:
         self.uri = uri
@@ -83,23 +82,17 @@ class Document:
         self.language = language
         #: Unique to this snapshot among the server's documents (a new one for every change).
         self.serial = serial
-        self._starts: Optional[list[int]] = None
-        self._lines: Optional[list[str]] = None
         self._bytes: Optional[bytes] = None
 
-    @property
+    @functools.cached_property
     def starts(self) -> list[int]:
         """The offset of each line's first character (one more when the text ends with a break)."""
-        if self._starts is None:
-            self._starts = sources.line_starts(self.text)
-        return self._starts
+        return sources.line_starts(self.text)
 
-    @property
+    @functools.cached_property
     def lines(self) -> list[str]:
         """Each line without its line break."""
-        if self._lines is None:
-            self._lines = sources.lines(self.text)
-        return self._lines
+        return sources.lines(self.text)
 
     def line(self, index: int) -> str:
         """The 0-based line `index` without its break; "" past the end."""

@@ -11,6 +11,7 @@ layout is `skiplint layout`'s drawing.
 from __future__ import annotations
 
 import io
+import os
 import re
 import tokenize
 from dataclasses import dataclass
@@ -130,14 +131,9 @@ def fix_all(text: str, path: str, settings: config.Config, target: str = "torchg
 
 def _difference(old: str, new: str) -> Replacement:
     """The smallest single replacement that turns `old` into `new`."""
-    start = 0
-    limit = min(len(old), len(new))
-    while start < limit and old[start] == new[start]:
-        start += 1
-    end_old, end_new = len(old), len(new)
-    while end_old > start and end_new > start and old[end_old - 1] == new[end_new - 1]:
-        end_old -= 1
-        end_new -= 1
+    start = len(os.path.commonprefix((old, new)))
+    tail = len(os.path.commonprefix((old[start:][::-1], new[start:][::-1])))
+    end_old, end_new = len(old) - tail, len(new) - tail
     # Never split a CR LF pair.
     if start > 0 and old[start - 1] == "\r" and start < len(old) and old[start] == "\n":
         start -= 1
