@@ -183,11 +183,8 @@ class Config:
 
     def ignored_in(self, path: str) -> tuple[str, ...]:
         """Codes per-file-ignores switches off for this file."""
-        codes: list[str] = []
-        for pattern, ignored in self.per_file_ignores:
-            if _matches(pattern, path, self.root):
-                codes.extend(ignored)
-        return tuple(codes)
+        return tuple(code for pattern, ignored in self.per_file_ignores if _matches(pattern, path, self.root)
+                     for code in ignored)
 
     def excludes(self, path: str) -> bool:
         """Whether walking a directory skips `path` (a file or a directory below it)."""
