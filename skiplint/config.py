@@ -526,15 +526,12 @@ class Finder:
         line's own exclude patterns match it."""
         seen: set[tuple[int, int]] = set()
         for path in paths:
+            config = self.for_file(path)
             if not os.path.isdir(path):
-                config = self.for_file(path)
                 if not config.excludes_named(path):
                     yield path, config  # a missing or unreadable file is reported when it is read
-                continue
-            if self.for_directory(os.path.dirname(os.path.abspath(path))).excludes_named(path) \
-                    and os.path.basename(os.path.abspath(path)) not in ("", "."):
-                continue
-            yield from self._walk(path, seen)
+            elif not config.excludes_named(path) or os.path.basename(os.path.abspath(path)) in ("", "."):
+                yield from self._walk(path, seen)
 
     def _walk(self, top: str, seen: set[tuple[int, int]]) -> Iterator[tuple[str, Config]]:
         from skiplint import gitignore  # only walks need it, not the flake8 plugin's per-file lookup
