@@ -195,22 +195,6 @@ def _check_stdin(name: str, settings: config.Config, session: Session) -> tuple[
     return parallel.check_data(data, name, settings, session), text
 
 
-def _without_file_noqa(result: "FileResult", text: Optional[str] = None) -> "FileResult":
-    """A file with `# flake8: noqa` or `# skiplint: noqa` on a line of its own is not checked."""
-    if not result.diagnostics and result.error is None:
-        return result
-    from skiplint import engine, filenoqa, sources
-
-    if text is None:
-        try:
-            text = sources.decode(sources.read_bytes(result.path))
-        except sources.SourceError:
-            return result
-    if filenoqa.skips_file(text):
-        return engine.FileResult(result.path, ())
-    return result
-
-
 def use_color(choice: str, stream: object, environ: Optional[Mapping[str, str]] = None) -> bool:
     """Whether to colour a text report written to `stream`: --color always/never decides; with
     auto, a non-empty NO_COLOR turns it off, then a non-empty FORCE_COLOR on (no-color.org,
@@ -253,8 +237,11 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
         # Not an error (a hook may run where there is nothing to check), but never a silent pass.
         _say(f"skiplint: no Python files to check in {' '.join(args.paths)}")
 
-    from skiplint import formats, parallel, sources
+    from skiplint import filenoqa, formats, parallel, sources
     from skiplint.session import Session
+
+    def read_text(path: str) -> str:
+        return sources.decode(sources.read_bytes(path))
 
     say = (lambda _line: None) if args.quiet else _say
     if (args.fix or args.diff) and "-" in [path for path, _ in tasks]:
@@ -275,7 +262,7 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
         if text is not None:
             texts[name] = text
         results.insert(where[0], result)
-    results = [_without_file_noqa(r, texts.get(r.path)) for r in results]
+    results = [filenoqa.honoured(r, lambda path: texts[path] if path in texts else read_text(path)) for r in results]
     terminal = (args.format == "text" and not args.output and not args.quiet and _isatty(sys.stdout))
     fixed = (0, 0)
     fix_status = EXIT_CLEAN  # --fix: 1 a file changed while it was fixed, 2 a fix could not be written
@@ -298,8 +285,8 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
             changed = [outcome for outcome in outcomes if outcome.changed]
             fixed = (sum(len(outcome.applied) for outcome in changed), len(changed))
             if changed or fix_status:  # what is left, with every file as it is now
-                results = [_without_file_noqa(r) for r in parallel.check_all(tasks, args.jobs, settle=True,
-                                                                             session=Session())]
+                results = [filenoqa.honoured(r, read_text)
+                           for r in parallel.check_all(tasks, args.jobs, settle=True, session=Session())]
         else:  # on a terminal: mark what `skiplint fix` would fix, as it would fix it
             _, outcomes = fix.fix_tasks(candidates, args.target, fix.FIXABLE, False, lambda _line: None,
                                         roots=args.paths)

@@ -60,14 +60,7 @@ def check(text: str, path: str, settings: config.Config, memo: Optional["Memo"] 
         verdict = prefilter.judge(data, path, session)
         return text if isinstance(verdict, str) and verdict == text else verdict
 
-    result = parallel.checked(path, settings, triage, session)
-    if result.diagnostics or result.error is not None:
-        try:
-            if filenoqa.skips_file(sources.decode(data)):
-                return FileResult(path, ())
-        except sources.SourceError:
-            pass
-    return result
+    return filenoqa.honoured(parallel.checked(path, settings, triage, session), lambda _path: sources.decode(data))
 
 
 def readable(text: str) -> bool:
