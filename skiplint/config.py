@@ -37,6 +37,7 @@ def _toml() -> Any:
         except ImportError:
             return None
 
+
 #: Where configuration is looked for in each directory, in this order, with the section's name.
 CONFIG_FILES: tuple[tuple[str, str], ...] = (
     ("pyproject.toml", "tool.skiplint"),

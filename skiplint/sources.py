@@ -18,7 +18,8 @@ import stat
 import tokenize
 from typing import BinaryIO, Callable, Iterable, Iterator, Optional
 
-from skiplint.textlines import line_starts as line_starts, lines as lines
+# Re-exported for the many readers of source lines.
+from skiplint.textlines import line_starts as line_starts, lines as lines  # noqa: F401
 
 #: Directory names never descended into when a directory is walked (flake8's defaults, virtual
 #: environments, caches, and build output). `--exclude` replaces this list, `--extend-exclude` adds.

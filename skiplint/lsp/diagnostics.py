@@ -135,7 +135,8 @@ class Analyses:
             return
         self._running.add(uri)
         buffers = tuple(server.documents.values())
-        if server.connection.reader is not None and server.worker.pending == 0 and self._cost.get(uri, INLINE_S) < INLINE_S:
+        quick = self._cost.get(uri, INLINE_S) < INLINE_S
+        if quick and server.connection.reader is not None and server.worker.pending == 0:
             # A document whose last analysis was quick, with the worker idle: analysed here, on
             # the event loop's thread, which saves two thread switches (each a wait for a core on
             # a busy machine). Messages that arrive meanwhile wait in the pipe, and are read

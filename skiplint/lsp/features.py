@@ -274,5 +274,3 @@ def layout_at(text: str, path: str, settings: config.Config, line: int, display:
         above = [(model, span) for model, span in spans if span[0] <= row]
         chosen = max(above, key=lambda item: item[1][0])[0] if above else found[0]
     return layout.render_text(display, chosen, chosen.balance)
-
-
