@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections import Counter
 from typing import TYPE_CHECKING, Counter as CounterType, Mapping, Optional, Sequence
@@ -176,30 +177,6 @@ def rule_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def bad_codes(args: argparse.Namespace) -> list[str]:
-    """One line per code or prefix of --select/--ignore/--extend-select that matches no rule."""
-    lines = []
-    for option in ("select", "ignore", "extend_select"):
-        for code in getattr(args, option) or ():
-            if not config.known_code(code):
-                lines.append(f"skiplint: --{option.replace('_', '-')}: {config.unknown_code(code)}")
-    return lines
-
-
-def finder_for(args: argparse.Namespace) -> config.Finder:
-    """The configuration finder for a run, with the command line's options overriding files."""
-    overrides = {
-        "select": args.select, "ignore": args.ignore, "extend_select": args.extend_select,
-        "exclude": args.exclude, "extend_exclude": args.extend_exclude,
-    }
-    return config.Finder(explicit=args.config, isolated=args.isolated, overrides=overrides)
-
-
-def report_problems(finder: config.Finder) -> None:
-    for problem in finder.problems:
-        _say(str(problem))
-
-
 def _check_stdin(name: str, settings: config.Config, session: Session) -> tuple["FileResult", Optional[str]]:
     """The result for the source read from standard input, and its text (None: unreadable).
     The same guards and verdicts as a file of the same bytes (parallel.check_data): at most the
@@ -216,22 +193,6 @@ def _check_stdin(name: str, settings: config.Config, session: Session) -> tuple[
     except sources.SourceError:
         text = None  # check_data says why
     return parallel.check_data(data, name, settings, session), text
-
-
-def _without_file_noqa(result: "FileResult", text: Optional[str] = None) -> "FileResult":
-    """A file with `# flake8: noqa` or `# skiplint: noqa` on a line of its own is not checked."""
-    if not result.diagnostics and result.error is None:
-        return result
-    from skiplint import engine, filenoqa, sources
-
-    if text is None:
-        try:
-            text = sources.decode(sources.read_bytes(result.path))
-        except sources.SourceError:
-            return result
-    if filenoqa.skips_file(text):
-        return engine.FileResult(result.path, ())
-    return result
 
 
 def use_color(choice: str, stream: object, environ: Optional[Mapping[str, str]] = None) -> bool:
@@ -255,33 +216,32 @@ def _isatty(stream: object) -> bool:
         return False
 
 
-def _fix_command(prog: str, argv: Sequence[str]) -> str:
-    """The command line that fixes what this one reports: the same, with --fix."""
-    import shlex
-
-    kept = [arg for arg in argv if arg not in ("--fix", "--diff")]
-    return " ".join([prog, "--fix"] + [shlex.quote(arg) for arg in kept])
-
-
 def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
     args = check_parser().parse_args(list(argv))
-    complaints = bad_codes(args)
+    complaints = [f"skiplint: --{option.replace('_', '-')}: {config.unknown_code(code)}"
+                  for option in ("select", "ignore", "extend_select") for code in getattr(args, option) or ()
+                  if not config.known_code(code)]
+    for line in complaints:
+        _say(line)
     if complaints:
-        for line in complaints:
-            _say(line)
         return EXIT_UNCHECKED
-    finder = finder_for(args)
+    finder = config.Finder(explicit=args.config, isolated=args.isolated, overrides={
+        "select": args.select, "ignore": args.ignore, "extend_select": args.extend_select,
+        "exclude": args.exclude, "extend_exclude": args.extend_exclude})
+    tasks = [] if finder.unusable else list(finder.discover(args.paths))  # "-" comes back as itself, in its place
+    for problem in finder.problems:
+        _say(str(problem))
     if finder.unusable:
-        report_problems(finder)
         return EXIT_UNCHECKED
-    tasks = list(finder.discover(args.paths))  # "-" comes back as itself, in its place
-    report_problems(finder)
     if not tasks and not finder.fatal:
         # Not an error (a hook may run where there is nothing to check), but never a silent pass.
         _say(f"skiplint: no Python files to check in {' '.join(args.paths)}")
 
-    from skiplint import formats, parallel, sources
+    from skiplint import filenoqa, formats, parallel, sources
     from skiplint.session import Session
+
+    def read_text(path: str) -> str:
+        return sources.decode(sources.read_bytes(path))
 
     say = (lambda _line: None) if args.quiet else _say
     if (args.fix or args.diff) and "-" in [path for path, _ in tasks]:
@@ -302,7 +262,7 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
         if text is not None:
             texts[name] = text
         results.insert(where[0], result)
-    results = [_without_file_noqa(r, texts.get(r.path)) for r in results]
+    results = [filenoqa.honoured(r, lambda path: texts[path] if path in texts else read_text(path)) for r in results]
     terminal = (args.format == "text" and not args.output and not args.quiet and _isatty(sys.stdout))
     fixed = (0, 0)
     fix_status = EXIT_CLEAN  # --fix: 1 a file changed while it was fixed, 2 a fix could not be written
@@ -325,15 +285,16 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
             changed = [outcome for outcome in outcomes if outcome.changed]
             fixed = (sum(len(outcome.applied) for outcome in changed), len(changed))
             if changed or fix_status:  # what is left, with every file as it is now
-                results = [_without_file_noqa(r) for r in parallel.check_all(tasks, args.jobs, settle=True,
-                                                                             session=Session())]
+                results = [filenoqa.honoured(r, read_text)
+                           for r in parallel.check_all(tasks, args.jobs, settle=True, session=Session())]
         else:  # on a terminal: mark what `skiplint fix` would fix, as it would fix it
             _, outcomes = fix.fix_tasks(candidates, args.target, fix.FIXABLE, False, lambda _line: None,
                                         roots=args.paths)
             fixable = Counter(formats.fixable_key(d) for outcome in outcomes for d in outcome.applied)
     report = formats.Report(results, statistics=args.statistics, show_source=args.show_source,
                             show_url=args.show_url, terminal=terminal, fixable=fixable, fixed=fixed,
-                            fix_command=_fix_command(prog, argv),
+                            fix_command=" ".join([prog, "--fix"] + [shlex.quote(arg) for arg in argv
+                                                                    if arg not in ("--fix", "--diff")]),
                             color=not args.output and args.format == "text"
                             and use_color(args.color, sys.stdout))
     for name, text in texts.items():
@@ -360,25 +321,26 @@ def _emit(output: str, destination: Optional[str]) -> int:
         return EXIT_CLEAN
     try:
         write_stdout(output)
-    except BrokenPipeError:  # `skiplint | head -1`: the reader left before the end of the report
-        _silence_stdout()
-        _say("skiplint: standard output was closed before the whole report was written")
-        return EXIT_UNCHECKED
-    except OutputFailed as error:  # `skiplint > /dev/full`: the report is not all there
-        _silence_stdout()
-        _say(f"skiplint: cannot write the report to standard output: {error}")
-        return EXIT_UNCHECKED
+    except (BrokenPipeError, OutputFailed) as error:
+        return _refused(error, "report")
     return EXIT_CLEAN
 
 
-def _silence_stdout() -> None:
-    """Point standard output at the null device, so that Python's own flush at exit cannot fail."""
+def _refused(error: Exception, what: str) -> int:
+    """Standard output refused the `what` ("report" or "output"): a reader gone early (`skiplint |
+    head -1`) or a write that failed (`skiplint > /dev/full`) is one line and exit 2. Standard
+    output then goes to the null device, so that Python's own flush at exit cannot fail."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
     except (OSError, ValueError):
         pass
+    if isinstance(error, BrokenPipeError):
+        _say(f"skiplint: standard output was closed before the whole {what} was written")
+    else:
+        _say(f"skiplint: cannot write {'the report ' if what == 'report' else ''}to standard output: {error}")
+    return EXIT_UNCHECKED
 
 
 def rule_list() -> str:
@@ -421,22 +383,9 @@ def unknown_rule(word: str, by_name: dict[str, str]) -> str:
     if word[:3].upper() == "SKP" or not any(c.isalpha() for c in word) or word.isalnum() and word[-1].isdigit():
         return config.unknown_code(word)
     lowered = word.lower().replace("_", "-")
-    near = min(by_name, key=lambda name: (_distance(lowered, name), name))
-    hint = f"did you mean {near}?" if _distance(lowered, near) <= 3 else "`skiplint rule` lists them"
+    near = min(by_name, key=lambda name: (config.distance(lowered, name, swaps=True), name))
+    hint = f"did you mean {near}?" if config.distance(lowered, near, swaps=True) <= 3 else "`skiplint rule` lists them"
     return f"unknown rule {word!r}: no rule has this name, code or prefix; {hint}"
-
-
-def _distance(a: str, b: str) -> int:
-    """Edits from `a` to `b`: insertions, deletions, substitutions and swaps of neighbours (the
-    optimal string alignment distance)."""
-    rows = [list(range(len(b) + 1))] + [[i] + [0] * len(b) for i in range(1, len(a) + 1)]
-    for i in range(1, len(a) + 1):
-        for j in range(1, len(b) + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            rows[i][j] = min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                rows[i][j] = min(rows[i][j], rows[i - 2][j - 2] + 1)
-    return rows[len(a)][len(b)]
 
 
 def nearest_command(word: str) -> Optional[str]:
@@ -448,7 +397,7 @@ def nearest_command(word: str) -> Optional[str]:
     starts = [name for name in COMMANDS if len(lowered) >= 3 and name.startswith(lowered)]
     if len(starts) == 1:
         return starts[0]
-    near = sorted((_distance(lowered, name), name) for name in COMMANDS)
+    near = sorted((config.distance(lowered, name, swaps=True), name) for name in COMMANDS)
     if near[0][0] <= 1 and (len(near) == 1 or near[1][0] > near[0][0]):
         return near[0][1]
     return None
@@ -507,14 +456,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             status = run_check(rest, "skiplint check" if argv[:1] == ["check"] else "skiplint")
         sys.stdout.flush()  # here, not at exit, so that a reader gone early is seen here
         return status
-    except BrokenPipeError:  # `skiplint layout m.py | head -1`: the reader left before the end
-        _silence_stdout()
-        _say("skiplint: standard output was closed before the whole output was written")
-        return EXIT_UNCHECKED
-    except OutputFailed as error:  # `skiplint fix --diff . > /dev/full`
-        _silence_stdout()
-        _say(f"skiplint: cannot write to standard output: {error}")
-        return EXIT_UNCHECKED
+    except (BrokenPipeError, OutputFailed) as error:  # `skiplint layout m.py | head -1`, `... > /dev/full`
+        return _refused(error, "output")
 
 
 if __name__ == "__main__":

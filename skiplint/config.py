@@ -26,7 +26,7 @@ from skiplint import prefilter, sources
 
 def _toml() -> Any:
     """The TOML reader (tomllib, or tomli before Python 3.11), or None without one; imported only
-    when a TOML file names skiplint, since the flake8 plugin imports this module for every run."""
+    when a TOML file names skiplint (the flake8 plugin imports this module for every run)."""
     try:  # Python 3.11+
         import tomllib
         return tomllib
@@ -36,6 +36,7 @@ def _toml() -> Any:
             return tomli
         except ImportError:
             return None
+
 
 #: Where configuration is looked for in each directory, in this order, with the section's name.
 CONFIG_FILES: tuple[tuple[str, str], ...] = (
@@ -73,10 +74,9 @@ _CODE_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules", 
 
 @functools.lru_cache(maxsize=1)
 def code_table() -> tuple[tuple[str, ...], frozenset[str]]:
-    """Every rule's code in the order of `skiplint.rules.RULES`, and the opt-in ones: what the
-    flake8 plugin needs when it loads and the configuration needs to check codes, read from a
-    table written from the rules (a test keeps the two equal) rather than by importing every rule
-    module. Without the table (a damaged installation), from the rules themselves."""
+    """Every rule's code in the order of `skiplint.rules.RULES`, and the opt-in ones, read from a
+    table written from the rules (a test keeps the two equal), so that the flake8 plugin does not
+    import every rule module. Without the table (a damaged installation), from the rules."""
     try:
         with open(_CODE_TABLE, encoding="utf-8") as handle:
             rows = [line.split() for line in handle if line.strip() and not line.startswith("#")]
@@ -92,14 +92,16 @@ def known_code(code: str) -> bool:
     return bool(_CODE.match(code)) and any(known.startswith(code) for known in code_table()[0])
 
 
-def _distance(a: str, b: str) -> int:
-    """Edit distance (insertions, deletions, substitutions) between two short strings."""
-    row = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        previous, row[0] = row[0], i
-        for j, y in enumerate(b, 1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
-    return row[-1]
+def distance(a: str, b: str, swaps: bool = False) -> int:
+    """Edits from `a` to `b`: insertions, deletions, substitutions and, with `swaps`, swaps of
+    neighbours (the optimal string alignment distance)."""
+    rows = [list(range(len(b) + 1))] + [[i] + [0] * len(b) for i in range(1, len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            rows[i][j] = min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if swaps and i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                rows[i][j] = min(rows[i][j], rows[i - 2][j - 2] + 1)
+    return rows[len(a)][len(b)]
 
 
 #: Letters typed for the digits they look like.
@@ -120,14 +122,13 @@ def nearest_code(word: str) -> Optional[str]:
     if known_code(candidate):
         return candidate
     known = _known_and_prefixes()
-    best = min(known, key=lambda k: (_distance(candidate, k), -len(os.path.commonprefix((k, candidate))),
+    best = min(known, key=lambda k: (distance(candidate, k), -len(os.path.commonprefix((k, candidate))),
                                      abs(len(k) - len(candidate)), k))
-    return best if _distance(candidate, best) <= 2 and best.startswith("SKP") and code[:1] == "S" else None
+    return best if distance(candidate, best) <= 2 and best.startswith("SKP") and code[:1] == "S" else None
 
 
 def unknown_code(word: str) -> str:
-    """The one-line complaint about a code or prefix that matches no rule, with the nearest known
-    code; the CLI's options and the configuration files use the same words."""
+    """The one-line complaint about a code or prefix that matches no rule, with the nearest known code."""
     near = nearest_code(word)
     if near is not None:
         return f"unknown code {word!r}: no rule has this code or prefix; did you mean {near}?"
@@ -183,33 +184,21 @@ class Config:
 
     def ignored_in(self, path: str) -> tuple[str, ...]:
         """Codes per-file-ignores switches off for this file."""
-        codes: list[str] = []
-        for pattern, ignored in self.per_file_ignores:
-            if _matches(pattern, path, self.root):
-                codes.extend(ignored)
-        return tuple(codes)
-
-    def patterns(self) -> tuple[str, ...]:
-        """Every exclude pattern in force when a directory is walked."""
-        base = DEFAULT_EXCLUDE if self.exclude is None else self.exclude
-        return base + self.extend_exclude
-
-    def user_patterns(self) -> tuple[str, ...]:
-        """The exclude patterns the project or the command line wrote (not the built-in list)."""
-        return (self.exclude or ()) + self.extend_exclude
+        return tuple(code for pattern, ignored in self.per_file_ignores if _matches(pattern, path, self.root)
+                     for code in ignored)
 
     def excludes(self, path: str) -> bool:
         """Whether walking a directory skips `path` (a file or a directory below it)."""
-        patterns = self.patterns()
         if self.exclude is None and os.path.basename(path) in sources.DEFAULT_EXCLUDE:
             return True
+        patterns = (DEFAULT_EXCLUDE if self.exclude is None else self.exclude) + self.extend_exclude
         return any(_matches(pattern, path, self.root) for pattern in patterns)
 
     def excludes_named(self, path: str) -> bool:
         """For a path named on the command line (as pre-commit names every file): excluded when it
         or a directory above it, up to the configuration's directory, matches a pattern the project
         or the command line wrote. The built-in list and .gitignore never apply to a named path."""
-        patterns = self.user_patterns()
+        patterns = (self.exclude or ()) + self.extend_exclude  # not the built-in list
         if not patterns:
             return False
         current = os.path.abspath(path)
@@ -390,8 +379,8 @@ def config_from_values(values: dict[str, Any], path: str, section: str,
         key = raw_key.strip().lower().replace("_", "-")
         handler = handlers.get(key)
         if handler is None:
-            near = min(KEYS, key=lambda known: _distance(key, known))
-            hint = f"did you mean {near}? " if _distance(key, near) <= 2 else ""
+            near = min(KEYS, key=lambda known: distance(key, known))
+            hint = f"did you mean {near}? " if distance(key, near) <= 2 else ""
             reader.problem(raw_key, f"unknown key; {hint}(known: " + ", ".join(KEYS) + ")")
             continue
         result = handler(key, value)
@@ -405,14 +394,13 @@ def config_from_values(values: dict[str, Any], path: str, section: str,
 
 def read_section(path: str) -> tuple[Optional[dict[str, Any]], list[Problem]]:
     """The skiplint section of one configuration file: None when it has none (or is unreadable)."""
-    name = os.path.basename(path)
     try:
         data = sources.read_bytes(path)
     except sources.SourceError as error:
         return None, [Problem(path, "", f"cannot read: {error}", fatal=True)]
-    if name.endswith(".toml"):  # pyproject.toml, or a TOML file named with --config
-        if b"skiplint" not in data:
-            return None, []
+    if b"skiplint" not in data:
+        return None, []
+    if path.endswith(".toml"):  # pyproject.toml, or a TOML file named with --config
         toml = _toml()
         if toml is None:
             return None, [Problem(path, "", "[tool.skiplint] skipped: reading pyproject.toml needs "
@@ -427,8 +415,6 @@ def read_section(path: str) -> tuple[Optional[dict[str, Any]], list[Problem]]:
         if not isinstance(section, dict):
             return None, [Problem(path, "[tool.skiplint]", "expected a table, ignored")]
         return section, []
-    if b"skiplint" not in data:
-        return None, []
     parser = configparser.RawConfigParser()
     try:
         parser.read_string(data.decode("utf-8", errors="replace"), source=path)
@@ -535,24 +521,18 @@ class Finder:
         return found
 
     def discover(self, paths: Iterable[str]) -> Iterator[tuple[str, Config]]:
-        """The files to check under `paths`, each with its Config, in a stable order.
-
-        A walked directory skips the exclude patterns in force (by default the built-in list),
-        virtual environments (any directory holding pyvenv.cfg) and, inside a git work tree, what
-        its ignore files ignore (read by skiplint.gitignore; git is never run). A path named here is checked unless the project's or the command line's own
-        exclude patterns match it.
-        """
+        """The files to check under `paths`, each with its Config, in a stable order. A walked
+        directory skips the exclude patterns in force, virtual environments and what git ignores
+        (skiplint.gitignore); a path named here is checked unless the project's or the command
+        line's own exclude patterns match it."""
         seen: set[tuple[int, int]] = set()
         for path in paths:
+            config = self.for_file(path)
             if not os.path.isdir(path):
-                config = self.for_file(path)
                 if not config.excludes_named(path):
                     yield path, config  # a missing or unreadable file is reported when it is read
-                continue
-            if self.for_directory(os.path.dirname(os.path.abspath(path))).excludes_named(path) \
-                    and os.path.basename(os.path.abspath(path)) not in ("", "."):
-                continue
-            yield from self._walk(path, seen)
+            elif not config.excludes_named(path) or os.path.basename(os.path.abspath(path)) in ("", "."):
+                yield from self._walk(path, seen)
 
     def _walk(self, top: str, seen: set[tuple[int, int]]) -> Iterator[tuple[str, Config]]:
         from skiplint import gitignore  # only walks need it, not the flake8 plugin's per-file lookup

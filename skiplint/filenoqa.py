@@ -13,8 +13,12 @@ tokenizer and flake8 end them (CR LF, CR, LF): after a form feed, U+2028 or anot
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Callable
 
 from skiplint import sources
+
+if TYPE_CHECKING:
+    from skiplint.diagnostics import FileResult
 
 _FLAKE8 = re.compile(r"\s*# flake8[:=]\s*noqa", re.IGNORECASE)
 _SKIPLINT = re.compile(r"\s*# skiplint[:=]\s*noqa", re.IGNORECASE)
@@ -32,3 +36,17 @@ def skips_file(text: str, flake8: bool = True) -> bool:
     if flake8 and "flake8" in lowered:
         wanted.append(_FLAKE8)
     return bool(wanted) and any(pattern.match(line) for line in sources.lines(text) for pattern in wanted)
+
+
+def honoured(result: "FileResult", read: Callable[[str], str]) -> "FileResult":
+    """The result of checking a file, or nothing when its text (`read(path)`, called only when there
+    is something to drop; a SourceError drops nothing) asks for the whole file not to be checked."""
+    if not result.diagnostics and result.error is None:
+        return result
+    try:
+        skipped = skips_file(read(result.path))
+    except sources.SourceError:
+        return result
+    from skiplint.diagnostics import FileResult
+
+    return FileResult(result.path, ()) if skipped else result

@@ -75,7 +75,7 @@ class Report:
 
 
 def fixable_codes() -> FrozenSet[str]:
-    """The codes `skiplint fix` rewrites (read from the fixer only when a report needs them)."""
+    """The codes `skiplint fix` rewrites (the fixer is imported only when a report needs them)."""
     from skiplint.fix import FIXABLE
 
     return frozenset(FIXABLE)
@@ -184,15 +184,9 @@ def nothing(report: Report) -> str:
     return "".join(line + "\n" for line in statistics_lines(report)) if report.statistics else ""
 
 
-def message_text(d: Diagnostic) -> str:
-    """The message without its leading code, for the formats that carry the code in a field of its
-    own (JSON, SARIF, GitHub's title)."""
-    return without_code(d.code, d.message)
-
-
 # -- JSON ------------------------------------------------------------------------------------------
 
-def json_payload(report: Report) -> dict[str, object]:
+def json_report(report: Report) -> str:
     diagnostics = []
     fixable = fixable_codes() if report.diagnostics else frozenset()
     for d in report.diagnostics:
@@ -200,8 +194,8 @@ def json_payload(report: Report) -> dict[str, object]:
         item: dict[str, object] = {
             "path": shown(d.path), "line": d.line, "column": d.col + 1,
             "end_line": end_line, "end_column": end_col + 1, "code": d.code,
-            "name": rules.RULES[d.code].name, "message": shown(message_text(d)), "url": help_uri(d.code),
-            "fixable": d.code in fixable,
+            "name": rules.RULES[d.code].name, "message": shown(without_code(d.code, d.message)),
+            "url": help_uri(d.code), "fixable": d.code in fixable,
         }
         if report.show_source:
             item["source"] = report.source_line(d)
@@ -216,11 +210,7 @@ def json_payload(report: Report) -> dict[str, object]:
     if report.statistics:
         payload["statistics"] = [{"code": code, "name": rules.RULES[code].name, "count": count}
                                  for code, count in report.counts()]
-    return payload
-
-
-def json_report(report: Report) -> str:
-    return json.dumps(json_payload(report), indent=2) + "\n"
+    return json.dumps(payload, indent=2) + "\n"
 
 
 # -- SARIF 2.1.0 -----------------------------------------------------------------------------------
@@ -255,7 +245,7 @@ def _quote(path: str) -> str:
     return urllib.parse.quote(os.fsencode(path.replace(os.sep, "/")))
 
 
-def sarif_payload(report: Report) -> dict[str, object]:
+def sarif(report: Report) -> str:
     codes = list(rules.RULES)
     index = {code: i for i, code in enumerate(codes)}
     results = []
@@ -276,7 +266,7 @@ def sarif_payload(report: Report) -> dict[str, object]:
             "ruleId": d.code,
             "ruleIndex": index[d.code],
             "level": level(d.code),
-            "message": {"text": shown(message_text(d))},
+            "message": {"text": shown(without_code(d.code, d.message))},
             "locations": [{"physicalLocation": {"artifactLocation": location, "region": region}}],
             "properties": {"fixable": d.code in fixable},
         })
@@ -286,7 +276,7 @@ def sarif_payload(report: Report) -> dict[str, object]:
         for r in report.unchecked
     ]
     cwd = _quote(os.path.abspath(os.curdir).rstrip(os.sep) + os.sep)
-    return {
+    return json.dumps({
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
         "runs": [{
@@ -303,11 +293,7 @@ def sarif_payload(report: Report) -> dict[str, object]:
                              "toolExecutionNotifications": notifications}],
             "results": results,
         }],
-    }
-
-
-def sarif(report: Report) -> str:
-    return json.dumps(sarif_payload(report), indent=2) + "\n"
+    }, indent=2) + "\n"
 
 
 # -- GitHub workflow commands ----------------------------------------------------------------------
@@ -331,7 +317,7 @@ def github(report: Report) -> str:
             f"file={_escape_property(shown(d.path))}", f"line={d.line}", f"col={d.col + 1}",
             f"title={_escape_property(d.code + ' ' + rules.RULES[d.code].name)}",
         ))
-        out.append(f"::{command} {props}::{_escape_data(shown(message_text(d)))}")
+        out.append(f"::{command} {props}::{_escape_data(shown(without_code(d.code, d.message)))}")
     if report.statistics:
         out.extend(statistics_lines(report))
     return "".join(line + "\n" for line in out)

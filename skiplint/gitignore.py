@@ -1,8 +1,8 @@
 """What git ignores in a walked directory, read from the ignore files themselves: git is never run.
 
-Running git inside a checked tree runs that tree's configuration (`core.fsmonitor`, and any other
-command a `.git/config` names), and a tree is data to skiplint, never code. So the rules are read
-as git reads them, from the same files, with the same precedence (gitignore(5)):
+Running git inside a checked tree runs that tree's configuration (`core.fsmonitor`, any command a
+`.git/config` names), and a tree is data to skiplint, never code. So the rules are read as git
+reads them, from the same files, with the same precedence (gitignore(5)):
 
 - the global excludes file (`core.excludesFile` of the user's or the repository's configuration,
   by default `$XDG_CONFIG_HOME/git/ignore`), then the repository's `info/exclude`, then each
@@ -14,8 +14,7 @@ as git reads them, from the same files, with the same precedence (gitignore(5)):
   ignored when its directory is walked (as ruff and black do); named on the command line, it is
   checked.
 
-Patterns are matched one name of the path at a time, each segment between stars at its leftmost
-place: in time about linear in the pattern and the path, whatever the stars (no backtracking).
+Patterns are matched in time about linear in the pattern and the path, whatever the stars (below).
 """
 
 from __future__ import annotations
@@ -153,13 +152,11 @@ def _tokens(body: str) -> list[_Token]:
 
 
 # -- matching, in time linear in the pattern and the path ------------------------------------------
-# A path is matched one name at a time. git's `*`, `?` and `[...]` never match `/`, so a pattern
-# without `**` has as many names as the paths it matches, and a `**/` stands for whole names. So
-# a pattern is compiled into names (each a run of segments between its stars) and gaps (`**/`:
-# any number of whole names), and both levels are matched the way a glob of one kind of star is:
-# each segment (or run of names) at its leftmost place after the previous one. That is exact for
-# a single kind of star (a later place never leaves more room), tries each place once, and finds
-# a literal segment with str.find: no backtracking, whatever the stars.
+# git's `*`, `?` and `[...]` never match `/`, so a pattern is compiled into names (each a run of
+# segments between its stars) and gaps (`**/`: any number of whole names), and both levels are
+# matched as a glob of one kind of star is: each segment (or run of names) at its leftmost place
+# after the previous one. That is exact for one kind of star (a later place never leaves more
+# room) and tries each place once: no backtracking.
 
 _Segment = tuple[_Token, ...]
 #: A `**/` between names: zero or more whole names.
@@ -368,21 +365,15 @@ def _git_directory(root: str) -> Optional[str]:
     return os.path.normpath(os.path.join(dot_git, common.strip())) if common else dot_git
 
 
-def _user_configs() -> list[str]:
+def _global_excludes(git_directory: Optional[str]) -> list[Pattern]:
     home = os.path.expanduser("~")
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    return [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
-
-
-def _global_excludes(git_directory: Optional[str]) -> list[Pattern]:
-    configs = _user_configs() + ([os.path.join(git_directory, "config")] if git_directory else [])
+    configs = [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
     chosen = None
-    for config in configs:
+    for config in configs + ([os.path.join(git_directory, "config")] if git_directory else []):
         text = _read(config)
-        setting = _configured_excludes(text) if text is not None else None
-        chosen = setting or chosen
+        chosen = (_configured_excludes(text) if text is not None else None) or chosen
     if chosen is None:
-        xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
         chosen = os.path.join(xdg, "git", "ignore")
     text = _read(os.path.expanduser(chosen))
     return parse(text) if text is not None else []

@@ -23,10 +23,6 @@ def suppressed_codes(line: str) -> Optional[tuple[str, ...]]:
     return tuple(c for c in re.split(r"[,\s]+", codes.strip()) if c)
 
 
-def is_suppressed(code: str, line: str) -> bool:
-    return covers(suppressed_codes(line), code)
-
-
 def covers(codes: Optional[tuple[str, ...]], code: str) -> bool:
     """Whether a line's noqa (`suppressed_codes` of it) silences `code`."""
     if codes is None:

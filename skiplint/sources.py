@@ -18,8 +18,8 @@ import stat
 import tokenize
 from typing import BinaryIO, Callable, Iterable, Iterator, Optional
 
-# The lines of a text, as every reader of source counts them (kept here for the many callers).
-from skiplint.textlines import line_starts as line_starts, lines as lines
+# Re-exported for the many readers of source lines.
+from skiplint.textlines import line_starts as line_starts, lines as lines  # noqa: F401
 
 #: Directory names never descended into when a directory is walked (flake8's defaults, virtual
 #: environments, caches, and build output). `--exclude` replaces this list, `--extend-exclude` adds.
@@ -29,8 +29,6 @@ DEFAULT_EXCLUDE = frozenset({
     "build", "dist", "site-packages",
 })
 SUFFIXES = (".py", ".pyi")
-#: A directory holding this file is a virtual environment: never walked (its name may be anything).
-VENV_MARKER = "pyvenv.cfg"
 
 #: Larger files are not checked (SKP900): nobody writes such a module by hand, and parsing one
 #: with libcst takes minutes and gigabytes (10 MB: about 2 minutes, 4.8 GB on a 2-core machine).
@@ -46,25 +44,18 @@ class SourceError(Exception):
     """A file that cannot be read or decoded; the message is the one-line reason."""
 
 
-def _excluded(name: str, exclude: frozenset[str]) -> bool:
-    return name in exclude or name.endswith(".egg")
-
-
 def is_venv(path: str) -> bool:
-    """A virtual environment (venv, virtualenv, tox's and uv's): it holds `pyvenv.cfg`."""
-    return os.path.isfile(os.path.join(path, VENV_MARKER))
+    """A virtual environment (venv, virtualenv, tox's and uv's), whatever its name: it holds `pyvenv.cfg`."""
+    return os.path.isfile(os.path.join(path, "pyvenv.cfg"))
 
 
 def walk(top: str, prune: Callable[[str, str], bool], seen: Optional[set[tuple[int, int]]] = None,
          keep: Callable[[str], bool] = lambda _path: True) -> Iterator[str]:
-    """Python files under the directory `top`, in a stable order, without recursion.
-
-    At each level the files come first, then the subdirectories, both sorted by name (as os.walk
-    yields them). `prune(path, name)` says a subdirectory is not walked; `keep(path)` that a file is
-    yielded. Directories already seen (by device and inode) are skipped and, as with flake8
-    (os.walk), symbolic links to directories are not followed, so a link loop cannot recurse. A
-    directory that cannot be listed is yielded itself, so that reading it reports why. The depth
-    of the tree costs memory for the pending directories only, never stack.
+    """Python files under the directory `top`, without recursion: at each level the files, then the
+    subdirectories, both sorted by name (as os.walk yields them). `prune(path, name)` says a
+    subdirectory is not walked; `keep(path)` that a file is yielded. Directories already seen (by
+    device and inode) are skipped and, as with flake8, links to directories are not followed. A
+    directory that cannot be listed is yielded itself, so that reading it reports why.
     """
     seen = set() if seen is None else seen
     pending = [top]
@@ -100,15 +91,12 @@ def walk(top: str, prune: Callable[[str, str], bool], seen: Optional[set[tuple[i
 
 
 def discover(paths: Iterable[str], exclude: frozenset[str] = DEFAULT_EXCLUDE) -> Iterator[str]:
-    """Python files under the given paths, in a stable order; explicit files are always included.
-
-    Files come before subdirectories at each level (as os.walk yields them), both sorted by name.
-    Excluded names and virtual environments are not walked.
-    """
+    """Python files under the given paths (walk's order); explicit files are always included.
+    Excluded names and virtual environments are not walked."""
     seen: set[tuple[int, int]] = set()
 
     def prune(path: str, name: str) -> bool:
-        return _excluded(name, exclude) or is_venv(path)
+        return name in exclude or name.endswith(".egg") or is_venv(path)
 
     for path in paths:
         if os.path.isdir(path):
@@ -181,9 +169,7 @@ def read_stream(stream: BinaryIO, name: str = "standard input") -> bytes:
 
 
 def too_large(size: int) -> Optional[str]:
-    """Why source of `size` bytes is not checked (one line), or None: the one test of MAX_BYTES
-    for every door (a file's size, the bytes read from standard input, the UTF-8 bytes of the
-    text that flake8 hands its plugin)."""
+    """Why source of `size` bytes is not checked (one line), or None: every door's test of MAX_BYTES."""
     return _too_large(size) if size > MAX_BYTES else None
 
 
@@ -213,10 +199,8 @@ _UTF8 = ("utf-8", "utf-8-sig")
 def decode(data: bytes) -> str:
     """Source text as Python would decode it (PEP 263 cookie, BOM), or SourceError.
 
-    UTF-8 source may hold bytes that are not UTF-8 inside its comments: Python's compile, and
-    so every import, accepts them on every supported version (3.9 to 3.13; running such a file
-    as a script is refused by 3.11 and later, and by 3.9 and 3.10 for most of them). They are
-    read as U+FFFD; such bytes anywhere else (a string, a name) are refused, as Python does."""
+    Bytes that are not UTF-8 inside the comments of UTF-8 source are read as U+FFFD: Python's
+    compile, and so every import, accepts them on 3.9 to 3.13; anywhere else they are refused."""
     if b"\0" in data:
         raise SourceError("contains NUL bytes; not a Python source file")
     try:
@@ -250,7 +234,7 @@ def decode(data: bytes) -> str:
 def _python_refuses_decoding(data: bytes) -> Optional[str]:
     """Python's own reason for not decoding source in an encoding other than UTF-8, or None: its
     tokenizer decodes such a file its own way (line by line for some codecs), so only its
-    compiler says for sure. A syntax error is not this (it has a line); only a decoding error is."""
+    compiler says for sure. A decoding error is a SyntaxError without a line."""
     import ast
     import warnings
 
@@ -276,10 +260,8 @@ def _not_text_encoding(encoding: str) -> str:
 
 def _declares(text: str, encoding: str) -> bool:
     """Whether `text`, the file decoded as `encoding`, still declares `encoding` in its first two
-    lines. A cookie is read in ASCII before the file is decoded; an encoding that does not keep
-    those ASCII lines as they are (UTF-16, UTF-32, EBCDIC) cannot be the one they declare, and
-    Python refuses the file, while decoding it whole may well succeed (an even number of bytes
-    is valid UTF-16)."""
+    lines: an encoding that does not keep the ASCII cookie as it is (UTF-16, EBCDIC) cannot be the
+    one declared, and Python refuses the file, though decoding it whole may succeed."""
     try:
         declared = tokenize.detect_encoding(io.BytesIO(text.encode("utf-8", "surrogatepass")).readline)[0]
     except SyntaxError:
@@ -289,27 +271,19 @@ def _declares(text: str, encoding: str) -> bool:
 
 def file_bytes(text: str) -> bytes:
     """The bytes of a file that holds `text` (an editor's buffer): the text in the encoding its
-    coding cookie names; UTF-8 without one, when the text cannot be written in that encoding, or
-    when that encoding does not write the cookie's own line as ASCII does (UTF-16: the buffer is
-    then what an editor reading UTF-8 shows of a file whose bytes are that text in UTF-8). Lone
-    surrogates are kept as UTF-8 would write them, so that decoding refuses them as it refuses
-    such bytes in a file."""
+    coding cookie names, when that encoding writes ASCII as ASCII (so the cookie reads as written)
+    and can write the text; else UTF-8, a lone surrogate written as surrogatepass writes it (bytes
+    that decoding refuses, as it refuses them in a file)."""
     data = text.encode("utf-8", "surrogatepass")
     if utf8(data):
         return data
     try:
         encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
-        encoded = text.encode(encoding)
+        if "# coding".encode(encoding) != b"# coding":
+            return data
+        return text.encode(encoding)
     except (SyntaxError, LookupError, UnicodeError):
         return data
-    head = data[:data.find(b"\n") + 1] if b"\n" in data else data
-    return encoded if encoded.startswith(head) else data
-
-
-def decode_text(text: str) -> str:
-    """`text` as the CLI reads the file that holds it (file_bytes, then decode): the same text or
-    SourceError with the CLI's one-line reason (SKP900) for what the CLI does not check."""
-    return decode(file_bytes(text))
 
 
 def utf8(data: bytes) -> bool:
@@ -329,8 +303,8 @@ _ESCAPED = re.compile("[\udc80-\udcff]")
 
 
 def _utf8_outside_comments(data: bytes, encoding: str) -> str:
-    """UTF-8 source with bytes that are not UTF-8: its text (each such sequence read as U+FFFD)
-    when they are all inside comments, else SourceError naming the first one outside."""
+    """UTF-8 source with bytes that are not UTF-8: its text when they are all inside comments, else
+    SourceError naming the first one outside."""
     from skiplint import guard
 
     escaped = data.decode(encoding, "surrogateescape")  # one lone surrogate per such byte

@@ -105,18 +105,19 @@ def test_bytes_that_are_not_utf8_agree_with_flake8(tmp_path: Path) -> None:
 
 # -- the text an editor holds (the language server's door) -----------------------------------------
 
-def test_decode_text_reads_a_buffer_as_the_cli_reads_the_file() -> None:
-    assert sources.decode_text("x = 1\n") == "x = 1\n"
-    assert sources.decode_text("# coding: latin-1\ny = 'caf\u00e9'\n") == "# coding: latin-1\ny = 'caf\u00e9'\n"
+def test_a_buffer_reads_as_the_cli_reads_the_file_that_holds_it() -> None:
+    assert sources.decode(sources.file_bytes("x = 1\n")) == "x = 1\n"
+    latin = "# coding: latin-1\ny = 'caf\u00e9'\n"
+    assert sources.decode(sources.file_bytes(latin)) == latin
     with pytest.raises(sources.SourceError, match=r"^bad encoding declaration: read as utf-16, "):
-        sources.decode_text("# coding: utf-16\nx = 12\n")
+        sources.decode(sources.file_bytes("# coding: utf-16\nx = 12\n"))
     with pytest.raises(sources.SourceError, match=r"^'rot13' is not a text encoding$"):
-        sources.decode_text("# coding: rot13\nx = 1\n")
+        sources.decode(sources.file_bytes("# coding: rot13\nx = 1\n"))
     # A lone surrogate, as the bytes an editor would save for it: refused outside a comment ...
     with pytest.raises(sources.SourceError, match=r"^not valid utf-8: byte 0xed at offset 5$"):
-        sources.decode_text("x = '\ud800'\n")
+        sources.decode(sources.file_bytes("x = '\ud800'\n"))
     # ... and read as U+FFFD inside one, as such bytes in a file are.
-    assert sources.decode_text("x = 1  # \ud800\n") == "x = 1  # \ufffd\ufffd\ufffd\n"
+    assert sources.decode(sources.file_bytes("x = 1  # \ud800\n")) == "x = 1  # \ufffd\ufffd\ufffd\n"
 
 
 # -- what libcst parses and CPython refuses --------------------------------------------------------

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from skiplint import config, engine, fix, projectscan
-from skiplint.diagnostics import Diagnostic
+from skiplint import config, engine, fix, formats, projectscan, sources
+from skiplint.diagnostics import Diagnostic, without_code
 from skiplint.lsp import documents, features
 from skiplint.lsp.documents import UTF8, UTF16, UTF32, Document
 from skiplint.project import ProjectIndex
@@ -95,8 +95,8 @@ def test_source_bytes_follow_the_coding_cookie() -> None:
     # A cookie naming no encoding, or one that writes ASCII otherwise: UTF-8.
     for cookie in ("rot13", "nonesuch", "utf-16"):
         text = f"# coding: {cookie}\nx = 1\n"
-        assert documents.file_bytes(text) == text.encode()
-    assert documents.file_bytes("x = '\ud800'\n") == b"x = '\xed\xa0\x80'\n"  # a lone surrogate
+        assert sources.file_bytes(text) == text.encode()
+    assert sources.file_bytes("x = '\ud800'\n") == b"x = '\xed\xa0\x80'\n"  # a lone surrogate
 
 
 # -- what is checked ---------------------------------------------------------------------------------
@@ -122,8 +122,6 @@ def test_check_honours_the_projects_excludes_the_file_noqa_and_nul(tmp_path: Pat
 
 
 def test_a_buffer_larger_than_the_cli_reads_is_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    from skiplint import sources
-
     monkeypatch.setattr(sources, "MAX_BYTES", len(LAYER.encode()) + 1)
     assert [d.code for d in features.check(LAYER, "m.py", config.Config()).diagnostics] == ["SKP101"]
     big = LAYER + "#\u00e9\n"  # two more characters, four more bytes
@@ -134,9 +132,9 @@ def test_a_buffer_larger_than_the_cli_reads_is_not_checked(monkeypatch: pytest.M
 
 def test_messages_lose_only_their_leading_code() -> None:
     diagnostic = finding(LAYER)
-    assert features.message_text(diagnostic) == "'extra' is stashed but not declared in stash=[...]"
-    assert features.message_text(Diagnostic("m.py", 1, 0, "SKP101", "no code here")) == "no code here"
-    assert features.severity("SKP101") == "error" and features.severity("SKP302") == "note"
+    assert without_code(diagnostic.code, diagnostic.message) == "'extra' is stashed but not declared in stash=[...]"
+    assert without_code("SKP101", "no code here") == "no code here"
+    assert formats.level("SKP101") == "error" and formats.level("SKP302") == "note"
 
 
 # -- noqa ----------------------------------------------------------------------------------------------

@@ -47,8 +47,8 @@ def test_suppressed_codes(line: str, codes: tuple[str, ...] | None) -> None:
     ("x  # noqa: E501", False),
     ("x", False),
 ])
-def test_is_suppressed(line: str, suppressed: bool) -> None:
-    assert noqa.is_suppressed("SKP101", line) is suppressed
+def test_a_lines_noqa_covers(line: str, suppressed: bool) -> None:
+    assert noqa.covers(noqa.suppressed_codes(line), "SKP101") is suppressed
 
 
 @pytest.mark.parametrize("comment, reported", [

@@ -890,7 +890,7 @@ def test_a_change_of_a_document_that_is_not_open_is_only_logged(tmp_path: Path) 
     UNDECLARED + "# a lone surrogate in a comment \udcff\n",
 ], ids=["rot13", "unknown", "utf-16", "latin-1", "surrogate", "surrogate-comment"])
 def test_text_is_read_as_the_cli_reads_the_file_that_holds_it(tmp_path: Path, text: str) -> None:
-    from skiplint.lsp.documents import file_bytes
+    from skiplint.sources import file_bytes
 
     path = tmp_path / "layer.py"
 

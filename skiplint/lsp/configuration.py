@@ -116,20 +116,17 @@ class Configuration:
             out.append((path, info.st_size, info.st_mtime_ns))
         return tuple(out)
 
-    def for_file(self, path: str) -> config.Config:
+    def settings_for(self, path: str) -> tuple[Optional[config.Config], list[tuple[str, bool]]]:
+        """The configuration of a file and the configuration problems met so far (one line each,
+        as the CLI prints them); None when the file named in the `config` setting cannot be used
+        (the CLI stops with exit status 2 before checking anything)."""
         directory = os.path.dirname(path)
         signature = self._signature(directory)
         if self._seen.get(directory, signature) != signature:
             self.finder = self._finder()
             self._seen.clear()
         self._seen[directory] = signature
-        return self.finder.for_file(path)
-
-    def settings_for(self, path: str) -> tuple[Optional[config.Config], list[tuple[str, bool]]]:
-        """The configuration of a file and the configuration problems met so far (one line each,
-        as the CLI prints them); None when the file named in the `config` setting cannot be used
-        (the CLI stops with exit status 2 before checking anything)."""
-        settings = self.for_file(path)
         finder = self.finder
+        settings = finder.for_file(path)
         problems = [(str(problem), problem.fatal) for problem in finder.problems]
         return (None if finder.unusable else settings), problems

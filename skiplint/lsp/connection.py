@@ -1,12 +1,11 @@
 """The server's end of the connection: reads the client's bytes on the event loop, answers what
 cannot be taken (skiplint.lsp.transport) and hands every other message to pygls' protocol.
 
-What the Language Server Protocol says of a message's moment is kept here too: before
-`initialize`, a request is answered "server not initialized" and a notification is dropped
-(`exit` excepted); a second `initialize` and any request after `shutdown` are invalid requests;
-an unknown method is answered "method not found" (an unknown notification is ignored); params
-that are not the method's are "invalid params" (for a notification, a line in the client's log).
-Every request gets a response.
+The protocol's moments are kept here too: before `initialize`, a request is answered "server not
+initialized" and a notification is dropped (`exit` excepted); a second `initialize` and any
+request after `shutdown` are invalid requests; an unknown method is "method not found" (an
+unknown notification is ignored); params that are not the method's are "invalid params" (for a
+notification, a line in the client's log). Every request gets a response.
 """
 
 from __future__ import annotations
@@ -35,19 +34,17 @@ class Connection:
     def __init__(self, server: "SkiplintServer") -> None:
         self.server = server
         self.framer = transport.Framer()
-        #: Whether the event loop reads the input itself (a pipe): see Analyses._start.
-        self.reading = False
         self.initialized = False
-        self._reader: "asyncio.StreamReader | None" = None
+        #: The event loop's reader of the input when it reads the input itself (a pipe): see Analyses._start.
+        self.reader: "asyncio.StreamReader | None" = None
 
     def input_pending(self) -> bool:
         """Whether part of a message from the client has arrived and not been handled yet."""
         if self.framer.pending():
             return True
-        reader = self._reader
-        if reader is None:
+        if self.reader is None:
             return False
-        if getattr(reader, "_buffer", b""):  # read from the pipe, not yet parsed (asyncio keeps it there)
+        if getattr(self.reader, "_buffer", b""):  # read from the pipe, not yet parsed (asyncio keeps it there)
             return True
         try:
             return bool(select.select([sys.stdin.fileno()], [], [], 0)[0])
@@ -69,8 +66,7 @@ class Connection:
             def read() -> Awaitable[bytes]:
                 return loop.run_in_executor(None, os.read, descriptor, CHUNK)
         else:
-            self._reader = reader
-            self.reading = True
+            self.reader = reader
 
             def read() -> Awaitable[bytes]:
                 return reader.read(CHUNK)

@@ -1,12 +1,10 @@
 """When each open document is analysed, and what is published for it: the debounce, the
 analysis on the worker (or inline), the protocol's diagnostics, and the hover on them.
 
-Each change of a document makes a new immutable snapshot of it. An analysis starts at once after
-a quiet moment (the leading edge); a change that comes less than the debounce after the previous
-one waits until the document has been quiet that long (the trailing edge), and a change that
-comes while the document's analysis runs is analysed when it ends. A result is published only
-while its snapshot is still the document's current one: an analysis overtaken by a newer edit is
-dropped, never published late.
+An analysis starts at once after a quiet moment (the leading edge); a change less than the
+debounce after the previous one waits until the document has been quiet that long (the trailing
+edge), and a change while the document's analysis runs is analysed when it ends. A result is
+published only while its snapshot is still the document's current one, never late.
 """
 
 from __future__ import annotations
@@ -20,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from lsprotocol import types
 
-from skiplint import parsing, reparse, rules
-from skiplint.diagnostics import Diagnostic, FileResult
+from skiplint import formats, reparse, rules
+from skiplint.diagnostics import Diagnostic, FileResult, without_code
 from skiplint.lsp import features
 from skiplint.lsp.documents import Document, path_of
 
@@ -83,8 +81,7 @@ class Analyses:
         self.schedule_dependents(uri)
 
     def forget(self, uri: str, clear: bool) -> None:
-        """A document closed (or no longer in step with the client): its timers and memos go; with
-        `clear`, its published diagnostics are withdrawn."""
+        """A document closed or out of step: its timers and memos go; with `clear`, its diagnostics too."""
         timer = self._timers.pop(uri, None)
         if timer is not None:
             timer.cancel()
@@ -107,14 +104,12 @@ class Analyses:
             timer.cancel()
         if self.server.shut_down:
             return
-        loop = asyncio.get_running_loop()
         if uri in self._running:
             self._again.add(uri)  # started when the running analysis ends (see _analysed)
-            return
-        if delay <= 0:
+        elif delay <= 0:
             self._start(uri)
         else:
-            self._timers[uri] = loop.call_later(delay, self._start, uri)
+            self._timers[uri] = asyncio.get_running_loop().call_later(delay, self._start, uri)
 
     def schedule_dependents(self, uri: str) -> None:
         """Open documents that may import the module `uri` are analysed again once it is quiet."""
@@ -140,7 +135,8 @@ class Analyses:
             return
         self._running.add(uri)
         buffers = tuple(server.documents.values())
-        if server.connection.reading and server.worker.pending == 0 and self._cost.get(uri, INLINE_S) < INLINE_S:
+        quick = self._cost.get(uri, INLINE_S) < INLINE_S
+        if quick and server.connection.reader is not None and server.worker.pending == 0:
             # A document whose last analysis was quick, with the worker idle: analysed here, on
             # the event loop's thread, which saves two thread switches (each a wait for a core on
             # a busy machine). Messages that arrive meanwhile wait in the pipe, and are read
@@ -158,8 +154,7 @@ class Analyses:
 
     async def _after_input(self, uri: str, document: Document, done: "asyncio.Future[Any]") -> None:
         """Publish (or drop) a result computed on the loop's thread once the messages that came
-        during the analysis have been handled: a newer edit among them drops it. A message still
-        arriving after DRAIN_S is left to the next round."""
+        during the analysis (up to DRAIN_S) have been handled: a newer edit among them drops it."""
         loop = asyncio.get_running_loop()
         limit = loop.time() + DRAIN_S
         while self.server.connection.input_pending() and loop.time() < limit:
@@ -210,14 +205,14 @@ class Analyses:
         encoding = self.server.encoding
         start = document.client_position(diagnostic.line, diagnostic.col, encoding)
         end = document.client_position(*diagnostic.end, encoding)  # the start when not known
-        level = features.severity(diagnostic.code)
+        error = formats.level(diagnostic.code) == "error"
         return types.Diagnostic(
             range=as_range(start, end),
-            severity=types.DiagnosticSeverity.Error if level == "error" else types.DiagnosticSeverity.Information,
+            severity=types.DiagnosticSeverity.Error if error else types.DiagnosticSeverity.Information,
             code=diagnostic.code,
-            code_description=types.CodeDescription(href=features.help_uri(diagnostic.code)),
+            code_description=types.CodeDescription(href=formats.help_uri(diagnostic.code)),
             source="skiplint",
-            message=features.message_text(diagnostic),
+            message=without_code(diagnostic.code, diagnostic.message),
         )
 
     # -- hover -----------------------------------------------------------------------------------
@@ -245,5 +240,7 @@ class Analyses:
         if self.server.markdown:
             text = "\n\n---\n\n".join(features.hover_markdown(code) for code in codes)
             return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
-        text = "\n".join(features.hover_text(code) for code in codes)
+        from skiplint.rules import doc
+
+        text = "\n".join(doc.rule_text(code) for code in codes)
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.PlainText, value=text))

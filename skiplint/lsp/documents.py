@@ -8,9 +8,9 @@ offered UTF-8 or UTF-32). Nothing here imports pygls.
 
 from __future__ import annotations
 
-import io
+import bisect
+import functools
 import os
-import tokenize
 import urllib.parse
 from typing import Optional
 
@@ -31,9 +31,8 @@ def units(text: str, encoding: str) -> int:
 
 def column_from_units(line: str, count: int, encoding: str) -> Optional[int]:
     """The code point column `count` code units into `line`: the line's end for a count past it
-    (the protocol's rule for a character past the end of a line); None for a negative count or
-    one that falls inside a character (between the halves of a UTF-16 surrogate pair, inside a
-    UTF-8 sequence), which names no position."""
+    (the protocol's rule); None for a negative count or one inside a character (between the halves
+    of a UTF-16 surrogate pair, inside a UTF-8 sequence)."""
     if count < 0:
         return None
     if encoding == UTF32 or line.isascii():
@@ -71,29 +70,8 @@ def _url2pathname(path: str) -> str:
     return path
 
 
-def file_bytes(text: str) -> bytes:
-    """The bytes a file holding `text` has: the text in the encoding its coding cookie names,
-    when that encoding writes ASCII as ASCII (so the cookie reads as written) and can write the
-    text; else UTF-8, a lone surrogate written as Python's surrogatepass writes it (bytes that
-    no reader takes for UTF-8: the CLI says so of such a file)."""
-    data = text.encode("utf-8", "surrogatepass")
-    head = data.split(b"\n", 2)[:2]
-    if not any(b"coding" in line for line in head):
-        return data
-    try:
-        encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
-        if encoding in ("utf-8", "utf-8-sig") or "# coding".encode(encoding) != b"# coding":
-            return data
-        return text.encode(encoding)
-    except (SyntaxError, LookupError, UnicodeError):
-        return data
-
-
 class Document:
-    """One snapshot of an open document (never changed: an edit makes a new one), with its line
-    table computed on first use."""
-
-    __slots__ = ("uri", "path", "version", "text", "language", "serial", "_starts", "_lines", "_bytes")
+    """One snapshot of an open document (never changed: an edit makes a new one)."""
 
     def __init__(self, uri: str, text: str, version: Optional[int], language: str = "python",
                  serial: int = 0) -> None:
@@ -104,23 +82,17 @@ class Document:
         self.language = language
         #: Unique to this snapshot among the server's documents (a new one for every change).
         self.serial = serial
-        self._starts: Optional[list[int]] = None
-        self._lines: Optional[list[str]] = None
         self._bytes: Optional[bytes] = None
 
-    @property
+    @functools.cached_property
     def starts(self) -> list[int]:
         """The offset of each line's first character (one more when the text ends with a break)."""
-        if self._starts is None:
-            self._starts = sources.line_starts(self.text)
-        return self._starts
+        return sources.line_starts(self.text)
 
-    @property
+    @functools.cached_property
     def lines(self) -> list[str]:
         """Each line without its line break."""
-        if self._lines is None:
-            self._lines = sources.lines(self.text)
-        return self._lines
+        return sources.lines(self.text)
 
     def line(self, index: int) -> str:
         """The 0-based line `index` without its break; "" past the end."""
@@ -128,16 +100,14 @@ class Document:
         return lines[index] if 0 <= index < len(lines) else ""
 
     def source_bytes(self) -> bytes:
-        """The bytes a file holding the text has (file_bytes)."""
+        """The bytes a file holding the text has (sources.file_bytes)."""
         if self._bytes is None:
-            self._bytes = file_bytes(self.text)
+            self._bytes = sources.file_bytes(self.text)
         return self._bytes
 
-    # -- positions ---------------------------------------------------------------------------
     def offset(self, line: int, character: int, encoding: str) -> Optional[int]:
-        """The character offset of a client position (0-based line, code units); a character
-        past the line's end is the line's end; None for a position that names no place in the
-        text (a line past the last, a negative number, a count inside a character)."""
+        """The character offset of a client position (0-based line, code units); None for a
+        position that names no place in the text (column_from_units; a line past the last)."""
         starts = self.starts
         if not 0 <= line < len(starts):
             return None
@@ -146,8 +116,7 @@ class Document:
 
     def replaced(self, start: tuple[int, int], end: tuple[int, int], text: str, encoding: str) -> Optional[str]:
         """The text with the range from `start` to `end` (client positions) replaced by `text`;
-        None when the range names no span of the text (a position outside it, the end before
-        the start)."""
+        None when the range names no span of the text."""
         low = self.offset(*start, encoding)
         high = self.offset(*end, encoding)
         if low is None or high is None or high < low:
@@ -162,12 +131,5 @@ class Document:
 
     def client_position_at(self, offset: int, encoding: str) -> tuple[int, int]:
         """A character offset of the text in the client's units."""
-        starts = self.starts
-        low, high = 0, len(starts) - 1
-        while low < high:  # the last line starting at or before the offset
-            middle = (low + high + 1) // 2
-            if starts[middle] <= offset:
-                low = middle
-            else:
-                high = middle - 1
-        return low, units(self.text[starts[low]:offset], encoding)
+        line = max(bisect.bisect_right(self.starts, offset) - 1, 0)
+        return line, units(self.text[self.starts[line]:offset], encoding)

@@ -11,28 +11,26 @@ layout is `skiplint layout`'s drawing.
 from __future__ import annotations
 
 import io
+import os
 import re
 import tokenize
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Union
 
-from skiplint import config, edits, filenoqa, formats, noqa, parallel, prefilter, rules, sources
+from skiplint import config, edits, filenoqa, noqa, parallel, prefilter, rules, sources
 from skiplint.diagnostics import Diagnostic, FileResult
-from skiplint.lsp import documents
 from skiplint.rules.analyzer import INTERNAL_ERROR, UNCHECKED_FILE
 from skiplint.session import Session
 
 if TYPE_CHECKING:
     from skiplint import layout as layout_module
-    from skiplint.facts import ModelFacts, Site
+    from skiplint.facts import ModelFacts, Pipe, Site
     from skiplint.parsing import Memo
 
 # The engine (libcst), the fixer and the layout are imported on first use, so that the server
 # answers `initialize` before they are loaded.
 
-#: The codes `skiplint fix` rewrites (the rules with a fixer, as fix.FIXABLE), and where an SKP401
-#: import may move (`skiplint fix --target`): read from the rules and skiplint.edits, which load
-#: no libcst.
+#: The codes `skiplint fix` rewrites (as fix.FIXABLE), and where an SKP401 import may move.
 FIXABLE = frozenset(code for code, rule in rules.RULES.items() if rule.fixer is not None)
 TARGETS = tuple(edits.TARGETS)
 #: The codes a line's `# noqa` does not silence: a file that could not be checked (SKP900), or
@@ -42,60 +40,36 @@ UNSUPPRESSIBLE = frozenset({UNCHECKED_FILE.code, INTERNAL_ERROR.code})
 
 def check(text: str, path: str, settings: config.Config, memo: Optional["Memo"] = None,
           session: Optional[Session] = None) -> FileResult:
-    """The findings of the CLI for this text under the name `path`: `skiplint - --stdin-display-name
-    PATH` given the bytes a file holding the text has (documents.file_bytes), through the CLI's
-    own door for such bytes (parallel.check_data: its prefilter, decoding, size limit and SKP902
-    for an analyzer bug); nothing for a file the project's own exclude patterns name (as for a
-    path named on the command line), and nothing for a file-level `# skiplint: noqa`. `memo`: the document's memo of its last parse
-    (skiplint.reparse), handed to the parse of this text only. `session`: the server's (its project
-    walk holds the open buffers), else one of its own."""
+    """The findings of `skiplint - --stdin-display-name PATH` given the bytes a file holding the
+    text has (sources.file_bytes), through the CLI's own door for such bytes (parallel.check_data);
+    nothing for a file the project's own exclude patterns name, or with a file-level noqa. `memo`:
+    the document's memo of its last parse (skiplint.reparse), for the parse of this text only.
+    `session`: the server's (its project walk holds the open buffers), else one of its own."""
     session = (session if session is not None else Session()).remembering(memo).configured(settings.api_aliases)
     if settings.excludes_named(path):
         return FileResult(path, ())
-    if len(text) > sources.MAX_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) > sources.MAX_BYTES:
-        # The CLI's limit for a file, tested before the text is written out (a 50 MB buffer)
-        reason = sources.too_large(len(text.encode("utf-8", "surrogatepass")))
-        assert reason is not None
+    size = len(text.encode("utf-8", "surrogatepass")) if len(text) > sources.MAX_BYTES // 4 else 0
+    reason = sources.too_large(size)  # the CLI's limit, tested before the text is written out (a 50 MB buffer)
+    if reason is not None:
         return parallel.checked(path, settings, lambda: prefilter.unchecked(path, reason), session)
-    data = documents.file_bytes(text)
+    data = sources.file_bytes(text)
 
-    def triage() -> Union[FileResult, str]:  # parallel.check_data's, giving back the document's own
-        verdict = prefilter.judge(data, path, session)  # text object where it reads the same (the reparse memo knows it)
+    def triage() -> Union[FileResult, str]:
+        """parallel.check_data's, giving back the document's own text object where it reads the same
+        (the reparse memo knows it)."""
+        verdict = prefilter.judge(data, path, session)
         return text if isinstance(verdict, str) and verdict == text else verdict
 
-    result = parallel.checked(path, settings, triage, session)
-    if result.diagnostics or result.error is not None:
-        try:
-            if filenoqa.skips_file(sources.decode(data)):
-                return FileResult(path, ())
-        except sources.SourceError:
-            pass
-    return result
+    return filenoqa.honoured(parallel.checked(path, settings, triage, session), lambda _path: sources.decode(data))
 
 
 def readable(text: str) -> bool:
-    """Whether the CLI reads exactly this text from a file holding it (the edits of quick fixes
-    are made on the text, so they are offered only then)."""
+    """Whether the CLI reads exactly this text from a file holding it (quick fixes' edits are made
+    on the text, so they are offered only then)."""
     try:
-        return sources.decode(documents.file_bytes(text)) == text
+        return sources.decode(sources.file_bytes(text)) == text
     except sources.SourceError:
         return False
-
-
-def message_text(diagnostic: Diagnostic) -> str:
-    """The message without its leading code (the protocol carries the code on its own)."""
-    prefix = diagnostic.code + " "
-    return diagnostic.message[len(prefix):] if diagnostic.message.startswith(prefix) else diagnostic.message
-
-
-def severity(code: str) -> str:
-    """"error" or "note" (an opt-in code), as the SARIF report grades them."""
-    return formats.level(code)
-
-
-def help_uri(code: str) -> str:
-    """The address of the rule's section of docs/rules.md."""
-    return formats.help_uri(code)
 
 
 # -- quick fixes ----------------------------------------------------------------------------------
@@ -107,10 +81,6 @@ class Replacement:
     start: int
     end: int
     text: str
-
-
-def _same(a: Diagnostic, b: Diagnostic) -> bool:
-    return (a.code, a.line, a.col, a.message) == (b.code, b.line, b.col, b.message)
 
 
 def quick_fix(text: str, path: str, settings: config.Config, diagnostic: Diagnostic,
@@ -126,7 +96,8 @@ def quick_fix(text: str, path: str, settings: config.Config, diagnostic: Diagnos
     state = fix._lint(text, path, settings, session)
     if state.error is not None:
         return f"the file could not be checked: {state.error}"
-    current = next((d for d in state.reported if _same(d, diagnostic)), None)
+    key = (diagnostic.code, diagnostic.line, diagnostic.col, diagnostic.message)
+    current = next((d for d in state.reported if (d.code, d.line, d.col, d.message) == key), None)
     if current is None:
         return "the finding is no longer reported"
     try:
@@ -153,15 +124,10 @@ def fix_all(text: str, path: str, settings: config.Config, target: str = "torchg
 
 def _difference(old: str, new: str) -> Replacement:
     """The smallest single replacement that turns `old` into `new`."""
-    start = 0
-    limit = min(len(old), len(new))
-    while start < limit and old[start] == new[start]:
-        start += 1
-    end_old, end_new = len(old), len(new)
-    while end_old > start and end_new > start and old[end_old - 1] == new[end_new - 1]:
-        end_old -= 1
-        end_new -= 1
-    # Never split a CR LF pair or a surrogate-free character sequence at the edges.
+    start = len(os.path.commonprefix((old, new)))
+    tail = len(os.path.commonprefix((old[start:][::-1], new[start:][::-1])))
+    end_old, end_new = len(old) - tail, len(new) - tail
+    # Never split a CR LF pair.
     if start > 0 and old[start - 1] == "\r" and start < len(old) and old[start] == "\n":
         start -= 1
     return Replacement(start, end_old, new[start:end_new])
@@ -232,13 +198,6 @@ def hover_markdown(code: str) -> str:
     return "\n".join(lines)
 
 
-def hover_text(code: str) -> str:
-    """The same as plain text: `skiplint rule CODE`."""
-    from skiplint.rules import doc
-
-    return doc.rule_text(code)
-
-
 # -- layout ----------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -262,6 +221,10 @@ def models(text: str, path: str, settings: config.Config, session: Optional[Sess
     return both[1] if both is not None else ModelFacts(path)
 
 
+def _pipe(facts: "ModelFacts", model: "layout_module.Model") -> Optional["Pipe"]:
+    return next((p for p in facts.pipes if p.composition is model.composition and p.name == model.name), None)
+
+
 def _span(site: Optional["Site"]) -> Optional[tuple[int, int, int, int]]:
     """(first line, column, last line, end column) of a site, lines 1-based."""
     if site is None:
@@ -279,7 +242,7 @@ def lenses(facts: "ModelFacts") -> list[Lens]:
     for model in layout.models(facts):
         if model.pipe is None:
             continue
-        pipe = next((p for p in facts.pipes if p.composition is model.composition and p.name == model.name), None)
+        pipe = _pipe(facts, model)
         span = _span(pipe.site if pipe is not None else None)
         if span is not None:
             out.append(Lens(span[0] - 1, span[1], span[2] - 1, span[3], model.name))
@@ -300,7 +263,7 @@ def layout_at(text: str, path: str, settings: config.Config, line: int, display:
     row = line + 1
     spans: list[tuple["layout_module.Model", tuple[int, int, int, int]]] = []
     for model in found:
-        pipe = next((p for p in facts.pipes if p.composition is model.composition and p.name == model.name), None)
+        pipe = _pipe(facts, model)
         span = _span(pipe.site if pipe is not None and model.pipe is not None else model.composition.site)
         if span is not None:
             spans.append((model, span))
@@ -311,5 +274,3 @@ def layout_at(text: str, path: str, settings: config.Config, line: int, display:
         above = [(model, span) for model, span in spans if span[0] <= row]
         chosen = max(above, key=lambda item: item[1][0])[0] if above else found[0]
     return layout.render_text(display, chosen, chosen.balance)
-
-

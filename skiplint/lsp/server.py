@@ -2,9 +2,9 @@
 
 One thread reads and answers messages (the event loop: skiplint.lsp.connection); one worker
 thread runs everything that needs the engine, one job at a time: analyses, quick fixes, layouts,
-lenses (skiplint.lsp.worker). The server's parts, each a room of its own: the open documents
-(textsync), when they are analysed and what is published (diagnostics), code actions (actions),
-the layout's lens and command (commands); this module holds what they share and the lifecycle.
+lenses. The server's parts, each a room of its own: the open documents (textsync), when they are
+analysed and what is published (diagnostics), code actions and the layout's lens and command
+(actions); this module holds what they share, the worker and the lifecycle.
 
 Other modules' classes are read from the open buffers first (the project scan's overlay), then
 from disk. The configuration is the CLI's (config.Finder), looked up again whenever one of the
@@ -14,24 +14,25 @@ configuration files it could read changes, and after every change the client rep
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import queue
 import sys
-from typing import Any, Callable, Optional, Sequence
+import threading
+from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.lsp.server import LanguageServer
 
-from skiplint import __version__
-from skiplint.lsp.actions import FIX_ALL_KIND, Actions
-from skiplint.lsp.commands import LAYOUT_COMMAND, Layouts
+from skiplint import __version__, config
+from skiplint.lsp.actions import FIX_ALL_KIND, LAYOUT_COMMAND, Actions, Layouts
 from skiplint.lsp.configuration import CONFIG_NAMES, DEBOUNCE_S, Configuration, Settings, read_settings
 from skiplint.lsp.connection import Connection
 from skiplint.lsp.diagnostics import Analyses
 from skiplint.lsp.documents import UTF8, UTF16, UTF32, Document, path_of
 from skiplint.lsp.textsync import TextSync, checked
-from skiplint.lsp.worker import Worker
 from skiplint.session import Session
 
 __all__ = ["DEBOUNCE_S", "SkiplintServer", "read_settings", "serve"]
@@ -40,6 +41,59 @@ _ENCODINGS: dict[str, str] = {types.PositionEncodingKind.Utf8: UTF8, types.Posit
                               types.PositionEncodingKind.Utf32: UTF32}
 
 log = logging.getLogger("skiplint.server")
+
+T = TypeVar("T")
+
+#: The analysis thread's stack, in bytes: a main thread's usual 8 MB.
+WORKER_STACK = 8 * 1024 * 1024
+
+
+class Worker:
+    """One daemon thread that runs jobs in the order they are submitted, their results coming back
+    to the event loop as futures (a daemon: a job still running never holds the process after `exit`)."""
+
+    #: Jobs submitted and not yet finished, as the event loop's thread sees it (a job whose
+    #: future was cancelled still runs to its end).
+    pending = 0
+
+    def __init__(self) -> None:
+        self._jobs: "queue.SimpleQueue[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[[], Any]]]" = \
+            queue.SimpleQueue()
+        thread = threading.Thread(target=self._run, name="skiplint-analysis", daemon=True)
+        previous = threading.stack_size()
+        try:  # at least the room a main thread has (some systems give threads far less)
+            threading.stack_size(WORKER_STACK)
+        except (ValueError, RuntimeError):
+            pass
+        try:
+            thread.start()
+        finally:
+            threading.stack_size(previous)
+
+    def submit(self, job: Callable[[], T]) -> "asyncio.Future[T]":
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self.pending += 1
+        self._jobs.put((loop, future, job))
+        return future
+
+    def _run(self) -> None:
+        while True:
+            loop, future, job = self._jobs.get()
+            try:
+                outcome: tuple[Any, Optional[BaseException]] = (job(), None)
+            except BaseException as error:  # handed to whoever awaits the job
+                outcome = (None, error)
+            loop.call_soon_threadsafe(self._settle, future, *outcome)
+
+    def _settle(self, future: "asyncio.Future[Any]", result: Any, error: Optional[BaseException]) -> None:
+        self.pending -= 1
+        if future.cancelled():
+            return
+        if error is None:
+            future.set_result(result)
+        else:
+            future.set_exception(error)
 
 
 class _LanguageServer(LanguageServer):
@@ -145,6 +199,20 @@ class SkiplintServer:
         """A document's snapshot is no longer current: what was computed for it goes."""
         self.actions.drop(uri)
         self.layouts.drop(uri)
+
+    def on_worker(self, document: Document, job: Callable[[config.Config, str], T], unusable: T) -> "asyncio.Future[T]":
+        """`job(settings, path)` for a document, run by the worker with the open buffers standing for
+        their files; `unusable` where the file named in the `config` setting cannot be used."""
+        path = self.path_for(document)
+        buffers = tuple(self.documents.values())
+
+        def run() -> T:
+            settings, _ = self.configuration().settings_for(path)
+            if settings is None:
+                return unusable
+            self.overlay(buffers)
+            return job(settings, path)
+        return self.worker.submit(run)
 
     def overlay(self, buffers: Sequence[Document]) -> None:
         """The open buffers stand for their files in the project scan (on the worker's side)."""
@@ -252,28 +320,26 @@ def _handler(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
     exception is one line (a request's error response, or the client's log), never a traceback."""
     if asyncio.iscoroutinefunction(method):
         async def handle_async(params):  # type: ignore[no-untyped-def]
-            try:
+            with _one_line():
                 return await method(params)
-            except JsonRpcException:
-                raise
-            except Exception as error:
-                raise _internal(error) from None
         return handle_async
 
     def handle(params):  # type: ignore[no-untyped-def]
-        try:
+        with _one_line():
             return method(params)
-        except JsonRpcException:
-            raise
-        except Exception as error:
-            raise _internal(error) from None
     return handle
 
 
-def _internal(error: Exception) -> JsonRpcInternalError:
-    if os.environ.get("SKIPLINT_DEBUG"):
-        log.error("handler error", exc_info=error)
-    return JsonRpcInternalError(message=f"skiplint: internal error: {type(error).__name__}: {error}")
+@contextlib.contextmanager
+def _one_line() -> Iterator[None]:
+    try:
+        yield
+    except JsonRpcException:
+        raise
+    except Exception as error:
+        if os.environ.get("SKIPLINT_DEBUG"):
+            log.error("handler error", exc_info=error)
+        raise JsonRpcInternalError(message=f"skiplint: internal error: {type(error).__name__}: {error}") from None
 
 
 def serve(debounce: float = DEBOUNCE_S) -> int:

@@ -1,14 +1,12 @@
 """The byte stream from the client: frames, JSON-RPC envelopes, and the errors answered for what
 cannot be read (no pygls here).
 
-The protocol frames a message as HTTP frames a header: lines ended by CR LF (`Content-Length: N`
-required, other headers ignored, names in any case), an empty line, then N bytes of UTF-8 JSON.
-A frame that breaks these rules, or whose body is no JSON, is answered with a JSON-RPC parse error
-whose id is null, and the reader skips to the next `Content-Length` header (resynchronises): one
-bad frame costs that frame, never the connection. A body that is JSON but no JSON-RPC 2.0 message
-is answered with the error the JSON-RPC specification names for it, carrying the request's id
-where the message has a readable one. Nothing here raises on any input, and every buffer is
-bounded by the limits below.
+A frame is header lines ended by CR LF (`Content-Length: N` required, other headers ignored, names
+in any case), an empty line, then N bytes of UTF-8 JSON. A frame that breaks these rules, or whose
+body is no JSON, is answered with a JSON-RPC parse error whose id is null, and the reader skips to
+the next `Content-Length` header: one bad frame costs that frame, never the connection. JSON that
+is no JSON-RPC 2.0 message is answered with the error JSON-RPC names for it, with the request's id
+where it has a readable one. Nothing here raises on any input; every buffer is bounded.
 """
 
 from __future__ import annotations
@@ -37,8 +35,7 @@ _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 @dataclass(frozen=True)
 class Rejected:
-    """What the client is answered for a frame or message the server cannot take: a JSON-RPC
-    error response (`id` None: the JSON null)."""
+    """The JSON-RPC error response to a frame or message the server cannot take (`id` None: null)."""
 
     id: Union[int, str, None]
     code: int
@@ -66,8 +63,7 @@ class Framer:
         self._body: Optional[int] = None  # the header block is read: the body's length
 
     def pending(self) -> bool:
-        """Whether bytes of a message not yet complete are held (what is skipped while looking for
-        the next header is none)."""
+        """Whether bytes of a message not yet complete are held (not while looking for a header)."""
         return bool(self._buffer) and not self._resync
 
     def resync(self) -> None:
@@ -162,16 +158,10 @@ def decode(body: bytes) -> Union[Any, Rejected]:
         return Rejected(None, PARSE_ERROR, f"Parse error: {str(error).splitlines()[0] if str(error) else 'not JSON'}")
 
 
-def _is_id(value: Any) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
 def request_id(message: Any) -> Union[int, str, None]:
     """A message's id when it is one JSON-RPC allows (a string or an integer), else None."""
-    if isinstance(message, dict) and _is_id(message.get("id")):
-        value: Union[int, str] = message["id"]
-        return value
-    return None
+    ident = message.get("id") if isinstance(message, dict) else None
+    return ident if isinstance(ident, str) or (isinstance(ident, int) and not isinstance(ident, bool)) else None
 
 
 def check(message: Any) -> Optional[Rejected]:

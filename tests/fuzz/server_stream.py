@@ -278,6 +278,7 @@ def _tracebacks(messages: list[dict[str, Any]]) -> list[str]:
 
 async def _one(server: Raw, seed: int, root: Path, probe: int) -> list[str]:
     from skiplint import config
+    from skiplint.diagnostics import without_code
     from skiplint.lsp import features
     from skiplint.lsp.documents import UTF16, Document
 
@@ -301,7 +302,7 @@ async def _one(server: Raw, seed: int, root: Path, probe: int) -> list[str]:
         else:
             path = str(root / item.document.rsplit("/", 1)[1])
             text = Document(item.document, item.expected, None)
-            want = [(d.code, *text.client_position(d.line, d.col, UTF16), features.message_text(d))
+            want = [(d.code, *text.client_position(d.line, d.col, UTF16), without_code(d.code, d.message))
                     for d in features.check(item.expected, path, config.Config()).diagnostics]
             got = [(d["code"], d["range"]["start"]["line"], d["range"]["start"]["character"], d["message"])
                    for d in published["diagnostics"]]
