@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -196,10 +197,14 @@ def test_rule_without_a_code_lists_every_rule(inproc) -> None:
     assert (status, err) == (0, "")
     lines = out.splitlines()
     assert [line.split()[0] for line in lines] == list(rules.RULES)
-    assert lines[0] == ("SKP101  undeclared-stash                "
-                        "stash(name, ...) is yielded for a name not declared in stash=")
-    assert lines[list(rules.RULES).index("SKP116")] == (
-        "SKP116  discarded-pop (opt-in)          the tensor from yield pop(name) is discarded")
+    # Code, name and summary in three columns two spaces apart, the summaries lined up after the
+    # longest name (so the width follows the rules, not this test).
+    columns = [re.split(r"  +", line, maxsplit=2) for line in lines]
+    assert columns[0] == ["SKP101", "undeclared-stash", "stash(name, ...) is yielded for a name not declared in stash="]
+    assert columns[list(rules.RULES).index("SKP116")] == [
+        "SKP116", "discarded-pop (opt-in)", "the tensor from yield pop(name) is discarded"]
+    starts = {line.index(summary) for line, (_, _, summary) in zip(lines, columns)}
+    assert starts == {len("SKP101  ") + max(len(name) for _, name, _ in columns) + 2}
     status, out, _ = inproc("rule", "--format", "json")
     assert status == 0 and [item["code"] for item in json.loads(out)] == list(rules.RULES)
 

@@ -42,6 +42,11 @@ def test_usage_shows_the_current_help(argv: tuple[str, ...], name: str) -> None:
         f"docs/usage.md is out of date: paste `COLUMNS=100 skiplint {' '.join(argv)} --help` between the markers"
 
 
+def test_usage_shows_the_current_rule_listing() -> None:
+    listing = cli.rule_list().splitlines()
+    assert documented_block("skiplint rule").splitlines() == ["$ skiplint rule", *listing[:2], "..."]
+
+
 def _options(parser: argparse.ArgumentParser) -> set[str]:
     return {s for action in parser._actions for s in action.option_strings if s.startswith("--")}
 

@@ -2,7 +2,8 @@
 and the snapshot of what skiplint says about each rule's examples.
 
 `python -m skiplint.rules.doc --write` writes everything generated from the rules: docs/rules.md,
-the `--help` blocks of docs/usage.md (which list the opt-in codes), every rule's snapshot and the
+the `--help` blocks of docs/usage.md (which list the opt-in codes) and its sample of `skiplint rule`,
+every rule's snapshot and the
 code table skiplint/rules/codes.txt; tests keep them equal to this output (`python -m
 skiplint.rules.doc` alone prints docs/rules.md). Each section is read from one `Rule`, its family
 module (TITLE, BLURB) and its examples, `examples/skpNNN/bad.py` and `fixed.py` (shipped in the
@@ -209,22 +210,26 @@ RULES_MD = USAGE.parent / "rules.md"
 
 
 def help_text(argv: Sequence[str]) -> str:
-    """`skiplint ARGV --help` at 100 columns, as docs/usage.md shows it (argparse lays it out on
+    """`skiplint ARGV` at 100 columns, as docs/usage.md shows it (argparse lays `--help` out on
     Python 3.11)."""
     import os
     import subprocess
 
-    done = subprocess.run([sys.executable, "-m", "skiplint", *argv, "--help"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "skiplint", *argv], capture_output=True, text=True,
                           env=dict(os.environ, COLUMNS="100"), check=True, timeout=60)
     return done.stdout.rstrip()
 
 
 def usage_with_help(usage: str) -> str:
-    """docs/usage.md with every `--help` block replaced by the current help."""
-    for argv in HELP_BLOCKS:
-        name = re.escape(" ".join(["skiplint", *argv, "--help"]))
-        block = re.compile(rf"(<!-- BEGIN {name} -->\n```text\n).*?(\n```\n<!-- END {name} -->)", re.S)
-        text = help_text(argv)
+    """docs/usage.md with every `--help` block replaced by the current help, and the sample of
+    `skiplint rule` by the first lines of the current listing (so a rule's name of any length
+    changes the generated text only)."""
+    blocks = [(" ".join(["skiplint", *argv, "--help"]), help_text([*argv, "--help"])) for argv in HELP_BLOCKS]
+    listing = help_text(["rule"]).splitlines()
+    blocks.append(("skiplint rule", "\n".join(["$ skiplint rule", *listing[:2], "..."])))
+    for name, text in blocks:
+        block = re.compile(rf"(<!-- BEGIN {re.escape(name)} -->\n```text\n).*?(\n```\n<!-- END {re.escape(name)} -->)",
+                           re.S)
         usage = block.sub(lambda match: match.group(1) + text + match.group(2), usage)
     return usage
 
