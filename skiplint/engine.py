@@ -15,7 +15,8 @@ from skiplint.rules import Selection as Selection
 from skiplint.rules.analyzer import INTERNAL_ERROR
 from skiplint.parsing import ParseFailure as ParseFailure
 from skiplint.findings import Owner, OwnerRef
-from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts, SkippableClass, with_room
+from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts, SkippableClass
+from skiplint.positions import with_room
 from skiplint.project import ProjectIndex
 from skiplint.apiimports import NO_ALIASES, Aliases
 from skiplint.session import Session as Session
@@ -75,11 +76,10 @@ def analyze_models(text: str, path: str, *, project: Optional[ProjectIndex] = No
     if not prefiltered and not wanted(text, path, session):
         return None
     module = parsing.parse_module(text, session.parts, session.memo)
-    index_ = session.project
+    starts = session.parts.top_level_starts(text)
     try:
-        # The extractor's scopes and the project index's summaries read the aliases in force.
-        with session.aliases.active():
-            both = with_room(text, lambda: _analyze_models(module, text, path, index_, max_unroll))
+        both = with_room(session.parts.needs_room(text),
+                         lambda: _analyze_models(module, text, path, session, starts, max_unroll))
     except RecursionError:
         raise ParseFailure(too_deep("analyse")) from None
     if session.kept is not None:
@@ -96,17 +96,18 @@ def too_deep(what: str) -> str:
     return f"nested too deeply to {what} (RecursionError with {limits.DEEP_RECURSION:,} frames of room{own})"
 
 
-def _analyze_models(module: cst.Module, text: str, path: str, index_: ProjectIndex,
+def _analyze_models(module: cst.Module, text: str, path: str, session: Session, starts: Optional[list[int]],
                     max_unroll: Optional[int]) -> tuple[ModuleFacts, ModelFacts]:
+    index_, aliases = session.project, session.aliases
     try:
-        index = skippables.ModuleIndex(module)
-        locator = Locator(module, text)  # one per module: all its findings are located in one pass
+        index = skippables.ModuleIndex(module, aliases)
+        locator = Locator(module, text, starts)  # one per module: all its findings are located in one pass
         facts = skippables.extract(module, path, text, index, locator)
-        index_.learn(path, text, index, facts)  # a later summary of this file needs no second parse
+        index_.learn(path, text, index, facts, aliases)  # a later summary of this file needs no second parse
         if not interpret.relevant(text):
             return facts, ModelFacts(path)
         try:
-            models = interpret.extract(module, path, facts, index, locator, _resolver(index_, path),
+            models = interpret.extract(module, path, facts, index, locator, _resolver(index_, path, aliases),
                                        max_unroll=max_unroll)
             if models.specialized:
                 facts = _specialized(facts, models.specialized)
@@ -143,9 +144,9 @@ def _internal_error(facts: ModuleFacts) -> Optional[str]:
     return None
 
 
-def _resolver(project: ProjectIndex, path: str) -> Any:
+def _resolver(project: ProjectIndex, path: str, aliases: Aliases) -> Any:
     def resolve(qualified: str) -> Any:
-        summary = project.resolve_class(path, qualified)
+        summary = project.resolve_class(path, qualified, aliases)
         if summary is None:
             return None
         return interpret.class_from_summary(summary.name, summary.kind, summary.stash, summary.pop,
@@ -253,7 +254,8 @@ def _check_text(text: str, path: str, selection: Selection, apply_noqa: bool, pr
         return FileResult(path, ())
     found = checks.module_findings(facts)
     try:
-        diagnostics = with_room(text, lambda: _diagnostics(found, path, text, selection, apply_noqa))
+        diagnostics = with_room(session.parts.needs_room(text),
+                                lambda: _diagnostics(found, path, text, selection, apply_noqa))
     except ParseFailure as failure:
         return prefilter.unchecked(path, str(failure))
     return FileResult(path, diagnostics, _internal_error(facts) if selection(INTERNAL_ERROR.code) else None)

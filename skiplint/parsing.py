@@ -1,7 +1,7 @@
 """The one way skiplint parses source: every libcst parse (engine, project index, fix, layout,
 verify's static step) goes through `parse_module`, and libcst is used as it ships.
 
-Before libcst sees a text, `hazard` scans its tokens (a hand scan that never fails, so it works
+Before libcst sees a text, the guard scans its tokens (a hand scan that never fails, so it works
 the same on every Python and whatever syntax error the text has) and refuses what libcst's
 recursive native parser would crash on or take minutes over: deep bracket nesting, long operator
 and trailer chains, long elif chains and texts of too many tokens (the limits are in limits.py).
@@ -20,7 +20,8 @@ import warnings
 from typing import TYPE_CHECKING, Optional, Protocol, Sequence, Union
 
 from skiplint import limits, textlines
-from skiplint.guard import hazard as hazard, top_level_starts
+from skiplint import guard
+from skiplint.guard import Scanned
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -96,7 +97,7 @@ class StatementParts:
     met once, so that only a statement met again is kept (a project that shares nothing keeps no
     tree)."""
 
-    __slots__ = ("parts", "chars", "seen", "whole", "reused")
+    __slots__ = ("parts", "chars", "seen", "whole", "reused", "scanned")
 
     def __init__(self) -> None:
         self.parts: dict[str, cst.Module] = {}
@@ -105,12 +106,37 @@ class StatementParts:
         #: Texts parsed whole and statements reused (for tests and docs/performance.md).
         self.whole = 0
         self.reused = 0
+        #: The guard's verdict on the last text it accepted (see `scan`).
+        self.scanned: Optional[Scanned] = None
 
-    def parse(self, text: str) -> cst.Module:
-        """The module of a text that the guard accepted (this very object was its last), from the
-        statements met before where it has any, else from libcst's parse of the whole text;
-        libcst's exceptions as its parse of the whole text raises them."""
-        chunks = _statement_texts(text)
+    def scan(self, text: str) -> Union[Scanned, tuple[str, int]]:
+        """The guard's verdict on `text` (guard.scan), remembered for this very text object: the
+        parse, the location of its findings and `needs_room` all read it."""
+        last = self.scanned
+        if last is not None and last.text is text:
+            return last
+        found = guard.scan(text)
+        if isinstance(found, Scanned):
+            self.scanned = found
+        return found
+
+    def top_level_starts(self, text: str) -> Optional[list[int]]:
+        """Where the top-level statements of `text` begin, as the guard's scan saw them (None when
+        it refuses the text)."""
+        found = self.scan(text)
+        return found.starts() if isinstance(found, Scanned) else None
+
+    def needs_room(self, text: str) -> bool:
+        """Whether the tree of `text` may be deeper than limits.SHALLOW_DEPTH levels, as the scan
+        counts them: its analysis then runs with room to recurse (positions.with_room)."""
+        found = self.scan(text)
+        return isinstance(found, Scanned) and found.deep
+
+    def parse(self, text: str, starts: list[int]) -> cst.Module:
+        """The module of a text that the guard accepted, whose top-level statements begin at
+        `starts`, from the statements met before where it has any, else from libcst's parse of the
+        whole text; libcst's exceptions as its parse of the whole text raises them."""
+        chunks = _statement_texts(text, starts)
         if chunks is None or 2 * sum(len(chunk) for chunk in chunks
                                      if chunk in self.parts or hash(chunk) in self.seen) < len(text):
             if chunks is not None:  # less than half the text met before: one parse is cheaper
@@ -196,13 +222,12 @@ class StatementParts:
                           default_newline=first.default_newline, has_trailing_newline=last.has_trailing_newline)
 
 
-def _statement_texts(text: str) -> Optional[list[str]]:
-    """The text cut where each top-level statement's first line begins (a decorated definition at
-    its first decorator; the first statement from the text's start), from the guard's scan of this
-    very text; None when the statements cannot be told apart that way."""
+def _statement_texts(text: str, tops: list[int]) -> Optional[list[str]]:
+    """The text cut where each top-level statement's first line begins (`tops`, from the guard's
+    scan; the first statement from the text's start); None when the statements cannot be told
+    apart that way."""
     if _UNCOUNTED.search(text):
         return None
-    tops = top_level_starts(text)
     if not tops:
         return None
     cuts = [0]
@@ -274,15 +299,12 @@ def _libcst_parse(text: str) -> cst.Module:
     return cst.parse_module(text)
 
 
-#: The statements this process has parsed (the session's, once sessions hold it).
-PARTS = StatementParts()
-
 class Memo(Protocol):
     """What parse_module asks of a memo of earlier parses (skiplint.reparse.Memo)."""
 
     def parse(self, text: str) -> Optional[cst.Module]: ...
 
-    def keep(self, text: str, module: cst.Module) -> None: ...
+    def keep(self, text: str, module: cst.Module, starts: list[int]) -> None: ...
 
 
 def parse_fragment(text: str) -> cst.Module:
@@ -299,30 +321,31 @@ def parse_fragment(text: str) -> cst.Module:
 def parse_module(text: str, parts: Optional[StatementParts] = None, memo: Optional[Memo] = None) -> cst.Module:
     """The libcst module of `text`, or ParseFailure with a one-line reason and where it applies.
 
-    `parts`: the statements parsed before that it may reuse (by default, this process's); `memo`:
+    `parts`: the statements parsed before that it may reuse (none given: a parse of its own); `memo`:
     the memo of an edited document whose text this is (skiplint.reparse): the parse reuses the
     statements of the document's previous module that the edit did not touch, and the memo keeps
     what it parses. Only the parse of the document itself is given the memo, so parsing a module
     it imports never replaces what the memo keeps."""
-    refused = hazard(text)
-    if refused is not None:
-        reason, offset = refused
+    parts = parts if parts is not None else StatementParts()
+    found = parts.scan(text)
+    if not isinstance(found, Scanned):
+        reason, offset = found
         raise ParseFailure(reason, *position(text, offset))
-    if memo is None:
-        return _parse_checked(text, parts)
-    module = memo.parse(text)
+    starts = found.starts()
+    module = memo.parse(text) if memo is not None else None
     if module is None:
-        module = _parse_checked(text, parts)
-    memo.keep(text, module)
+        module = _parse_checked(text, parts, starts)
+    if memo is not None:
+        memo.keep(text, module, starts)
     return module
 
 
-def _parse_checked(text: str, parts: Optional[StatementParts] = None) -> cst.Module:
+def _parse_checked(text: str, parts: StatementParts, starts: list[int]) -> cst.Module:
     """parse_module past the guard."""
     import libcst as cst
 
     try:
-        return (parts or PARTS).parse(text)
+        return parts.parse(text, starts)
     except cst.ParserSyntaxError as error:
         libcst_error = error
     except RecursionError:

@@ -30,7 +30,7 @@ import bisect
 import re
 from typing import TYPE_CHECKING, Optional, Sequence
 
-from skiplint import guard, parsing
+from skiplint import parsing
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -63,20 +63,20 @@ class Memo:
             self.reused += 1
         return module
 
-    def keep(self, text: str, module: cst.Module) -> None:
-        """Remember `text`'s module for the next edit, when its statements can be told apart."""
+    def keep(self, text: str, module: cst.Module, tops: list[int]) -> None:
+        """Remember `text`'s module for the next edit, when its statements (which begin at `tops`,
+        from the guard's scan) can be told apart."""
         self.text, self.module, self.starts = text, module, None
         if text is self.target:
-            self.starts = _starts(text, module)
+            self.starts = _starts(text, module, tops)
 
 
-def _starts(text: str, module: cst.Module) -> Optional[list[int]]:
+def _starts(text: str, module: cst.Module, tops: list[int]) -> Optional[list[int]]:
     """Where the code of each top-level statement begins (its leading lines included; the first
-    at 0, with the module's header), from the guard's scan of this very text."""
+    at 0, with the module's header), from where the guard's scan saw them begin."""
     if _UNCOUNTED.search(text):
         return None
-    tops = guard.top_level_starts(text)
-    if tops is None or len(tops) != len(module.body):
+    if len(tops) != len(module.body):
         return None
     lines = [0] + [match.end() for match in _BREAK.finditer(text)]
     starts = []

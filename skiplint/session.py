@@ -27,7 +27,7 @@ class _Kept:
                  kept: Optional[dict[str, ModelFacts]], scan: Optional[ProjectScan]) -> None:
         self.project = project
         self.scan: Optional[ProjectScan] = scan if scan is not None else project.scan if project is not None else None
-        self.parts = parts
+        self.parts = parts if parts is not None else project.parts if project is not None else None
         self.kept = kept
 
 
@@ -70,7 +70,7 @@ class Session:
         if shared.project is None:
             from skiplint.project import ProjectIndex
 
-            shared.project = ProjectIndex(self.scan)
+            shared.project = ProjectIndex(self.scan, self.parts)
         return shared.project
 
     @property

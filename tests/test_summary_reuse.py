@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,9 +64,9 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[st
     parsed: list[str] = []
     summarize = project.summarize
 
-    def counting(path: str, data: bytes) -> project.ModuleSummary:
+    def counting(path: str, data: bytes, *rest: Any) -> project.ModuleSummary:
         parsed.append(os.path.basename(path))
-        return summarize(path, data)
+        return summarize(path, data, *rest)
 
     monkeypatch.setattr(project, "summarize", counting)
     monkeypatch.chdir(tmp_path)
