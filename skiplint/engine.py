@@ -14,7 +14,7 @@ from skiplint.diagnostics import Diagnostic, FileResult as FileResult, error_tex
 from skiplint.rules import Selection as Selection
 from skiplint.rules.analyzer import INTERNAL_ERROR
 from skiplint.parsing import ParseFailure as ParseFailure
-from skiplint.findings import Owner, OwnerRef
+from skiplint.findings import AnalyzerBug, Owner, OwnerRef
 from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts, SkippableClass
 from skiplint.positions import with_room
 from skiplint.project import ProjectIndex
@@ -116,7 +116,8 @@ def _analyze_models(module: cst.Module, text: str, path: str, session: Session, 
         except Exception as error:  # an analyzer bug: reported as SKP902, never silent
             if os.environ.get("SKIPLINT_DEBUG"):
                 raise
-            facts = dataclasses.replace(facts, findings=facts.findings + (internal_error("compositions", error),))
+            bug = AnalyzerBug("compositions", error_text(error))
+            facts = dataclasses.replace(facts, findings=facts.findings + tuple(rules.run("bug", bug)))
             models = ModelFacts(path)
     except RecursionError:  # with all the room it is given (`with_room`): said by analyze_models
         raise
@@ -129,11 +130,6 @@ def _specialized(facts: ModuleFacts, made: tuple[SkippableClass, ...]) -> Module
     replaced = {id(cls.site.node) for cls in made if cls.site is not None}
     kept = tuple(cls for cls in facts.skippables if cls.site is None or id(cls.site.node) not in replaced)
     return dataclasses.replace(facts, skippables=kept + made)
-
-
-def internal_error(what: str, error: BaseException) -> Finding:
-    """SKP902 at 1:1 for a bug of the analyzer met while analysing `what`."""
-    return INTERNAL_ERROR.at(None, what=what, error=error_text(error))
 
 
 def _internal_error(facts: ModuleFacts) -> Optional[str]:

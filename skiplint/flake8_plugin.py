@@ -130,9 +130,8 @@ class SkiplintChecker:
         text = "".join(self.lines)
         too_large = sources.too_large(self.size(text))
         if too_large is not None:  # the CLI's finding, word for word: same file, same SKP900
-            from skiplint.rules.analyzer import UNCHECKED_FILE
-
-            yield 1, 0, UNCHECKED_FILE.format(reason=too_large), type(self)
+            for diagnostic in prefilter.unchecked(self.filename, too_large).diagnostics:
+                yield diagnostic.line, diagnostic.col, diagnostic.message, type(self)
             return
         settings = self.settings_for(self.filename)
         cls = type(self)
@@ -158,11 +157,8 @@ class SkiplintChecker:
         except Exception as error:  # an analyzer bug: shown, never silent
             if os.environ.get("SKIPLINT_DEBUG"):
                 raise
-            from skiplint.diagnostics import error_text
-            from skiplint.rules.analyzer import INTERNAL_ERROR
-
-            message = INTERNAL_ERROR.format(what="this file", error=error_text(error))
-            yield 1, 0, message, type(self)
+            for diagnostic in prefilter.internal_error(self.filename, "this file", error).diagnostics:
+                yield diagnostic.line, diagnostic.col, diagnostic.message, type(self)
             return
         from skiplint.rules.analyzer import UNCHECKED_FILE
 

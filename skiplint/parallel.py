@@ -24,9 +24,8 @@ from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 from skiplint import limits, prefilter
 from skiplint.config import Config
-from skiplint.diagnostics import FileResult, error_text
+from skiplint.diagnostics import FileResult
 from skiplint.rules import Selection
-from skiplint.rules.analyzer import INTERNAL_ERROR
 
 from skiplint.session import Session
 
@@ -62,10 +61,9 @@ def _selection(config: Config) -> Selection:
 
 
 def internal_error(path: str, what: str, error: BaseException, selection: Selection) -> FileResult:
-    """SKP902 for an analyzer bug: the file counts as not checked (exit 2), the error is shown."""
-    shown = error_text(error)
-    diags = (INTERNAL_ERROR.diagnostic(path, what=what, error=shown),) if selection(INTERNAL_ERROR.code) else ()
-    return FileResult(path, diags, INTERNAL_ERROR.text(what=what, error=shown))
+    """SKP902 for an analyzer bug (prefilter.internal_error), reported where it is selected."""
+    result = prefilter.internal_error(path, what, error)
+    return FileResult(path, tuple(d for d in result.diagnostics if selection(d.code)), result.error)
 
 
 def check_one(task: Task, session: Optional[Session] = None) -> FileResult:

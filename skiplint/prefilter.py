@@ -21,8 +21,9 @@ from skiplint.apiimports import readable
 from skiplint.apiimports import NO_ALIASES, alias_entries as alias_entries, mentions_api as mentions_api
 
 if TYPE_CHECKING:
-    from skiplint.diagnostics import FileResult
+    from skiplint.diagnostics import Diagnostic, FileResult
     from skiplint.rules import Selection
+    from skiplint.rules.base import Fact
     from skiplint.session import Session
 
 
@@ -79,6 +80,30 @@ def unchecked(path: str, reason: str, line: int = 1, col: int = 0) -> FileResult
     """A file that could not be checked: SKP900 with the reason, whatever is selected (silence would
     read as clean); a syntax error where the running Python's compile puts it."""
     from skiplint.diagnostics import FileResult
-    from skiplint.rules.analyzer import UNCHECKED_FILE
+    from skiplint.findings import Unchecked
 
-    return FileResult(path, (UNCHECKED_FILE.diagnostic(path, line, col, reason=reason),), reason)
+    return FileResult(path, reported(path, "unchecked", Unchecked(reason, line, col)), reason)
+
+
+def internal_error(path: str, what: str, error: BaseException) -> FileResult:
+    """SKP902 for an analyzer bug met while analysing `what`: the file counts as not checked
+    (exit 2), the error is shown."""
+    from skiplint.diagnostics import FileResult, error_text, without_code
+    from skiplint.findings import AnalyzerBug
+
+    found = reported(path, "bug", AnalyzerBug(what, error_text(error)))
+    return FileResult(path, found, without_code(found[0].code, found[0].message))
+
+
+def reported(path: str, fact: Fact, given: object) -> tuple[Diagnostic, ...]:
+    """The diagnostics the rules' checks of a file-level fact make (reported at the fact's line, else
+    the file's first), without libcst."""
+    from skiplint import rules
+    from skiplint.findings import At
+
+    out = []
+    for finding in rules.run(fact, given):
+        at = finding.site if isinstance(finding.site, At) else At()
+        message = rules.RULES[finding.code].format(**dict(finding.args))
+        out.append(rules.diagnostic(path, (at.line, at.col), finding.code, message, args=finding.args))
+    return tuple(out)
