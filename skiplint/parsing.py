@@ -51,15 +51,19 @@ def position(text: str, offset: int) -> tuple[int, int]:
 _PARSER_PREFIX = re.compile(r"^(?:parser error: |tokenizer error: )?(?:error at \d+:\d+: )?")
 
 
-def python_syntax_error(text: str) -> Optional[SyntaxError]:
-    """The running Python's own verdict on `text`: its SyntaxError, or None when it compiles."""
+def python_syntax_error(text: str, compiler: bool = False) -> Optional[SyntaxError]:
+    """The running Python's own verdict on `text`: its SyntaxError, or None when it parses (with
+    `compiler`: when it compiles; the parse does not refuse `break` outside a loop, a repeated
+    keyword argument, a `return` in a class body)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes and the like are not our business
-            compile(text, "<skiplint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            compile(text, "<skiplint>", "exec", 0 if compiler else ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as error:
         return error
     except (RecursionError, MemoryError) as error:
+        if compiler:
+            return python_syntax_error(text) or SyntaxError("too complex for Python's compiler")
         return SyntaxError(f"too complex for Python's parser ({type(error).__name__})")
     except (ValueError, OverflowError) as error:
         return SyntaxError(str(error))

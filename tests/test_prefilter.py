@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from skiplint import imports
+from skiplint.session import Session
 
 
 @pytest.mark.parametrize("source", [
@@ -153,9 +154,10 @@ def test_a_project_module_behind_a_byte_order_mark_and_try_is_learned(tmp_path: 
     model = tmp_path / "model.py"
     model.write_text("\ufefffrom torch import nn\nfrom kit.parts import Back, Layer\n\n"
                      "model = nn.Sequential(Back(), Layer())\n", encoding="utf-8")
-    result = engine.check_file(str(model), project=ProjectIndex())
+    result = engine.check_file(str(model), session=Session(project=ProjectIndex()))
     assert [(d.line, d.col, d.code) for d in result.diagnostics] == [(4, 22, "SKP201"), (4, 30, "SKP202")]
-    assert engine.check_file(str(tmp_path / "kit" / "parts.py"), project=ProjectIndex()).diagnostics == ()
+    parts = str(tmp_path / "kit" / "parts.py")
+    assert engine.check_file(parts, session=Session(project=ProjectIndex())).diagnostics == ()
 
 
 # -- the prefilter never skips a file the analysis has findings in -----------------------------------
