@@ -97,9 +97,6 @@ _PREFILTER_PATTERN = (r"(?m)(?:^|(?<=\r))[ \t]*(?:from|import)[ \t][^\r\n]*?"
                       r"(?:torchgpipe|fairscale|distributed\._?pipeline(?!ing)|distributed import \(?\s*_?pipeline\b)")
 _PREFILTER = LazyPattern(_PREFILTER_PATTERN.encode())
 _PREFILTER_TEXT = LazyPattern(_PREFILTER_PATTERN)
-#: Plain substrings for the same purpose, for tools that want needles (any hit of the pattern
-#: contains one of these).
-PREFILTER_NEEDLES = (b"torchgpipe", b"fairscale", b"pipeline")
 #: The prefilter's own, narrower test: a text that can import the API names one of the packages,
 #: or says both words of the removed torch modules (`pipeline` alone is a common word: 67 files of
 #: torch's own sources say it).
@@ -159,11 +156,6 @@ class Aliases:
 
 #: No api-aliases.
 NO_ALIASES = Aliases()
-
-
-def prefilter_needles(aliases: Aliases = NO_ALIASES) -> tuple[bytes, ...]:
-    """Substrings one of which any file that mentions the API contains (aliases included)."""
-    return PREFILTER_NEEDLES + aliases.needles
 
 
 def mentions_api(data: Union[bytes, str], aliases: Aliases = NO_ALIASES) -> bool:

@@ -222,7 +222,7 @@ def check_file(path: str, selection: Selection = Selection(), *, max_unroll: Opt
                session: Optional[Session] = None) -> FileResult:
     """Read, decode and check one file; any failure becomes SKP900 with its reason."""
     session = session if session is not None else Session()
-    verdict = prefilter.triage(path, selection, session)
+    verdict = prefilter.triage(path, session)
     if isinstance(verdict, FileResult):
         return verdict
     return check_text(verdict, path, selection, prefiltered=True, max_unroll=max_unroll, session=session)

@@ -10,11 +10,9 @@ noqa) is flake8's business.
 
 from __future__ import annotations
 
-import ast
 import os
 import stat
 import sys
-import warnings
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from skiplint import __version__, config, filenoqa, prefilter, sources
@@ -170,10 +168,6 @@ class SkiplintChecker:
 
 def _python_accepts(text: str) -> bool:
     """Whether the running Python compiles `text` (flake8 shows E999 for what it does not)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(text, "<skiplint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return False
-    return True
+    from skiplint.parsing import python_syntax_error
+
+    return python_syntax_error(text) is None

@@ -12,12 +12,7 @@ from typing import Iterable, Iterator, Mapping, Union
 
 import libcst as cst
 
-# The import table and the prefilter live in the libcst-free front; these names stay importable
-# from here for the analysis and for tools built on it.
-from skiplint.apiimports import (API as API, PREFILTER_NEEDLES as PREFILTER_NEEDLES,
-                                 REMOVED_MODULES as REMOVED_MODULES, SKIP_ROOTS as SKIP_ROOTS,
-                                 Aliases as Aliases, alias_entries as alias_entries,
-                                 mentions_api as mentions_api, prefilter_needles as prefilter_needles)
+from skiplint.apiimports import API as API, REMOVED_MODULES as REMOVED_MODULES, SKIP_ROOTS as SKIP_ROOTS
 
 
 class _Other:

@@ -63,7 +63,7 @@ def check_one(task: Task, session: Optional[Session] = None) -> FileResult:
     `session`: what the door hands the analysis (skiplint.session.Session; None: one of its own)."""
     path, config = task
     own = (session or Session()).configured(config.api_aliases)
-    return checked(path, config, lambda: prefilter.triage(path, _selection(config), own), own)
+    return checked(path, config, lambda: prefilter.triage(path, own), own)
 
 
 def check_data(data: bytes, path: str, config: Config, session: Optional[Session] = None) -> FileResult:
@@ -85,7 +85,7 @@ def _triage(task: Task, session: Session) -> Union[FileResult, str]:
     or not readable), else its text."""
     path, config = task
     own = session.configured(config.api_aliases)
-    return _judged(path, config, lambda: prefilter.triage(path, _selection(config), own))
+    return _judged(path, config, lambda: prefilter.triage(path, own))
 
 
 def _judged(path: str, config: Config, triage: Callable[[], Any]) -> Union[FileResult, str]:

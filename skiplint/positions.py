@@ -188,20 +188,27 @@ def _holders(module: cst.Module, targets: dict[int, cst.CSTNode]) -> Optional[di
     return None
 
 
+def scanned_lines(module: cst.Module, text: str, scanned: Optional[list[int]]) -> Optional[list[int]]:
+    """The line where the code of each top-level statement of `module` begins (its leading blank and
+    comment lines included), from where the guard's token scan of `text` saw the statements begin
+    (`scanned`); None when it saw another number of them."""
+    if scanned is None or len(scanned) != len(module.body):
+        return None
+    breaks = textlines.line_starts(text)
+    found = []
+    for statement, offset in zip(module.body, scanned):
+        leading = len(statement.leading_lines)
+        decorators: Sequence[cst.Decorator] = getattr(statement, "decorators", ())
+        if decorators:
+            leading += len(decorators[0].leading_lines)
+        found.append(bisect.bisect_right(breaks, offset) - leading)
+    return found
+
+
 def _statement_starts(module: cst.Module, text: str, scanned: Optional[list[int]]) -> Optional[list[int]]:
-    """The line where the code of each top-level statement of `module` begins (its leading
-    blank and comment lines included): from where the guard's token scan of this text saw them
-    begin (`scanned`) when it has one for each statement, else from Python's own parser; None when
-    neither can tell."""
-    if scanned is not None and len(scanned) == len(module.body):
-        breaks = textlines.line_starts(text)
-        found = []
-        for statement, offset in zip(module.body, scanned):
-            leading = len(statement.leading_lines)
-            decorators = getattr(statement, "decorators", ())
-            if decorators:
-                leading += len(decorators[0].leading_lines)
-            found.append(bisect.bisect_right(breaks, offset) - leading)
+    """scanned_lines, else the same lines from Python's own parser; None when neither can tell."""
+    found = scanned_lines(module, text, scanned)
+    if found is not None:
         return found
     import ast
     import warnings

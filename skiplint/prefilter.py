@@ -15,14 +15,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional, Union
 
 from skiplint import sources
-from skiplint.apiimports import readable
-# The API's import table, its aliases and the first test live in skiplint.apiimports (below the
-# project walk, which reads them too); these names stay here for the prefilter's many callers.
-from skiplint.apiimports import NO_ALIASES, alias_entries as alias_entries, mentions_api as mentions_api
+from skiplint.apiimports import NO_ALIASES, alias_entries as alias_entries, mentions_api as mentions_api, readable
 
 if TYPE_CHECKING:
     from skiplint.diagnostics import Diagnostic, FileResult
-    from skiplint.rules import Selection
     from skiplint.rules.base import Fact
     from skiplint.session import Session
 
@@ -47,7 +43,7 @@ def wanted(data: Union[bytes, str], path: str, session: Optional[Session] = None
     return session.scan.imports_project_skippables(path, data, aliases)
 
 
-def triage(path: str, selection: Selection, session: Optional[Session] = None) -> Union[FileResult, str]:
+def triage(path: str, session: Optional[Session] = None) -> Union[FileResult, str]:
     """Read one file: its verdict when it needs no analysis (clean, or unreadable: SKP900), else
     its decoded text for the analysis.
 

@@ -30,7 +30,7 @@ import bisect
 import re
 from typing import TYPE_CHECKING, Optional, Sequence
 
-from skiplint import parsing
+from skiplint import parsing, positions, textlines
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -74,21 +74,11 @@ class Memo:
 def _starts(text: str, module: cst.Module, tops: list[int]) -> Optional[list[int]]:
     """Where the code of each top-level statement begins (its leading lines included; the first
     at 0, with the module's header), from where the guard's scan saw them begin."""
-    if _UNCOUNTED.search(text):
+    found = None if _UNCOUNTED.search(text) else positions.scanned_lines(module, text, tops)
+    if found is None or found and (found[0] != len(module.header) + 1 or min(found) < 1):
         return None
-    if len(tops) != len(module.body):
-        return None
-    lines = [0] + [match.end() for match in _BREAK.finditer(text)]
-    starts = []
-    for index, (statement, offset) in enumerate(zip(module.body, tops)):
-        leading = len(statement.leading_lines)
-        decorators: Sequence[cst.Decorator] = getattr(statement, "decorators", ())
-        if decorators:
-            leading += len(decorators[0].leading_lines)
-        line = bisect.bisect_right(lines, offset) - 1 - leading
-        if line < 0 or (index == 0 and line != len(module.header)):
-            return None
-        starts.append(0 if index == 0 else lines[line])
+    breaks = textlines.line_starts(text)
+    starts = [0 if index == 0 else breaks[line - 1] for index, line in enumerate(found)]
     return starts if all(a < b for a, b in zip(starts, starts[1:])) else None
 
 
