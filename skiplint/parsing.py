@@ -19,8 +19,7 @@ import re
 import warnings
 from typing import TYPE_CHECKING, Optional, Protocol, Sequence, Union
 
-from skiplint import limits, textlines
-from skiplint import guard
+from skiplint import guard, limits, textlines
 from skiplint.guard import Scanned
 
 if TYPE_CHECKING:
@@ -144,7 +143,9 @@ class StatementParts:
         if chunks is None or 2 * sum(len(chunk) for chunk in chunks
                                      if chunk in self.parts or hash(chunk) in self.seen) < len(text):
             if chunks is not None:  # less than half the text met before: one parse is cheaper
-                self._remember(chunks)
+                if len(self.seen) > limits.PARSE_CACHE_SEEN:
+                    self.seen.clear()
+                self.seen.update(hash(chunk) for chunk in chunks)
             self.whole += 1
             return _libcst_parse(text)
         module = self._assemble(chunks)
@@ -152,11 +153,6 @@ class StatementParts:
             self.whole += 1
             return _libcst_parse(text)
         return module
-
-    def _remember(self, chunks: list[str]) -> None:
-        if len(self.seen) > limits.PARSE_CACHE_SEEN:
-            self.seen.clear()
-        self.seen.update(hash(chunk) for chunk in chunks)
 
     def _part(self, chunk: str, used: set[int]) -> Optional[cst.Module]:
         """The module of one statement's text: the one kept, unless this text already used it."""

@@ -182,7 +182,7 @@ class ProjectIndex:
         later and the file still holds this text, it is made from these rather than by parsing it
         again."""
         named = mentions_api(text, aliases)
-        path = os.path.abspath(path)  # as module_file names the modules whose summaries are asked for
+        path = os.path.abspath(path)  # as scan.module_file names the modules whose summaries are asked for
         self._learned[(path, aliases.key)] = (
             _digest(text), named, _summary(path, index, facts if named else None))
 
@@ -198,10 +198,6 @@ class ProjectIndex:
         if _digest(text) != digest or mentions_api(data, aliases) != named:
             return None
         return summary
-
-    def module_file(self, importer: str, module: str) -> Optional[str]:
-        """The file of `module` (absolute dotted, or relative with leading dots) as `importer` sees it."""
-        return self.scan.module_file(importer, module)
 
     # -- classes -----------------------------------------------------------------------------
     def resolve_class(self, importer: str, qualified: str, aliases: Aliases = NO_ALIASES,
@@ -219,7 +215,7 @@ class ProjectIndex:
             module = dots + ".".join(parts[:cut])
             if not module:
                 continue
-            path = self.module_file(importer, module)
+            path = self.scan.module_file(importer, module)
             if path is not None:
                 return self._attribute(path, parts[cut:], aliases, depth)
         return None
