@@ -91,7 +91,7 @@ def python_failure(error: SyntaxError, text: str) -> ParseFailure:
 # of statements to libcst's own parse of the whole text, node for node.
 
 #: Texts whose statement starts are not told by line counts (see positions._DROPPED_BY_LIBCST).
-_UNCOUNTED = re.compile(r"\f|\\(?:\r\n|\r|\n)")
+UNCOUNTED = re.compile(r"\f|\\(?:\r\n|\r|\n)")
 
 
 class StatementParts:
@@ -226,7 +226,7 @@ def _statement_texts(text: str, tops: list[int]) -> Optional[list[str]]:
     """The text cut where each top-level statement's first line begins (`tops`, from the guard's
     scan; the first statement from the text's start); None when the statements cannot be told
     apart that way."""
-    if _UNCOUNTED.search(text):
+    if UNCOUNTED.search(text):
         return None
     if not tops:
         return None

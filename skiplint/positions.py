@@ -205,46 +205,6 @@ def scanned_lines(module: cst.Module, text: str, scanned: Optional[list[int]]) -
     return found
 
 
-def _statement_starts(module: cst.Module, text: str, scanned: Optional[list[int]]) -> Optional[list[int]]:
-    """scanned_lines, else the same lines from Python's own parser; None when neither can tell."""
-    found = scanned_lines(module, text, scanned)
-    if found is not None:
-        return found
-    import ast
-    import warnings
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return None  # syntax newer than this interpreter, or too deep for it: the whole module
-    body = tree.body
-    starts: list[int] = []
-    at = 0
-    for statement in module.body:
-        if at >= len(body):
-            return None
-        first = body[at]
-        line = first.lineno
-        leading = len(statement.leading_lines)
-        if isinstance(statement, cst.SimpleStatementLine):
-            at += len(statement.body)
-        else:
-            at += 1
-            decorators = getattr(statement, "decorators", ())
-            if decorators:
-                listed = getattr(first, "decorator_list", ())
-                if not listed:
-                    return None
-                line = listed[0].lineno
-                leading += len(decorators[0].leading_lines)
-        starts.append(line - leading)
-    return starts if at == len(body) else None
-
-
-
-
 #: What libcst's code generation may drop from a module or repeat in it: a line holding only a
 #: backslash, form feeds (dropped before an indent, or copied into the indentation it reuses).
 _DROPPED_BY_LIBCST = re.compile(r"(?:\A|(?<=[\r\n]))[ \t\f]*\\(?:\r\n|\r|\n)|\f")
@@ -260,7 +220,7 @@ def _by_statement(module: cst.Module, text: str, scanned: Optional[list[int]], t
     holders = _holders(module, targets)
     if holders is None:
         return None
-    starts = _statement_starts(module, text, scanned)
+    starts = scanned_lines(module, text, scanned)
     if starts is None:
         return None
     offsets = [0]
@@ -440,9 +400,9 @@ class Locator:
         self._module = module
         self._found: dict[int, tuple[int, int]] = {}
         self._ends: dict[int, tuple[int, int]] = {}
-        #: The module's source, when known: code is then generated only for the top-level
-        #: statements that hold a reported node (see _statement_starts), not for the whole module;
-        #: `starts`: where the guard's scan saw those statements begin.
+        #: The module's source and where the guard's scan saw its top-level statements begin, when
+        #: known: code is then generated only for the statements that hold a reported node (see
+        #: _by_statement), not for the whole module.
         self._text = text
         self._starts = starts
 

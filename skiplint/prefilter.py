@@ -1,13 +1,9 @@
-"""The cheap front of every check: whether a file can use the skip API, decided without libcst.
+"""The cheap front of every check: whether a file can use the skip API (`wanted`), decided without
+libcst, and the verdict on a file that needs no analysis or cannot be checked.
 
-A file is analysed only when an import line names an API module (or a module of one of the
-session's api-aliases), or when it says `Sequential` and imports, from its own project, names that
-may be skippable classes; that second test is the session's project walk (skiplint.projectscan,
-imported only for files that say `Sequential`). Nothing here imports libcst, and loading this
-module (which every run and every flake8 process does) builds no more than the import table: a
-run over files that do not use the API costs little more than reading them. The import table of
-the API, a configuration's api-aliases (`Aliases`) and the first test (`mentions_api`) are
-skiplint.apiimports', which the project walk reads too.
+Loading this module (which every run and every flake8 process does) builds no more than the import
+table of skiplint.apiimports: a run over files that do not use the API costs little more than
+reading them. The project walk (skiplint.projectscan) is imported only for files that say `Sequential`.
 """
 
 from __future__ import annotations

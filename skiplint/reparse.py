@@ -35,8 +35,6 @@ from skiplint import parsing, positions, textlines
 if TYPE_CHECKING:
     import libcst as cst
 
-#: Texts whose statement starts are not told by line counts (see facts._DROPPED_BY_LIBCST).
-_UNCOUNTED = re.compile(r"\f|\\(?:\r\n|\r|\n)")
 _BREAK = re.compile(r"\r\n|\r|\n")
 
 
@@ -74,7 +72,7 @@ class Memo:
 def _starts(text: str, module: cst.Module, tops: list[int]) -> Optional[list[int]]:
     """Where the code of each top-level statement begins (its leading lines included; the first
     at 0, with the module's header), from where the guard's scan saw them begin."""
-    found = None if _UNCOUNTED.search(text) else positions.scanned_lines(module, text, tops)
+    found = None if parsing.UNCOUNTED.search(text) else positions.scanned_lines(module, text, tops)
     if found is None or found and (found[0] != len(module.header) + 1 or min(found) < 1):
         return None
     breaks = textlines.line_starts(text)

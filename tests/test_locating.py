@@ -1,5 +1,5 @@
 """The Locator places reported nodes from the code of only the top-level statements that hold
-them; where those statements begin comes from the guard's token scan, else from Python's parser."""
+them; where those statements begin comes from the guard's token scan."""
 
 from __future__ import annotations
 
@@ -48,12 +48,12 @@ MODULE = textwrap.dedent('''\
 ''')
 
 
-def test_scan_starts_agree_with_python() -> None:
+def test_scan_starts_give_each_statement_its_first_line() -> None:
     module = parsing.parse_module(MODULE)
     scanned = parsing.StatementParts().top_level_starts(MODULE)
     assert scanned is not None and len(scanned) == len(module.body) == 10
-    from_scan = positions._statement_starts(module, MODULE, scanned)
-    assert from_scan == positions._statement_starts(module, MODULE, None) == [1, 2, 3, 14, 22, 28, 30, 32, 34, 36]
+    assert positions.scanned_lines(module, MODULE, scanned) == [1, 2, 3, 14, 22, 28, 30, 32, 34, 36]
+    assert positions.scanned_lines(module, MODULE, scanned[:-1]) is None  # then the whole module's code
 
 
 def test_the_scan_is_remembered_for_the_last_text_scanned() -> None:
