@@ -11,6 +11,7 @@ that long) is ended the same way, and that file is reported as not checked (SKP9
 
 from __future__ import annotations
 
+import functools
 import gc
 import multiprocessing
 import os
@@ -80,41 +81,31 @@ def checked(path: str, config: Config, triage: Callable[[], Any], session: Optio
     return verdict if isinstance(verdict, FileResult) else _analyse((path, config), verdict, session or Session())
 
 
-def _triage(task: Task, session: Session) -> Union[FileResult, str]:
-    """check_one's first half, the prefilter: the file's result when it needs no analysis (clean,
-    or not readable), else its text."""
-    path, config = task
-    own = session.configured(config.api_aliases)
-    return _judged(path, config, lambda: prefilter.triage(path, own))
-
-
 def _judged(path: str, config: Config, triage: Callable[[], Any]) -> Union[FileResult, str]:
-    """`triage`'s verdict with the file's per-file-ignores applied, or the text to analyse; an
-    analyzer bug is SKP902."""
-    selection = _selection(config)
-    try:
-        verdict = triage()
-    except Exception as error:  # an analyzer bug: reported as SKP902, never silent
-        if os.environ.get("SKIPLINT_DEBUG"):
-            raise
-        verdict = internal_error(path, "this file", error, selection)
+    """`triage`'s verdict with the file's per-file-ignores applied, or the text to analyse."""
+    verdict = _guarded(path, config, triage)
     return _without_ignored(verdict, path, config) if isinstance(verdict, FileResult) else verdict
 
 
 def _analyse(task: Task, text: str, session: Session) -> FileResult:
     """check_one's second half: the analysis of a file the prefilter passed, given its text."""
-    path, config = task
-    selection = _selection(config)
-    try:
-        from skiplint import engine
+    from skiplint import engine
 
-        result = engine.check_text(text, path, selection, prefiltered=True, max_unroll=config.max_unroll,
-                                   session=session.configured(config.api_aliases))
-    except Exception as error:  # an analyzer bug: reported as SKP902, never silent
+    path, config = task
+    result = _guarded(path, config, lambda: engine.check_text(
+        text, path, _selection(config), prefiltered=True, max_unroll=config.max_unroll,
+        session=session.configured(config.api_aliases)))
+    return _without_ignored(result, path, config)
+
+
+def _guarded(path: str, config: Config, work: Callable[[], Any]) -> Any:
+    """`work()`, or SKP902 for the analyzer bug it raised: never silent, never a traceback."""
+    try:
+        return work()
+    except Exception as error:
         if os.environ.get("SKIPLINT_DEBUG"):
             raise
-        result = internal_error(path, "this file", error, selection)
-    return _without_ignored(result, path, config)
+        return internal_error(path, "this file", error, _selection(config))
 
 
 def check_source(text: str, path: str, config: Config, session: Optional[Session] = None) -> FileResult:
@@ -416,8 +407,9 @@ def _chosen(tasks: Sequence[Task], settle: bool, session: Session) -> list[FileR
     waiting_bytes = 0
     rest: list[int] = []
     with _settling(settle):
-        for index, task in enumerate(tasks):
-            verdict = _triage(task, session)
+        for index, (path, config) in enumerate(tasks):
+            own = session.configured(config.api_aliases)
+            verdict = _judged(path, config, functools.partial(prefilter.triage, path, own))
             if isinstance(verdict, FileResult):
                 results[index] = verdict
                 _after_file()

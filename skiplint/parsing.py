@@ -1,15 +1,12 @@
 """The one way skiplint parses source: every libcst parse (engine, project index, fix, layout,
 verify's static step) goes through `parse_module`, and libcst is used as it ships.
 
-Before libcst sees a text, the guard scans its tokens (a hand scan that never fails, so it works
-the same on every Python and whatever syntax error the text has) and refuses what libcst's
-recursive native parser would crash on or take minutes over: deep bracket nesting, long operator
-and trailer chains, long elif chains and texts of too many tokens (the limits are in limits.py).
-When libcst then fails, the running Python's own compile says where and why, as flake8's E999
-does; a text that Python accepts but libcst cannot read is parsed again with the known gaps of
-libcst bridged (a parenthesized annotated-assignment target; `else(` that its validation refuses),
-else reported as such. A top-level statement met before in the same run is not parsed again
-(`StatementParts`)."""
+Before libcst sees a text, the guard (skiplint.guard) refuses what its native parser would crash
+on or take minutes over. When libcst then fails, the running Python's own compile says where and
+why, as flake8's E999 does; a text that Python accepts but libcst cannot read is parsed again with
+the known gaps of libcst bridged (a parenthesized annotated-assignment target; `else(` that its
+validation refuses), else reported as such. A top-level statement met before in the same session
+is not parsed again (`StatementParts`)."""
 
 from __future__ import annotations
 
