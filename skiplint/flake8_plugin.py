@@ -2,10 +2,10 @@
 
 Loading the plugin costs flake8 almost nothing: the engine (and libcst) is imported only when a
 file passes the prefilter, and the rules package only then too (the codes flake8 needs when the
-plugin loads come from the table skiplint/rules/codes.txt, see `config.code_table`). Analysis settings (api-aliases, max-unroll) come from the project's
-skiplint configuration nearest to the checked file, as the CLI reads it, with flake8's own
-`--skiplint-*` options overriding; which codes are reported (select, ignore, per-file-ignores,
-noqa) is flake8's business.
+plugin loads come from the table skiplint/rules/codes.txt, see `config.code_table`). Analysis
+settings (api-aliases, max-unroll) come from the project's skiplint configuration nearest to the
+checked file, as the CLI reads it, with flake8's own `--skiplint-*` options overriding; which codes
+are reported (select, ignore, per-file-ignores, noqa) is flake8's business.
 """
 
 from __future__ import annotations

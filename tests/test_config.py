@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skiplint import apiimports, cli, config, imports
+from skiplint import cli, config, imports
 from tests.messages import said
 
 REPO = Path(__file__).resolve().parent.parent
