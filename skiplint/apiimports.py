@@ -10,7 +10,6 @@ agree. Nothing here imports libcst, and loading this module builds no more than 
 from __future__ import annotations
 
 import re
-import threading
 import tokenize
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping, NamedTuple, Optional, Union
@@ -98,9 +97,6 @@ _PREFILTER_PATTERN = (r"(?m)(?:^|(?<=\r))[ \t]*(?:from|import)[ \t][^\r\n]*?"
                       r"(?:torchgpipe|fairscale|distributed\._?pipeline(?!ing)|distributed import \(?\s*_?pipeline\b)")
 _PREFILTER = LazyPattern(_PREFILTER_PATTERN.encode())
 _PREFILTER_TEXT = LazyPattern(_PREFILTER_PATTERN)
-#: Plain substrings for the same purpose, for tools that want needles (any hit of the pattern
-#: contains one of these).
-PREFILTER_NEEDLES = (b"torchgpipe", b"fairscale", b"pipeline")
 #: The prefilter's own, narrower test: a text that can import the API names one of the packages,
 #: or says both words of the removed torch modules (`pipeline` alone is a common word: 67 files of
 #: torch's own sources say it).
@@ -117,7 +113,7 @@ class Aliases:
     qualified name -> an API qualified name, e.g. `mypkg.layers.skippable` ->
     `torchgpipe.skip.skippable`), the import-table rows they add, and the prefilter's needles for
     them. Names the API's table already knows win, so an alias never changes what a real API
-    import means. Made from the configuration by the door (skiplint.engine.Session) and handed
+    import means. Made from the configuration by the door (skiplint.session.Session) and handed
     down; never changed."""
 
     __slots__ = ("pairs", "key", "rows", "needles", "table")
@@ -157,54 +153,13 @@ class Aliases:
     def __repr__(self) -> str:
         return f"Aliases({list(self.pairs)!r})"
 
-    def active(self) -> "_InForce":
-        """These aliases in force in this thread for the duration of a block, for the readers that
-        are not handed them (`in_force`)."""
-        return _InForce(self)
-
 
 #: No api-aliases.
 NO_ALIASES = Aliases()
 
 
-class _InForce:
-    def __init__(self, aliases: Aliases) -> None:
-        self._aliases = aliases
-        self._before: Optional[Aliases] = None
-
-    def __enter__(self) -> Aliases:
-        self._before = getattr(_IN_FORCE, "aliases", None)
-        _IN_FORCE.aliases = self._aliases
-        return self._aliases
-
-    def __exit__(self, *exc: object) -> None:
-        _IN_FORCE.aliases = self._before
-
-
-#: The bridge to the readers that are not handed the aliases yet (skiplint.project's summaries,
-#: the scopes that skiplint.skippables builds): per thread, so two sessions analysing in two
-#: threads never see each other's aliases. Every other reader takes them as an argument.
-_IN_FORCE = threading.local()
-
-
-def in_force() -> Aliases:
-    """The api-aliases that `Aliases.active` put in force in this thread (none outside one)."""
-    aliases = getattr(_IN_FORCE, "aliases", None)
-    return aliases if aliases is not None else NO_ALIASES
-
-
-def given(aliases: Optional[Aliases]) -> Aliases:
-    """The aliases a caller gave, else (a caller that is not handed them) those in force."""
-    return aliases if aliases is not None else in_force()
-
-
-def prefilter_needles(aliases: Optional[Aliases] = None) -> tuple[bytes, ...]:
-    """Substrings one of which any file that mentions the API contains (aliases included)."""
-    return PREFILTER_NEEDLES + given(aliases).needles
-
-
-def mentions_api(data: Union[bytes, str], aliases: Optional[Aliases] = None) -> bool:
-    """Does the file import an API module (or a module of an active api-alias) in a way the
+def mentions_api(data: Union[bytes, str], aliases: Aliases = NO_ALIASES) -> bool:
+    """Does the file import an API module (or a module of one of the api-aliases) in a way the
     analysis can resolve? A file without a needle cannot; an import line that begins with the
     import (nearly every file that can) is found by the pattern; any other text with a needle is
     read by the import reader (`imports_api`), so no import form is missed."""
@@ -212,7 +167,7 @@ def mentions_api(data: Union[bytes, str], aliases: Optional[Aliases] = None) -> 
     if text is None:
         return True  # the caller's decode says why it cannot be checked
     data = text
-    own = given(aliases).needles
+    own = aliases.needles
     needles: Iterable[Any]
     if isinstance(data, str):
         needles = (needle.decode() for needle in own)
@@ -251,16 +206,6 @@ def framework_name(qualified: str) -> bool:
     analysis takes such names as the framework's, never as a class of the checked project (torch's
     own sources included), so neither it nor the prefilter's project walk follows them."""
     return qualified == "torch" or qualified.startswith("torch.")
-
-
-def active_aliases(aliases: Optional[Aliases] = None) -> bool:
-    """Whether there are api-aliases (given, else in force): they widen what may define the API."""
-    return bool(given(aliases))
-
-
-def alias_key(aliases: Optional[Aliases] = None) -> AliasKey:
-    """The api-aliases, as a value: what every cached answer about the API depends on."""
-    return given(aliases).key
 
 
 def alias_entries(alias: str, target: str) -> Optional[dict[str, str]]:

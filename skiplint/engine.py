@@ -14,10 +14,11 @@ from skiplint.diagnostics import Diagnostic, FileResult as FileResult, error_tex
 from skiplint.rules import Selection as Selection
 from skiplint.rules.analyzer import INTERNAL_ERROR
 from skiplint.parsing import ParseFailure as ParseFailure
-from skiplint.findings import Owner, OwnerRef
-from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts, SkippableClass, with_room
+from skiplint.findings import AnalyzerBug, Owner, OwnerRef
+from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts, SkippableClass
+from skiplint.positions import with_room
 from skiplint.project import ProjectIndex
-from skiplint.apiimports import NO_ALIASES, Aliases
+from skiplint.apiimports import Aliases
 from skiplint.session import Session as Session
 
 # The cheap front (reading, the prefilter, the verdict on a file that needs no analysis) is
@@ -27,59 +28,32 @@ from skiplint.session import Session as Session
 EVERYTHING = Selection(select=tuple(rules.RULES))
 
 
-def mentions_api(text: str, aliases: Aliases = NO_ALIASES) -> bool:
-    """The prefilter: a file that names no API module cannot use the API."""
-    return prefilter.mentions_api(text, aliases)
-
-
-def wanted(text: str, path: str, session: Session) -> bool:
-    """The whole prefilter: the file names an API module, or it composes names that it imports
-    from modules of its own project which may be skippable classes (each read once, then cached)."""
-    return prefilter.wanted(text, path, session)
-
-
-def _session(session: Optional[Session], project: Optional[ProjectIndex]) -> Session:
-    """The session a call hands down: the caller's, else a new one of its own (with the caller's
-    project index)."""
-    if session is None:
-        return Session(project=project)
-    if project is not None and project is not session.project:
-        raise ValueError("a project index beside a session of another one")
-    return session
-
-
-def analyze(text: str, path: str, *, project: Optional[ProjectIndex] = None,
-            prefiltered: bool = False, max_unroll: Optional[int] = None,
+def analyze(text: str, path: str, *, prefiltered: bool = False, max_unroll: Optional[int] = None,
             session: Optional[Session] = None) -> Optional[ModuleFacts]:
     """Facts of one module's source, or None when it does not mention the API. Raises ParseFailure.
 
     The SKP2xx/SKP3xx findings of its compositions and pipes are among the module's findings.
     """
-    both = analyze_models(text, path, project=project, prefiltered=prefiltered, max_unroll=max_unroll,
-                          session=session)
+    both = analyze_models(text, path, prefiltered=prefiltered, max_unroll=max_unroll, session=session)
     if both is None:
         return None
     facts, models = both
     extra = tuple(checks.model_findings(models))
-    if extra:
-        facts = dataclasses.replace(facts, findings=facts.findings + extra)
-    return facts
+    return dataclasses.replace(facts, findings=facts.findings + extra) if extra else facts
 
 
-def analyze_models(text: str, path: str, *, project: Optional[ProjectIndex] = None,
-                   prefiltered: bool = False, max_unroll: Optional[int] = None,
+def analyze_models(text: str, path: str, *, prefiltered: bool = False, max_unroll: Optional[int] = None,
                    session: Optional[Session] = None) -> Optional[tuple[ModuleFacts, ModelFacts]]:
     """The skippable-class facts and the composition/pipe facts of one module's source, with the
     session's project index, parsed statements and api-aliases (a new session when none is given)."""
-    session = _session(session, project)
-    if not prefiltered and not wanted(text, path, session):
+    session = session if session is not None else Session()
+    if not prefiltered and not prefilter.wanted(text, path, session):
         return None
     module = parsing.parse_module(text, session.parts, session.memo)
-    index_ = session.project
+    starts = session.parts.top_level_starts(text)
     try:
-        # The extractor's scopes and the project index's summaries read the aliases in force.
-        with session.aliases.active():
-            both = with_room(text, lambda: _analyze_models(module, text, path, index_, max_unroll))
+        both = with_room(session.parts.needs_room(text),
+                         lambda: _analyze_models(module, text, path, session, starts, max_unroll))
     except RecursionError:
         raise ParseFailure(too_deep("analyse")) from None
     if session.kept is not None:
@@ -96,29 +70,28 @@ def too_deep(what: str) -> str:
     return f"nested too deeply to {what} (RecursionError with {limits.DEEP_RECURSION:,} frames of room{own})"
 
 
-def _analyze_models(module: cst.Module, text: str, path: str, index_: ProjectIndex,
+def _analyze_models(module: cst.Module, text: str, path: str, session: Session, starts: Optional[list[int]],
                     max_unroll: Optional[int]) -> tuple[ModuleFacts, ModelFacts]:
+    project, aliases = session.project, session.aliases
+    index = skippables.ModuleIndex(module, aliases)
+    locator = Locator(module, text, starts)  # one per module: all its findings are located in one pass
+    facts = skippables.extract(module, path, text, index, locator)
+    project.learn(path, text, index, facts, aliases)  # a later summary of this file needs no second parse
+    if not interpret.relevant(text):
+        return facts, ModelFacts(path)
     try:
-        index = skippables.ModuleIndex(module)
-        locator = Locator(module, text)  # one per module: all its findings are located in one pass
-        facts = skippables.extract(module, path, text, index, locator)
-        index_.learn(path, text, index, facts)  # a later summary of this file needs no second parse
-        if not interpret.relevant(text):
-            return facts, ModelFacts(path)
-        try:
-            models = interpret.extract(module, path, facts, index, locator, _resolver(index_, path),
-                                       max_unroll=max_unroll)
-            if models.specialized:
-                facts = _specialized(facts, models.specialized)
-        except RecursionError:
-            raise
-        except Exception as error:  # an analyzer bug: reported as SKP902, never silent
-            if os.environ.get("SKIPLINT_DEBUG"):
-                raise
-            facts = dataclasses.replace(facts, findings=facts.findings + (internal_error("compositions", error),))
-            models = ModelFacts(path)
+        models = interpret.extract(module, path, facts, index, locator, _resolver(project, path, aliases),
+                                   max_unroll=max_unroll)
+        if models.specialized:
+            facts = _specialized(facts, models.specialized)
     except RecursionError:  # with all the room it is given (`with_room`): said by analyze_models
         raise
+    except Exception as error:  # an analyzer bug: reported as SKP902, never silent
+        if os.environ.get("SKIPLINT_DEBUG"):
+            raise
+        bug = AnalyzerBug("compositions", error_text(error))
+        facts = dataclasses.replace(facts, findings=facts.findings + tuple(rules.run("bug", bug)))
+        models = ModelFacts(path)
     return facts, models
 
 
@@ -130,11 +103,6 @@ def _specialized(facts: ModuleFacts, made: tuple[SkippableClass, ...]) -> Module
     return dataclasses.replace(facts, skippables=kept + made)
 
 
-def internal_error(what: str, error: BaseException) -> Finding:
-    """SKP902 at 1:1 for a bug of the analyzer met while analysing `what`."""
-    return INTERNAL_ERROR.at(None, what=what, error=error_text(error))
-
-
 def _internal_error(facts: ModuleFacts) -> Optional[str]:
     """Why the file was not fully checked, when the analyzer failed on it (SKP902), else None."""
     for finding in facts.findings:
@@ -143,9 +111,9 @@ def _internal_error(facts: ModuleFacts) -> Optional[str]:
     return None
 
 
-def _resolver(project: ProjectIndex, path: str) -> Any:
+def _resolver(project: ProjectIndex, path: str, aliases: Aliases) -> Any:
     def resolve(qualified: str) -> Any:
-        summary = project.resolve_class(path, qualified)
+        summary = project.resolve_class(path, qualified, aliases)
         if summary is None:
             return None
         return interpret.class_from_summary(summary.name, summary.kind, summary.stash, summary.pop,
@@ -199,13 +167,13 @@ def _owner(ref: OwnerRef) -> Owner:
 
 
 def check_text(text: str, path: str, selection: Selection = Selection(), *, apply_noqa: bool = True,
-               project: Optional[ProjectIndex] = None, prefiltered: bool = False,
-               max_unroll: Optional[int] = None, session: Optional[Session] = None) -> FileResult:
+               prefiltered: bool = False, max_unroll: Optional[int] = None,
+               session: Optional[Session] = None) -> FileResult:
     """Check decoded source text. Where the analyzer fails (SKP902) on text that Python itself
     refuses (libcst's grammar is more lenient than CPython's compiler), the file is SKP900 with
     Python's reason: the text is no module, and the failure no bug to report. A new session is
     made when none is given."""
-    session = _session(session, project)
+    session = session if session is not None else Session()
     try:
         result = _check_text(text, path, selection, apply_noqa, prefiltered, max_unroll, session)
     except Exception:
@@ -224,19 +192,9 @@ def _refused_by_python(text: str, path: str) -> Optional[FileResult]:
     """SKP900 with the running Python's reason when it does not compile `text`, else None. The
     whole compile, not only the parse: `break` outside a loop, a repeated keyword argument, a
     `return` in a class body parse, and only the compiler refuses them."""
-    import warnings
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(text, "<skiplint>", "exec", dont_inherit=True)
+    error = parsing.python_syntax_error(text, compiler=True)
+    if error is None:
         return None
-    except SyntaxError as refused:
-        error = refused
-    except (ValueError, OverflowError) as refused:
-        error = SyntaxError(str(refused))
-    except (RecursionError, MemoryError):
-        error = parsing.python_syntax_error(text) or SyntaxError("too complex for Python's compiler")
     failure = parsing.python_failure(error, text)
     return prefilter.unchecked(path, str(failure), failure.line, failure.col)
 
@@ -244,7 +202,7 @@ def _refused_by_python(text: str, path: str) -> Optional[FileResult]:
 def _check_text(text: str, path: str, selection: Selection, apply_noqa: bool, prefiltered: bool,
                 max_unroll: Optional[int], session: Session) -> FileResult:
     try:
-        if not prefiltered and not wanted(text, path, session):
+        if not prefiltered and not prefilter.wanted(text, path, session):
             return FileResult(path, ())
         facts = analyze(text, path, prefiltered=True, max_unroll=max_unroll, session=session)
     except ParseFailure as failure:
@@ -253,26 +211,18 @@ def _check_text(text: str, path: str, selection: Selection, apply_noqa: bool, pr
         return FileResult(path, ())
     found = checks.module_findings(facts)
     try:
-        diagnostics = with_room(text, lambda: _diagnostics(found, path, text, selection, apply_noqa))
+        diagnostics = with_room(session.parts.needs_room(text),
+                                lambda: _diagnostics(found, path, text, selection, apply_noqa))
     except ParseFailure as failure:
         return prefilter.unchecked(path, str(failure))
     return FileResult(path, diagnostics, _internal_error(facts) if selection(INTERNAL_ERROR.code) else None)
 
 
-def check_file(path: str, selection: Selection = Selection(), *, project: Optional[ProjectIndex] = None,
-               max_unroll: Optional[int] = None, session: Optional[Session] = None) -> FileResult:
+def check_file(path: str, selection: Selection = Selection(), *, max_unroll: Optional[int] = None,
+               session: Optional[Session] = None) -> FileResult:
     """Read, decode and check one file; any failure becomes SKP900 with its reason."""
-    session = _session(session, project)
-    verdict = prefilter.triage(path, selection, session)
+    session = session if session is not None else Session()
+    verdict = prefilter.triage(path, session)
     if isinstance(verdict, FileResult):
         return verdict
     return check_text(verdict, path, selection, prefiltered=True, max_unroll=max_unroll, session=session)
-
-
-def check_paths(paths: Iterable[str], selection: Selection = Selection(), *,
-                project: Optional[ProjectIndex] = None, max_unroll: Optional[int] = None,
-                session: Optional[Session] = None) -> list[FileResult]:
-    """Check every Python file under the paths; one session serves the whole run."""
-    session = _session(session, project)
-    return [check_file(path, selection, max_unroll=max_unroll, session=session)
-            for path in sources.discover(paths)]

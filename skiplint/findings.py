@@ -54,6 +54,34 @@ class Finding:
         return argument(self.args, name)
 
 
+@dataclass(frozen=True)
+class At:
+    """Where a file-level finding is reported when no node holds it: 1-based line, 0-based column."""
+
+    line: int = 1
+    col: int = 0
+
+
+# -- facts about a file that was not (fully) checked: the rules of skiplint.rules.analyzer report them
+
+@dataclass(frozen=True)
+class Unchecked:
+    """The file could not be checked (not readable, not decodable, not parsable, too big, its
+    process died or ran too long): why, and where that shows."""
+
+    reason: str
+    line: int = 1
+    col: int = 0
+
+
+@dataclass(frozen=True)
+class AnalyzerBug:
+    """The analyzer failed while analysing `what` (the file, or a part of the analysis): its error."""
+
+    what: str
+    error: str
+
+
 def argument(args: tuple[tuple[str, str], ...], name: str) -> Optional[str]:
     """The value of the argument `name` among a finding's (name, text) pairs, or None."""
     for key, value in args:

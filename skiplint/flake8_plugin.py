@@ -2,19 +2,17 @@
 
 Loading the plugin costs flake8 almost nothing: the engine (and libcst) is imported only when a
 file passes the prefilter, and the rules package only then too (the codes flake8 needs when the
-plugin loads come from the table skiplint/rules/codes.txt, see `config.code_table`). Analysis settings (api-aliases, max-unroll) come from the project's
-skiplint configuration nearest to the checked file, as the CLI reads it, with flake8's own
-`--skiplint-*` options overriding; which codes are reported (select, ignore, per-file-ignores,
-noqa) is flake8's business.
+plugin loads come from the table skiplint/rules/codes.txt, see `config.code_table`). Analysis
+settings (api-aliases, max-unroll) come from the project's skiplint configuration nearest to the
+checked file, as the CLI reads it, with flake8's own `--skiplint-*` options overriding; which codes
+are reported (select, ignore, per-file-ignores, noqa) is flake8's business.
 """
 
 from __future__ import annotations
 
-import ast
 import os
 import stat
 import sys
-import warnings
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from skiplint import __version__, config, filenoqa, prefilter, sources
@@ -130,9 +128,8 @@ class SkiplintChecker:
         text = "".join(self.lines)
         too_large = sources.too_large(self.size(text))
         if too_large is not None:  # the CLI's finding, word for word: same file, same SKP900
-            from skiplint.rules.analyzer import UNCHECKED_FILE
-
-            yield 1, 0, UNCHECKED_FILE.format(reason=too_large), type(self)
+            for diagnostic in prefilter.unchecked(self.filename, too_large).diagnostics:
+                yield diagnostic.line, diagnostic.col, diagnostic.message, type(self)
             return
         settings = self.settings_for(self.filename)
         cls = type(self)
@@ -158,11 +155,8 @@ class SkiplintChecker:
         except Exception as error:  # an analyzer bug: shown, never silent
             if os.environ.get("SKIPLINT_DEBUG"):
                 raise
-            from skiplint.diagnostics import error_text
-            from skiplint.rules.analyzer import INTERNAL_ERROR
-
-            message = INTERNAL_ERROR.format(what="this file", error=error_text(error))
-            yield 1, 0, message, type(self)
+            for diagnostic in prefilter.internal_error(self.filename, "this file", error).diagnostics:
+                yield diagnostic.line, diagnostic.col, diagnostic.message, type(self)
             return
         from skiplint.rules.analyzer import UNCHECKED_FILE
 
@@ -174,10 +168,6 @@ class SkiplintChecker:
 
 def _python_accepts(text: str) -> bool:
     """Whether the running Python compiles `text` (flake8 shows E999 for what it does not)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(text, "<skiplint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return False
-    return True
+    from skiplint.parsing import python_syntax_error
+
+    return python_syntax_error(text) is None

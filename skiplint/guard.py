@@ -1,16 +1,17 @@
-"""Which texts libcst must not be given (`hazard`): deep bracket nesting, long operator and
+"""Which texts libcst must not be given (`scan`): deep bracket nesting, long operator and
 trailer chains, long elif chains, texts of too many tokens (the limits are in skiplint.limits).
 
 Most texts are judged by the quick bounds below, a few passes of the regex engine; the others by
-the token scan of skiplint.tokenscan. The last text accepted is remembered with where its
-top-level statements begin (`top_level_starts`), which the parse by statements and the location of
-findings read, and whether its tree is deep enough to need room to recurse (`needs_room`).
+the token scan of skiplint.tokenscan. What the scan says of a text it accepts (`Scanned`: where its
+top-level statements begin, whether its tree needs room to recurse) is what the parse by
+statements, the location of findings and `with_room` read; the session's StatementParts keeps the
+last one.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import NamedTuple, Optional, Union
 
 from skiplint import limits
 from skiplint.tokenscan import _STRING_REST, _Refused, _Scan
@@ -148,74 +149,61 @@ def _deep_line(line: str, elifs: int) -> bool:
     return scan.deep
 
 
-def hazard(text: str) -> Optional[tuple[str, int]]:
-    """Why libcst must not be given this text (one line) and the offset where that shows, or None."""
-    if _LAST_SCAN[0][0] is text:
-        return None  # this very text was accepted last
+class Scanned(NamedTuple):
+    """What the guard's scan says of a text it accepts: its column-0 logical lines (offset and
+    first word) and whether its tree may be deeper than limits.SHALLOW_DEPTH (see needs_room)."""
+
+    text: str
+    tops: list[tuple[int, str]]
+    deep: bool
+
+    def starts(self) -> list[int]:
+        """Offsets where the top-level statements begin (a decorated definition at its first
+        decorator). One offset per statement of libcst's Module.body when the text has no form
+        feed before a statement (the scan reads such a line as indented)."""
+        starts: list[int] = []
+        decorated = False
+        for pos, word in self.tops:
+            if word in _CONTINUING:
+                decorated = False
+                continue
+            if not decorated:
+                starts.append(pos)
+            decorated = word == "@"
+        return starts
+
+
+def scan(text: str) -> Union[Scanned, tuple[str, int]]:
+    """What the scan says of a text libcst may be given, else why not (one line) and the offset
+    where that shows."""
     quick = _quick_bounds(text)
     if quick is not None:
-        _LAST_SCAN[0] = (text, *quick)
-        return None
-    scan = _Scan(text)
+        return Scanned(text, *quick)
+    scanner = _Scan(text)
     try:
-        scan.code(0)
+        scanner.code(0)
     except _Refused as refused:
         return str(refused), refused.pos
-    _LAST_SCAN[0] = (text, scan.tops, scan.deep)  # one store: a reader sees it whole
-    return None
+    return Scanned(text, scanner.tops, scanner.deep)
 
 
 def parser_hazard(text: str) -> Optional[str]:
     """Why this text must not be given to libcst (one line), or None."""
-    refused = hazard(text)
-    return None if refused is None else refused[0]
+    found = scan(text)
+    return None if isinstance(found, Scanned) else found[0]
 
 
-#: The last text the scan accepted, its column-0 logical lines (see top_level_starts) and
-#: whether its tree may be deeper than limits.SHALLOW_DEPTH (see needs_room).
-_LAST_SCAN: list[tuple[str, list[tuple[int, str]], bool]] = [("", [], False)]
 #: Words that continue a compound statement begun on an earlier line.
 _CONTINUING = frozenset({"else", "elif", "except", "finally"})
-
-
-def top_level_starts(text: str) -> Optional[list[int]]:
-    """Offsets where the top-level statements of `text` begin (a decorated definition at its
-    first decorator), as the token scan saw them when `text` (this very object) was the last text
-    it accepted; None otherwise. One offset per statement of libcst's Module.body when the text
-    has no form feed before a statement (the scan reads such a line as indented)."""
-    scanned, tops, _ = _LAST_SCAN[0]
-    if scanned is not text:
-        return None
-    starts: list[int] = []
-    decorated = False
-    for pos, word in tops:
-        if word in _CONTINUING:
-            decorated = False
-            continue
-        if not decorated:
-            starts.append(pos)
-        decorated = word == "@"
-    return starts
 
 
 def comment_spans(text: str) -> Optional[list[tuple[int, int]]]:
     """(start, end) of every comment of `text`, as the token scan finds them, or None when the
     scan stops at a limit before the end."""
-    scan = _Scan(text)
-    scan.comments = []
+    scanner = _Scan(text)
+    scanner.comments = []
     try:
-        scan.code(0)
+        scanner.code(0)
     except _Refused:
         return None
-    return scan.comments
-
-
-def needs_room(text: str) -> bool:
-    """Whether the tree of `text` may be deeper than limits.SHALLOW_DEPTH levels, as the scan
-    counts them (see limits.py): its analysis then runs with room to recurse (`with_room`)."""
-    scanned, _, deep = _LAST_SCAN[0]
-    if scanned is not text:
-        if hazard(text) is not None:
-            return False  # refused before the parser: nothing is analysed
-        scanned, _, deep = _LAST_SCAN[0]
-    return deep
+    return scanner.comments

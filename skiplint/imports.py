@@ -8,17 +8,11 @@ assignments shadow; `dict.pop` and friends never resolve to anything.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Union
+from typing import Iterable, Iterator, Mapping, Union
 
 import libcst as cst
 
-# The import table and the prefilter live in the libcst-free front; these names stay importable
-# from here for the analysis and for tools built on it.
-from skiplint.apiimports import (API as API, PREFILTER_NEEDLES as PREFILTER_NEEDLES,
-                                 REMOVED_MODULES as REMOVED_MODULES, SKIP_ROOTS as SKIP_ROOTS,
-                                 Aliases as Aliases, active_aliases as active_aliases,
-                                 alias_entries as alias_entries, in_force, mentions_api as mentions_api,
-                                 prefilter_needles as prefilter_needles)
+from skiplint.apiimports import API as API, REMOVED_MODULES as REMOVED_MODULES, SKIP_ROOTS as SKIP_ROOTS
 
 
 class _Other:
@@ -68,11 +62,18 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
 
 @dataclass(eq=False)
 class Scope:
-    """One Python scope: the module, a function, a class body, or a lambda/comprehension."""
+    """One Python scope: the module, a function, a class body, or a lambda/comprehension.
+    `table`: the import table it resolves the API with (the API's, and the configuration's
+    api-aliases: `Aliases.table`); a scope inside another takes its parent's."""
 
     kind: str  # "module" | "function" | "class"
     parent: Scope | None
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    table: Mapping[str, str] = field(default_factory=lambda: API)
+
+    def __post_init__(self) -> None:
+        if self.parent is not None:
+            self.table = self.parent.table
 
     def bind(self, name: str, value: Binding) -> None:
         self.bindings.setdefault(name, []).append(value)
@@ -111,7 +112,7 @@ class Scope:
         if resolved is None:
             return None
         # try/except fallbacks import the same symbol from two roots: still one meaning.
-        table = in_force().table
+        table = self.table
         if len({table.get(q, q) for q in resolved}) != 1:
             return None
         return min(resolved)
@@ -121,7 +122,7 @@ class Scope:
         resolved = self._resolutions(node)
         if resolved is None:
             return None
-        table = in_force().table  # the analysis' api-aliases (skiplint.engine puts them in force)
+        table = self.table
         symbols = {table.get(q) for q in resolved}
         return symbols.pop() if len(symbols) == 1 else None
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, Hashable, Iterable, Optional, Sequence
 
 from skiplint import checks, config, engine, parsing, pipes, prefilter, rules, sources
-from skiplint.diagnostics import error_text
 from skiplint.facts import Composition, Layer, ModelFacts, ModuleFacts, SkipRoute
 from skiplint.rules.analyzer import INTERNAL_ERROR
 from skiplint.rules.composition import REPOP_WITHOUT_NAMESPACE, STASH_NEVER_POPPED
@@ -469,7 +468,7 @@ def main(argv: Sequence[str]) -> int:
         except Exception as error:  # an analyzer bug: one line, as the lint's SKP902, never a traceback
             if os.environ.get("SKIPLINT_DEBUG"):
                 raise
-            print(f"{path}: {INTERNAL_ERROR.format(what='this file', error=error_text(error))}",
+            print(f"{path}: {prefilter.internal_error(path, 'this file', error).diagnostics[0].message}",
                   file=sys.stderr)
             status = EXIT_UNCHECKED
             continue

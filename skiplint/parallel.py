@@ -11,8 +11,8 @@ that long) is ended the same way, and that file is reported as not checked (SKP9
 
 from __future__ import annotations
 
+import functools
 import gc
-import inspect
 import multiprocessing
 import os
 import signal
@@ -24,9 +24,8 @@ from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 from skiplint import limits, prefilter
 from skiplint.config import Config
-from skiplint.diagnostics import FileResult, error_text
+from skiplint.diagnostics import FileResult
 from skiplint.rules import Selection
-from skiplint.rules.analyzer import INTERNAL_ERROR
 
 from skiplint.session import Session
 
@@ -42,13 +41,6 @@ def default_jobs() -> int:
         return max(os.cpu_count() or 1, 1)
 
 
-def _engine_options(func: Callable[..., Any], config: Config) -> dict[str, Any]:
-    """Settings that this engine function accepts (max-unroll reaches it when it can)."""
-    if config.max_unroll is not None and "max_unroll" in inspect.signature(func).parameters:
-        return {"max_unroll": config.max_unroll}
-    return {}
-
-
 def _without_ignored(result: FileResult, path: str, config: Config) -> FileResult:
     ignored = config.ignored_in(path)
     if ignored and result.diagnostics:
@@ -62,73 +54,58 @@ def _selection(config: Config) -> Selection:
 
 
 def internal_error(path: str, what: str, error: BaseException, selection: Selection) -> FileResult:
-    """SKP902 for an analyzer bug: the file counts as not checked (exit 2), the error is shown."""
-    shown = error_text(error)
-    diags = (INTERNAL_ERROR.diagnostic(path, what=what, error=shown),) if selection(INTERNAL_ERROR.code) else ()
-    return FileResult(path, diags, INTERNAL_ERROR.text(what=what, error=shown))
+    """SKP902 for an analyzer bug (prefilter.internal_error), reported where it is selected."""
+    result = prefilter.internal_error(path, what, error)
+    return FileResult(path, tuple(d for d in result.diagnostics if selection(d.code)), result.error)
 
 
 def check_one(task: Task, session: Optional[Session] = None) -> FileResult:
     """Check one file with its configuration: selection, api-aliases, then per-file-ignores;
     `session`: what the door hands the analysis (skiplint.session.Session; None: one of its own)."""
-    session = session if session is not None else Session()
-    verdict = _triage(task, session)
-    return verdict if isinstance(verdict, FileResult) else _analyse(task, verdict, session)
-
-
-def _triage(task: Task, session: Session) -> Union[FileResult, str]:
-    """check_one's first half, the prefilter: the file's result when it needs no analysis (clean,
-    or not readable), else its text."""
     path, config = task
-    own = session.configured(config.api_aliases)
-    return _judged(path, config, lambda: prefilter.triage(path, _selection(config), own))
+    own = (session or Session()).configured(config.api_aliases)
+    return checked(path, config, lambda: prefilter.triage(path, own), own)
 
 
 def check_data(data: bytes, path: str, config: Config, session: Optional[Session] = None) -> FileResult:
     """As check_one, for source read from elsewhere (standard input): the same verdicts, from
     the same guards."""
-    own = (session if session is not None else Session()).configured(config.api_aliases)
+    own = (session or Session()).configured(config.api_aliases)
     return checked(path, config, lambda: prefilter.judge(data, path, own), own)
 
 
 def checked(path: str, config: Config, triage: Callable[[], Any], session: Optional[Session] = None) -> FileResult:
     """The result of one source with its configuration, from `triage` (a verdict or the text to
-    analyse); an analyzer bug is SKP902, never a traceback. `session`: what the door hands the
-    analysis (skiplint.session.Session)."""
+    analyse); an analyzer bug is SKP902, never a traceback."""
     verdict = _judged(path, config, triage)
-    if isinstance(verdict, FileResult):
-        return verdict
-    return _analyse((path, config), verdict, session if session is not None else Session())
+    return verdict if isinstance(verdict, FileResult) else _analyse((path, config), verdict, session or Session())
 
 
 def _judged(path: str, config: Config, triage: Callable[[], Any]) -> Union[FileResult, str]:
-    """`triage`'s verdict with the file's per-file-ignores applied, or the text to analyse; an
-    analyzer bug is SKP902."""
-    selection = _selection(config)
-    try:
-        verdict = triage()
-    except Exception as error:  # an analyzer bug: reported as SKP902, never silent
-        if os.environ.get("SKIPLINT_DEBUG"):
-            raise
-        verdict = internal_error(path, "this file", error, selection)
+    """`triage`'s verdict with the file's per-file-ignores applied, or the text to analyse."""
+    verdict = _guarded(path, config, triage)
     return _without_ignored(verdict, path, config) if isinstance(verdict, FileResult) else verdict
 
 
 def _analyse(task: Task, text: str, session: Session) -> FileResult:
     """check_one's second half: the analysis of a file the prefilter passed, given its text."""
-    path, config = task
-    selection = _selection(config)
-    try:
-        from skiplint import engine
+    from skiplint import engine
 
-        result = engine.check_text(text, path, selection, prefiltered=True,
-                                   session=session.configured(config.api_aliases),
-                                   **_engine_options(engine.check_text, config))
-    except Exception as error:  # an analyzer bug: reported as SKP902, never silent
+    path, config = task
+    result = _guarded(path, config, lambda: engine.check_text(
+        text, path, _selection(config), prefiltered=True, max_unroll=config.max_unroll,
+        session=session.configured(config.api_aliases)))
+    return _without_ignored(result, path, config)
+
+
+def _guarded(path: str, config: Config, work: Callable[[], Any]) -> Any:
+    """`work()`, or SKP902 for the analyzer bug it raised: never silent, never a traceback."""
+    try:
+        return work()
+    except Exception as error:
         if os.environ.get("SKIPLINT_DEBUG"):
             raise
-        result = internal_error(path, "this file", error, selection)
-    return _without_ignored(result, path, config)
+        return internal_error(path, "this file", error, _selection(config))
 
 
 def check_source(text: str, path: str, config: Config, session: Optional[Session] = None) -> FileResult:
@@ -136,9 +113,8 @@ def check_source(text: str, path: str, config: Config, session: Optional[Session
     language server's buffers)."""
     from skiplint import engine
 
-    session = session if session is not None else Session()
-    result = engine.check_text(text, path, _selection(config), session=session.configured(config.api_aliases),
-                               **_engine_options(engine.check_text, config))
+    result = engine.check_text(text, path, _selection(config), max_unroll=config.max_unroll,
+                               session=(session or Session()).configured(config.api_aliases))
     return _without_ignored(result, path, config)
 
 
@@ -190,8 +166,7 @@ def _settling(settle: bool) -> Iterator[None]:
         gc.unfreeze()
 
 
-def _serially(tasks: Sequence[Task], settle: bool, session: Optional[Session] = None) -> list[FileResult]:
-    session = session if session is not None else Session()
+def _serially(tasks: Sequence[Task], settle: bool, session: Session) -> list[FileResult]:
     out = []
     with _settling(settle):
         for task in tasks:
@@ -226,7 +201,7 @@ def _worker_init(started: Any, since: Any, workers: Any, settle: bool) -> None:
 
 
 def _check_chunk(chunk: list[tuple[int, Task]]) -> list[tuple[int, FileResult]]:
-    session = _SESSION if _SESSION is not None else Session()
+    session = _SESSION or Session()
     out = []
     for index, task in chunk:
         if _STARTED is not None and _SINCE is not None:
@@ -355,7 +330,7 @@ def _isolated_child(task: Task, send: Any) -> None:
     send.close()
 
 
-def _died(path: str, exitcode: Optional[int], selection: Selection) -> FileResult:
+def _died(path: str, exitcode: Optional[int]) -> FileResult:
     if exitcode is not None and exitcode < 0:
         try:
             how = f"killed by {signal.Signals(-exitcode).name}"
@@ -373,7 +348,7 @@ def check_all(tasks: Sequence[Task], jobs: Optional[int] = None, settle: bool = 
     own, and their cycle collectors settle every SETTLE_EVERY files (see above); the results are
     the same either way. `session`: the door's, for the files checked in this process (each
     worker makes its own)."""
-    session = session if session is not None else Session()
+    session = session or Session()
     if jobs is None or jobs <= 0:
         return _chosen(tasks, settle, session)
     jobs = min(jobs, len(tasks))
@@ -391,8 +366,7 @@ def check_all(tasks: Sequence[Task], jobs: Optional[int] = None, settle: bool = 
         return _serially(tasks, settle, session)
     for start in range(0, len(suspects), jobs):
         for index, result, exitcode in _isolated([(i, tasks[i]) for i in suspects[start:start + jobs]]):
-            path, config = tasks[index]
-            results[index] = result if result is not None else _died(path, exitcode, _selection(config))
+            results[index] = result if result is not None else _died(tasks[index][0], exitcode)
     return [result for result in results if result is not None]
 
 
@@ -419,11 +393,6 @@ def _size(path: str) -> int:
         return 0  # reading it will say why (SKP900)
 
 
-def _in_pool(tasks: Sequence[Task], jobs: int, settle: bool, session: Session) -> list[FileResult]:
-    """The files of `tasks` checked by `jobs` processes (one: here)."""
-    return check_all(tasks, jobs, settle, session)
-
-
 def _chosen(tasks: Sequence[Task], settle: bool, session: Session) -> list[FileResult]:
     """check_all with the number of processes chosen from the files: every core when they are
     many MB (POOL_READ_BYTES), else this process, which hands the files it has not analysed yet to
@@ -432,14 +401,15 @@ def _chosen(tasks: Sequence[Task], settle: bool, session: Session) -> list[FileR
     if cores <= 1 or len(tasks) <= 1:
         return _serially(tasks, settle, session)
     if sum(_size(path) for path, _ in tasks) >= POOL_READ_BYTES:
-        return _in_pool(tasks, cores, settle, session)
+        return check_all(tasks, cores, settle, session)
     results: list[Optional[FileResult]] = [None] * len(tasks)
     waiting: list[tuple[int, str]] = []
     waiting_bytes = 0
     rest: list[int] = []
     with _settling(settle):
-        for index, task in enumerate(tasks):
-            verdict = _triage(task, session)
+        for index, (path, config) in enumerate(tasks):
+            own = session.configured(config.api_aliases)
+            verdict = _judged(path, config, functools.partial(prefilter.triage, path, own))
             if isinstance(verdict, FileResult):
                 results[index] = verdict
                 _after_file()
@@ -457,6 +427,6 @@ def _chosen(tasks: Sequence[Task], settle: bool, session: Session) -> list[FileR
         waiting.clear()
         # Workers forked from here inherit the analyzer instead of importing it each.
         from skiplint import engine  # noqa: F401
-        for index, result in zip(rest, _in_pool([tasks[i] for i in rest], min(cores, len(rest)), settle, session)):
+        for index, result in zip(rest, check_all([tasks[i] for i in rest], min(cores, len(rest)), settle, session)):
             results[index] = result
     return [result for result in results if result is not None]

@@ -1,15 +1,12 @@
 """The one way skiplint parses source: every libcst parse (engine, project index, fix, layout,
 verify's static step) goes through `parse_module`, and libcst is used as it ships.
 
-Before libcst sees a text, `hazard` scans its tokens (a hand scan that never fails, so it works
-the same on every Python and whatever syntax error the text has) and refuses what libcst's
-recursive native parser would crash on or take minutes over: deep bracket nesting, long operator
-and trailer chains, long elif chains and texts of too many tokens (the limits are in limits.py).
-When libcst then fails, the running Python's own compile says where and why, as flake8's E999
-does; a text that Python accepts but libcst cannot read is parsed again with the known gaps of
-libcst bridged (a parenthesized annotated-assignment target; `else(` that its validation refuses),
-else reported as such. A top-level statement met before in the same run is not parsed again
-(`StatementParts`)."""
+Before libcst sees a text, the guard (skiplint.guard) refuses what its native parser would crash
+on or take minutes over. When libcst then fails, the running Python's own compile says where and
+why, as flake8's E999 does; a text that Python accepts but libcst cannot read is parsed again with
+the known gaps of libcst bridged (a parenthesized annotated-assignment target; `else(` that its
+validation refuses), else reported as such. A top-level statement met before in the same session
+is not parsed again (`StatementParts`)."""
 
 from __future__ import annotations
 
@@ -19,8 +16,8 @@ import re
 import warnings
 from typing import TYPE_CHECKING, Optional, Protocol, Sequence, Union
 
-from skiplint import limits, textlines
-from skiplint.guard import hazard as hazard, top_level_starts
+from skiplint import guard, limits, textlines
+from skiplint.guard import Scanned
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -50,15 +47,19 @@ def position(text: str, offset: int) -> tuple[int, int]:
 _PARSER_PREFIX = re.compile(r"^(?:parser error: |tokenizer error: )?(?:error at \d+:\d+: )?")
 
 
-def python_syntax_error(text: str) -> Optional[SyntaxError]:
-    """The running Python's own verdict on `text`: its SyntaxError, or None when it compiles."""
+def python_syntax_error(text: str, compiler: bool = False) -> Optional[SyntaxError]:
+    """The running Python's own verdict on `text`: its SyntaxError, or None when it parses (with
+    `compiler`: when it compiles; the parse does not refuse `break` outside a loop, a repeated
+    keyword argument, a `return` in a class body)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes and the like are not our business
-            compile(text, "<skiplint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            compile(text, "<skiplint>", "exec", 0 if compiler else ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as error:
         return error
     except (RecursionError, MemoryError) as error:
+        if compiler:
+            return python_syntax_error(text) or SyntaxError("too complex for Python's compiler")
         return SyntaxError(f"too complex for Python's parser ({type(error).__name__})")
     except (ValueError, OverflowError) as error:
         return SyntaxError(str(error))
@@ -87,7 +88,7 @@ def python_failure(error: SyntaxError, text: str) -> ParseFailure:
 # of statements to libcst's own parse of the whole text, node for node.
 
 #: Texts whose statement starts are not told by line counts (see positions._DROPPED_BY_LIBCST).
-_UNCOUNTED = re.compile(r"\f|\\(?:\r\n|\r|\n)")
+UNCOUNTED = re.compile(r"\f|\\(?:\r\n|\r|\n)")
 
 
 class StatementParts:
@@ -96,7 +97,7 @@ class StatementParts:
     met once, so that only a statement met again is kept (a project that shares nothing keeps no
     tree)."""
 
-    __slots__ = ("parts", "chars", "seen", "whole", "reused")
+    __slots__ = ("parts", "chars", "seen", "whole", "reused", "scanned")
 
     def __init__(self) -> None:
         self.parts: dict[str, cst.Module] = {}
@@ -105,16 +106,43 @@ class StatementParts:
         #: Texts parsed whole and statements reused (for tests and docs/performance.md).
         self.whole = 0
         self.reused = 0
+        #: The guard's verdict on the last text it accepted (see `scan`).
+        self.scanned: Optional[Scanned] = None
 
-    def parse(self, text: str) -> cst.Module:
-        """The module of a text that the guard accepted (this very object was its last), from the
-        statements met before where it has any, else from libcst's parse of the whole text;
-        libcst's exceptions as its parse of the whole text raises them."""
-        chunks = _statement_texts(text)
+    def scan(self, text: str) -> Union[Scanned, tuple[str, int]]:
+        """The guard's verdict on `text` (guard.scan), remembered for this very text object: the
+        parse, the location of its findings and `needs_room` all read it."""
+        last = self.scanned
+        if last is not None and last.text is text:
+            return last
+        found = guard.scan(text)
+        if isinstance(found, Scanned):
+            self.scanned = found
+        return found
+
+    def top_level_starts(self, text: str) -> Optional[list[int]]:
+        """Where the top-level statements of `text` begin, as the guard's scan saw them (None when
+        it refuses the text)."""
+        found = self.scan(text)
+        return found.starts() if isinstance(found, Scanned) else None
+
+    def needs_room(self, text: str) -> bool:
+        """Whether the tree of `text` may be deeper than limits.SHALLOW_DEPTH levels, as the scan
+        counts them: its analysis then runs with room to recurse (positions.with_room)."""
+        found = self.scan(text)
+        return isinstance(found, Scanned) and found.deep
+
+    def parse(self, text: str, starts: list[int]) -> cst.Module:
+        """The module of a text that the guard accepted, whose top-level statements begin at
+        `starts`, from the statements met before where it has any, else from libcst's parse of the
+        whole text; libcst's exceptions as its parse of the whole text raises them."""
+        chunks = _statement_texts(text, starts)
         if chunks is None or 2 * sum(len(chunk) for chunk in chunks
                                      if chunk in self.parts or hash(chunk) in self.seen) < len(text):
             if chunks is not None:  # less than half the text met before: one parse is cheaper
-                self._remember(chunks)
+                if len(self.seen) > limits.PARSE_CACHE_SEEN:
+                    self.seen.clear()
+                self.seen.update(hash(chunk) for chunk in chunks)
             self.whole += 1
             return _libcst_parse(text)
         module = self._assemble(chunks)
@@ -122,11 +150,6 @@ class StatementParts:
             self.whole += 1
             return _libcst_parse(text)
         return module
-
-    def _remember(self, chunks: list[str]) -> None:
-        if len(self.seen) > limits.PARSE_CACHE_SEEN:
-            self.seen.clear()
-        self.seen.update(hash(chunk) for chunk in chunks)
 
     def _part(self, chunk: str, used: set[int]) -> Optional[cst.Module]:
         """The module of one statement's text: the one kept, unless this text already used it."""
@@ -196,13 +219,12 @@ class StatementParts:
                           default_newline=first.default_newline, has_trailing_newline=last.has_trailing_newline)
 
 
-def _statement_texts(text: str) -> Optional[list[str]]:
-    """The text cut where each top-level statement's first line begins (a decorated definition at
-    its first decorator; the first statement from the text's start), from the guard's scan of this
-    very text; None when the statements cannot be told apart that way."""
-    if _UNCOUNTED.search(text):
+def _statement_texts(text: str, tops: list[int]) -> Optional[list[str]]:
+    """The text cut where each top-level statement's first line begins (`tops`, from the guard's
+    scan; the first statement from the text's start); None when the statements cannot be told
+    apart that way."""
+    if UNCOUNTED.search(text):
         return None
-    tops = top_level_starts(text)
     if not tops:
         return None
     cuts = [0]
@@ -274,15 +296,12 @@ def _libcst_parse(text: str) -> cst.Module:
     return cst.parse_module(text)
 
 
-#: The statements this process has parsed (the session's, once sessions hold it).
-PARTS = StatementParts()
-
 class Memo(Protocol):
     """What parse_module asks of a memo of earlier parses (skiplint.reparse.Memo)."""
 
     def parse(self, text: str) -> Optional[cst.Module]: ...
 
-    def keep(self, text: str, module: cst.Module) -> None: ...
+    def keep(self, text: str, module: cst.Module, starts: list[int]) -> None: ...
 
 
 def parse_fragment(text: str) -> cst.Module:
@@ -299,30 +318,31 @@ def parse_fragment(text: str) -> cst.Module:
 def parse_module(text: str, parts: Optional[StatementParts] = None, memo: Optional[Memo] = None) -> cst.Module:
     """The libcst module of `text`, or ParseFailure with a one-line reason and where it applies.
 
-    `parts`: the statements parsed before that it may reuse (by default, this process's); `memo`:
+    `parts`: the statements parsed before that it may reuse (none given: a parse of its own); `memo`:
     the memo of an edited document whose text this is (skiplint.reparse): the parse reuses the
     statements of the document's previous module that the edit did not touch, and the memo keeps
     what it parses. Only the parse of the document itself is given the memo, so parsing a module
     it imports never replaces what the memo keeps."""
-    refused = hazard(text)
-    if refused is not None:
-        reason, offset = refused
+    parts = parts if parts is not None else StatementParts()
+    found = parts.scan(text)
+    if not isinstance(found, Scanned):
+        reason, offset = found
         raise ParseFailure(reason, *position(text, offset))
-    if memo is None:
-        return _parse_checked(text, parts)
-    module = memo.parse(text)
+    starts = found.starts()
+    module = memo.parse(text) if memo is not None else None
     if module is None:
-        module = _parse_checked(text, parts)
-    memo.keep(text, module)
+        module = _parse_checked(text, parts, starts)
+    if memo is not None:
+        memo.keep(text, module, starts)
     return module
 
 
-def _parse_checked(text: str, parts: Optional[StatementParts] = None) -> cst.Module:
+def _parse_checked(text: str, parts: StatementParts, starts: list[int]) -> cst.Module:
     """parse_module past the guard."""
     import libcst as cst
 
     try:
-        return (parts or PARTS).parse(text)
+        return parts.parse(text, starts)
     except cst.ParserSyntaxError as error:
         libcst_error = error
     except RecursionError:

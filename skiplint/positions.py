@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from skiplint import guard, limits, syntax, textlines
+from skiplint import limits, syntax, textlines
 from skiplint.limits import MAX_ALIGN_CHARS
 
 try:  # the code generator's state: private in libcst, stable across 1.x
@@ -29,8 +29,12 @@ except ImportError:  # pragma: no cover - a libcst that moved it: every position
 T = TypeVar("T")
 
 
-#: Set in the thread that with_deep_stack starts: work already there needs no other.
-_ROOMY = threading.local()
+class _Roomy(threading.Thread):
+    """The thread with_deep_stack starts: work already in one needs no other."""
+
+
+def _roomy() -> bool:
+    return isinstance(threading.current_thread(), _Roomy)
 
 
 def with_deep_stack(func: Callable[[], T]) -> T:
@@ -39,13 +43,12 @@ def with_deep_stack(func: Callable[[], T]) -> T:
     much): limits.DEEP_STACK_BYTES of stack, limits.DEEP_RECURSION frames. Still raises
     RecursionError past them. Where no such thread can be started (a process short of memory or
     threads), `func` runs where it is."""
-    if getattr(_ROOMY, "active", False):
+    if _roomy():
         return func()
     result: list[T] = []
     errors: list[BaseException] = []
 
     def target() -> None:
-        _ROOMY.active = True
         try:
             result.append(func())
         except BaseException as error:  # re-raised in the caller's thread
@@ -55,7 +58,7 @@ def with_deep_stack(func: Callable[[], T]) -> T:
     try:
         try:
             threading.stack_size(limits.DEEP_STACK_BYTES)
-            worker = threading.Thread(target=target, name="skiplint-deep-stack")
+            worker = _Roomy(target=target, name="skiplint-deep-stack")
             sys.setrecursionlimit(max(old_limit, limits.DEEP_RECURSION))
             worker.start()
         except (RuntimeError, ValueError, MemoryError):
@@ -70,16 +73,17 @@ def with_deep_stack(func: Callable[[], T]) -> T:
     return result[0]
 
 
-def with_room(text: str, func: Callable[[], T]) -> T:
-    """`func()`, the work on the tree of `text`: where it is when the tree is shallow, else in a
-    thread with room to recurse (limits.SHALLOW_DEPTH), so that the same text is analysed alike
-    whatever the caller's own stack holds. A RecursionError where it is (a caller that left
-    little of the recursion limit) is retried there too."""
-    if not guard.needs_room(text):
+def with_room(deep: bool, func: Callable[[], T]) -> T:
+    """`func()`, the work on a tree: where it is when the tree is shallow, else (`deep`: the
+    guard's scan says it may be deeper than limits.SHALLOW_DEPTH) in a thread with room to
+    recurse, so that the same text is analysed alike whatever the caller's own stack holds. A
+    RecursionError where it is (a caller that left little of the recursion limit) is retried
+    there too."""
+    if not deep:
         try:
             return func()
         except RecursionError:
-            if getattr(_ROOMY, "active", False):
+            if _roomy():
                 raise
     return with_deep_stack(func)
 
@@ -184,54 +188,21 @@ def _holders(module: cst.Module, targets: dict[int, cst.CSTNode]) -> Optional[di
     return None
 
 
-def _statement_starts(module: cst.Module, text: str) -> Optional[list[int]]:
-    """The line where the code of each top-level statement of `module` begins (its leading
-    blank and comment lines included): from the guard's token scan of this text when it has one
-    line for each statement, else from Python's own parser; None when neither can tell."""
-    scanned = guard.top_level_starts(text)
-    if scanned is not None and len(scanned) == len(module.body):
-        breaks = textlines.line_starts(text)
-        found = []
-        for statement, offset in zip(module.body, scanned):
-            leading = len(statement.leading_lines)
-            decorators = getattr(statement, "decorators", ())
-            if decorators:
-                leading += len(decorators[0].leading_lines)
-            found.append(bisect.bisect_right(breaks, offset) - leading)
-        return found
-    import ast
-    import warnings
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return None  # syntax newer than this interpreter, or too deep for it: the whole module
-    body = tree.body
-    starts: list[int] = []
-    at = 0
-    for statement in module.body:
-        if at >= len(body):
-            return None
-        first = body[at]
-        line = first.lineno
+def scanned_lines(module: cst.Module, text: str, scanned: Optional[list[int]]) -> Optional[list[int]]:
+    """The line where the code of each top-level statement of `module` begins (its leading blank and
+    comment lines included), from where the guard's token scan of `text` saw the statements begin
+    (`scanned`); None when it saw another number of them."""
+    if scanned is None or len(scanned) != len(module.body):
+        return None
+    breaks = textlines.line_starts(text)
+    found = []
+    for statement, offset in zip(module.body, scanned):
         leading = len(statement.leading_lines)
-        if isinstance(statement, cst.SimpleStatementLine):
-            at += len(statement.body)
-        else:
-            at += 1
-            decorators = getattr(statement, "decorators", ())
-            if decorators:
-                listed = getattr(first, "decorator_list", ())
-                if not listed:
-                    return None
-                line = listed[0].lineno
-                leading += len(decorators[0].leading_lines)
-        starts.append(line - leading)
-    return starts if at == len(body) else None
-
-
+        decorators: Sequence[cst.Decorator] = getattr(statement, "decorators", ())
+        if decorators:
+            leading += len(decorators[0].leading_lines)
+        found.append(bisect.bisect_right(breaks, offset) - leading)
+    return found
 
 
 #: What libcst's code generation may drop from a module or repeat in it: a line holding only a
@@ -239,7 +210,7 @@ def _statement_starts(module: cst.Module, text: str) -> Optional[list[int]]:
 _DROPPED_BY_LIBCST = re.compile(r"(?:\A|(?<=[\r\n]))[ \t\f]*\\(?:\r\n|\r|\n)|\f")
 
 
-def _by_statement(module: cst.Module, text: str, targets: dict[int, cst.CSTNode]
+def _by_statement(module: cst.Module, text: str, scanned: Optional[list[int]], targets: dict[int, cst.CSTNode]
                   ) -> Optional[tuple[dict[int, tuple[int, int]], dict[int, tuple[int, int]]]]:
     """The targets' start and end positions from the code of only the top-level statements that hold them, each
     generated from its own first line; None (generate the whole module) when a statement's
@@ -249,7 +220,7 @@ def _by_statement(module: cst.Module, text: str, targets: dict[int, cst.CSTNode]
     holders = _holders(module, targets)
     if holders is None:
         return None
-    starts = _statement_starts(module, text)
+    starts = scanned_lines(module, text, scanned)
     if starts is None:
         return None
     offsets = [0]
@@ -423,15 +394,17 @@ def _moved(generated: str, source: str, starts: dict[int, tuple[int, int]], ends
 class Locator:
     """Positions of a module's nodes, computed only for the nodes that are reported."""
 
-    __slots__ = ("_module", "_found", "_ends", "_text")
+    __slots__ = ("_module", "_found", "_ends", "_text", "_starts")
 
-    def __init__(self, module: cst.Module, text: Optional[str] = None) -> None:
+    def __init__(self, module: cst.Module, text: Optional[str] = None, starts: Optional[list[int]] = None) -> None:
         self._module = module
         self._found: dict[int, tuple[int, int]] = {}
         self._ends: dict[int, tuple[int, int]] = {}
-        #: The module's source, when known: code is then generated only for the top-level
-        #: statements that hold a reported node (see _statement_starts), not for the whole module.
+        #: The module's source and where the guard's scan saw its top-level statements begin, when
+        #: known: code is then generated only for the statements that hold a reported node (see
+        #: _by_statement), not for the whole module.
         self._text = text
+        self._starts = starts
 
     def locate(self, nodes: Iterable[cst.CSTNode]) -> None:
         """Find the spans of these nodes in one pass of code generation."""
@@ -446,7 +419,7 @@ class Locator:
                 return ({key: (span.start.line, span.start.column) for key, span in spans.items()},
                         {key: (span.end.line, span.end.column) for key, span in spans.items()})
             if self._text is not None:
-                found = _by_statement(self._module, self._text, targets)
+                found = _by_statement(self._module, self._text, self._starts, targets)
                 if found is not None:
                     return found
             state = _Targeted(targets, self._module)

@@ -1,13 +1,9 @@
-"""The cheap front of every check: whether a file can use the skip API, decided without libcst.
+"""The cheap front of every check: whether a file can use the skip API (`wanted`), decided without
+libcst, and the verdict on a file that needs no analysis or cannot be checked.
 
-A file is analysed only when an import line names an API module (or a module of one of the
-session's api-aliases), or when it says `Sequential` and imports, from its own project, names that
-may be skippable classes; that second test is the session's project walk (skiplint.projectscan,
-imported only for files that say `Sequential`). Nothing here imports libcst, and loading this
-module (which every run and every flake8 process does) builds no more than the import table: a
-run over files that do not use the API costs little more than reading them. The import table of
-the API, a configuration's api-aliases (`Aliases`) and the first test (`mentions_api`) are
-skiplint.apiimports', which the project walk reads too.
+Loading this module (which every run and every flake8 process does) builds no more than the import
+table of skiplint.apiimports: a run over files that do not use the API costs little more than
+reading them. The project walk (skiplint.projectscan) is imported only for files that say `Sequential`.
 """
 
 from __future__ import annotations
@@ -15,14 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional, Union
 
 from skiplint import sources
-from skiplint.apiimports import readable
-# The API's import table, its aliases and the first test live in skiplint.apiimports (below the
-# project walk, which reads them too); these names stay here for the prefilter's many callers.
-from skiplint.apiimports import NO_ALIASES, alias_entries as alias_entries, mentions_api as mentions_api
+from skiplint.apiimports import NO_ALIASES, alias_entries as alias_entries, mentions_api as mentions_api, readable
 
 if TYPE_CHECKING:
-    from skiplint.diagnostics import FileResult
-    from skiplint.rules import Selection
+    from skiplint.diagnostics import Diagnostic, FileResult
+    from skiplint.rules.base import Fact
     from skiplint.session import Session
 
 
@@ -46,7 +39,7 @@ def wanted(data: Union[bytes, str], path: str, session: Optional[Session] = None
     return session.scan.imports_project_skippables(path, data, aliases)
 
 
-def triage(path: str, selection: Selection, session: Optional[Session] = None) -> Union[FileResult, str]:
+def triage(path: str, session: Optional[Session] = None) -> Union[FileResult, str]:
     """Read one file: its verdict when it needs no analysis (clean, or unreadable: SKP900), else
     its decoded text for the analysis.
 
@@ -79,6 +72,30 @@ def unchecked(path: str, reason: str, line: int = 1, col: int = 0) -> FileResult
     """A file that could not be checked: SKP900 with the reason, whatever is selected (silence would
     read as clean); a syntax error where the running Python's compile puts it."""
     from skiplint.diagnostics import FileResult
-    from skiplint.rules.analyzer import UNCHECKED_FILE
+    from skiplint.findings import Unchecked
 
-    return FileResult(path, (UNCHECKED_FILE.diagnostic(path, line, col, reason=reason),), reason)
+    return FileResult(path, reported(path, "unchecked", Unchecked(reason, line, col)), reason)
+
+
+def internal_error(path: str, what: str, error: BaseException) -> FileResult:
+    """SKP902 for an analyzer bug met while analysing `what`: the file counts as not checked
+    (exit 2), the error is shown."""
+    from skiplint.diagnostics import FileResult, error_text, without_code
+    from skiplint.findings import AnalyzerBug
+
+    found = reported(path, "bug", AnalyzerBug(what, error_text(error)))
+    return FileResult(path, found, without_code(found[0].code, found[0].message))
+
+
+def reported(path: str, fact: Fact, given: object) -> tuple[Diagnostic, ...]:
+    """The diagnostics the rules' checks of a file-level fact make (reported at the fact's line, else
+    the file's first), without libcst."""
+    from skiplint import rules
+    from skiplint.findings import At
+
+    out = []
+    for finding in rules.run(fact, given):
+        at = finding.site if isinstance(finding.site, At) else At()
+        message = rules.RULES[finding.code].format(**dict(finding.args))
+        out.append(rules.diagnostic(path, (at.line, at.col), finding.code, message, args=finding.args))
+    return tuple(out)

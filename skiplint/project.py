@@ -4,7 +4,7 @@ A layer class imported from another module of the same project (`from .blocks im
 `from pkg.blocks import Down`, re-exported through a package's `__init__` under any alias) is
 resolved by parsing that module once: its summary (which classes are @skippable with which names,
 which are Sequential subclasses, what its imports bind) is read with the same import table as the
-analysis, and cached by path, size, mtime and the api-aliases in force (an alias decides what is
+analysis, and cached by path, size, mtime and the api-aliases (an alias decides what is
 skippable). Locating modules and the cheap walk that decides whether a file needs the analysis at
 all are the prefilter's (skiplint.projectscan); the CLI and the flake8 plugin share one index.
 """
@@ -14,16 +14,16 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Optional
 
 import libcst as cst
 
-from skiplint import apiimports, parsing, projectscan, skippables, sources
+from skiplint import parsing, projectscan, skippables, sources
 from skiplint.facts import ModuleFacts, SkippableClass
 from skiplint.positions import with_room
 from skiplint.imports import OTHER, Scope, dotted_name
 from skiplint.limits import MAX_REEXPORT
-from skiplint.apiimports import mentions_api
+from skiplint.apiimports import NO_ALIASES, AliasKey, Aliases, mentions_api
 
 
 @dataclass(frozen=True)
@@ -52,22 +52,25 @@ class ModuleSummary:
         return any(c.kind == "skippable" for c in self.classes.values())
 
 
-def summarize(path: str, data: bytes) -> ModuleSummary:
-    """The class summary of one module's bytes; an unreadable or unparsable module says nothing."""
+def summarize(path: str, data: bytes, aliases: Aliases = NO_ALIASES,
+              parts: Optional[parsing.StatementParts] = None) -> ModuleSummary:
+    """The class summary of one module's bytes, with these api-aliases (`parts`: the statements
+    parsed before); an unreadable or unparsable module says nothing."""
+    parts = parts if parts is not None else parsing.StatementParts()
     try:
         text = sources.decode(data)
-        module = parsing.parse_module(text)
+        module = parsing.parse_module(text, parts)
     except (sources.SourceError, parsing.ParseFailure):
         return ModuleSummary(path)
     try:
-        return with_room(text, lambda: _summarize(path, data, text, module))
+        return with_room(parts.needs_room(text), lambda: _summarize(path, data, text, module, aliases))
     except RecursionError:  # with all the room it is given
         return ModuleSummary(path)
 
 
-def _summarize(path: str, data: bytes, text: str, module: cst.Module) -> ModuleSummary:
-    index = skippables.ModuleIndex(module)
-    facts = skippables.extract(module, path, text, index) if mentions_api(data) else None
+def _summarize(path: str, data: bytes, text: str, module: cst.Module, aliases: Aliases) -> ModuleSummary:
+    index = skippables.ModuleIndex(module, aliases)
+    facts = skippables.extract(module, path, text, index) if mentions_api(data, aliases) else None
     return _summary(path, index, facts)
 
 
@@ -133,15 +136,18 @@ def _base_kind(node: cst.ClassDef, scope: Scope, known: dict[str, ClassSummary])
 
 
 class ProjectIndex:
-    """Module summaries by path and api-aliases, valid while the module's size and mtime hold."""
+    """Module summaries by path and api-aliases, valid while the module's size and mtime hold.
+    `scan`: the prefilter's walk and module locations; `parts`: the statements parsed before (a
+    session's, see skiplint.session)."""
 
-    def __init__(self, scan: Optional[projectscan.ProjectScan] = None) -> None:
-        #: The prefilter's walk and module locations (the process-wide one for the process-wide index).
+    def __init__(self, scan: Optional[projectscan.ProjectScan] = None,
+                 parts: Optional[parsing.StatementParts] = None) -> None:
         self.scan = scan if scan is not None else projectscan.ProjectScan()
-        self._summaries: dict[tuple[str, apiimports.AliasKey], tuple[tuple[int, int], ModuleSummary]] = {}
+        self.parts = parts if parts is not None else parsing.StatementParts()
+        self._summaries: dict[tuple[str, AliasKey], tuple[tuple[int, int], ModuleSummary]] = {}
         #: Summaries of modules the run has analysed, by path and api-aliases: the digest of the
         #: analysed text, whether it names an API module, and the summary (see learn).
-        self._learned: dict[tuple[str, apiimports.AliasKey], tuple[bytes, bool, ModuleSummary]] = {}
+        self._learned: dict[tuple[str, AliasKey], tuple[bytes, bool, ModuleSummary]] = {}
         self._reads = 0
 
     @property
@@ -150,11 +156,11 @@ class ProjectIndex:
         return self._reads + self.scan.reads
 
     # -- summaries ---------------------------------------------------------------------------
-    def summary(self, path: str) -> Optional[ModuleSummary]:
+    def summary(self, path: str, aliases: Aliases = NO_ALIASES) -> Optional[ModuleSummary]:
         key = self.scan.stat(path)  # an editor's open buffer (the scan's overlay) before the file
         if key is None:
             return None
-        cache_key = (path, apiimports.alias_key())
+        cache_key = (path, aliases.key)
         cached = self._summaries.get(cache_key)
         if cached is not None and cached[0] == key:
             return cached[1]
@@ -163,22 +169,24 @@ class ProjectIndex:
         except sources.SourceError:
             return None
         self._reads += 1
-        summary = self._known(cache_key, data)
+        summary = self._known(cache_key, data, aliases)
         if summary is None:
-            summary = summarize(path, data)
+            summary = summarize(path, data, aliases, self.parts)
         self._summaries[cache_key] = (key, summary)
         return summary
 
-    def learn(self, path: str, text: str, index: skippables.ModuleIndex, facts: ModuleFacts) -> None:
-        """A module this run has parsed and extracted (its ModuleIndex and skippable facts, as
-        summarize makes them): if a summary of the file at `path` is asked for later and the
-        file still holds this text, it is made from these rather than by parsing it again."""
-        named = mentions_api(text)
-        path = os.path.abspath(path)  # as module_file names the modules whose summaries are asked for
-        self._learned[(path, apiimports.alias_key())] = (
+    def learn(self, path: str, text: str, index: skippables.ModuleIndex, facts: ModuleFacts,
+              aliases: Aliases = NO_ALIASES) -> None:
+        """A module this run has parsed and extracted with these api-aliases (its ModuleIndex and
+        skippable facts, as summarize makes them): if a summary of the file at `path` is asked for
+        later and the file still holds this text, it is made from these rather than by parsing it
+        again."""
+        named = mentions_api(text, aliases)
+        path = os.path.abspath(path)  # as scan.module_file names the modules whose summaries are asked for
+        self._learned[(path, aliases.key)] = (
             _digest(text), named, _summary(path, index, facts if named else None))
 
-    def _known(self, cache_key: tuple[str, apiimports.AliasKey], data: bytes) -> Optional[ModuleSummary]:
+    def _known(self, cache_key: tuple[str, AliasKey], data: bytes, aliases: Aliases) -> Optional[ModuleSummary]:
         learned = self._learned.get(cache_key)
         if learned is None:
             return None
@@ -187,19 +195,17 @@ class ProjectIndex:
             text = sources.decode(data)
         except sources.SourceError:
             return None
-        if _digest(text) != digest or mentions_api(data) != named:
+        if _digest(text) != digest or mentions_api(data, aliases) != named:
             return None
         return summary
 
-    def module_file(self, importer: str, module: str) -> Optional[str]:
-        """The file of `module` (absolute dotted, or relative with leading dots) as `importer` sees it."""
-        return self.scan.module_file(importer, module)
-
     # -- classes -----------------------------------------------------------------------------
-    def resolve_class(self, importer: str, qualified: str, depth: int = 0) -> Optional[ClassSummary]:
-        """The project class that a qualified name seen from `importer` refers to, if any: the
-        longest prefix that is a module of the project, then the rest of the name through that
-        module's classes, imports (any alias, any depth of re-export) and star imports."""
+    def resolve_class(self, importer: str, qualified: str, aliases: Aliases = NO_ALIASES,
+                      depth: int = 0) -> Optional[ClassSummary]:
+        """The project class that a qualified name seen from `importer` refers to, if any, with
+        these api-aliases: the longest prefix that is a module of the project, then the rest of
+        the name through that module's classes, imports (any alias, any depth of re-export) and
+        star imports."""
         if depth > MAX_REEXPORT:
             return None
         stripped = qualified.lstrip(".")
@@ -209,14 +215,14 @@ class ProjectIndex:
             module = dots + ".".join(parts[:cut])
             if not module:
                 continue
-            path = self.module_file(importer, module)
+            path = self.scan.module_file(importer, module)
             if path is not None:
-                return self._attribute(path, parts[cut:], depth)
+                return self._attribute(path, parts[cut:], aliases, depth)
         return None
 
-    def _attribute(self, path: str, rest: list[str], depth: int) -> Optional[ClassSummary]:
+    def _attribute(self, path: str, rest: list[str], aliases: Aliases, depth: int) -> Optional[ClassSummary]:
         """The class that `rest` (a dotted attribute path) names in the module at `path`."""
-        summary = self.summary(path)
+        summary = self.summary(path, aliases)
         if summary is None or not rest:
             return None
         name, tail = rest[0], rest[1:]
@@ -225,14 +231,10 @@ class ProjectIndex:
         target = summary.imports.get(name)
         if target is not None:
             return self.resolve_class(path, ".".join([target, *tail]) if not target.endswith(".")
-                                      else target + ".".join(tail), depth + 1)
+                                      else target + ".".join(tail), aliases, depth + 1)
         for star in summary.stars:
             sep = "" if star.endswith(".") else "."
-            found = self.resolve_class(path, star + sep + ".".join(rest), depth + 1)
+            found = self.resolve_class(path, star + sep + ".".join(rest), aliases, depth + 1)
             if found is not None:
                 return found
         return None
-
-    def imports_project_skippables(self, path: str, data: Union[bytes, str]) -> bool:
-        """The prefilter's second half (see projectscan.ProjectScan): no module is parsed."""
-        return self.scan.imports_project_skippables(path, data)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional, Union
 
 from skiplint import sources
-from skiplint.apiimports import AliasKey, Aliases, Imported, given, framework_name, mentions_api, read_imports
+from skiplint.apiimports import NO_ALIASES, AliasKey, Aliases, Imported, framework_name, mentions_api, read_imports
 from skiplint.limits import MAX_REEXPORT, MODULE_HOPS
 
 
@@ -144,8 +144,7 @@ class ProjectScan:
         shown = self.overlay.get(path)
         return shown[1] if shown is not None else sources.read_bytes(path)
 
-    def scan(self, path: str, aliases: Optional[Aliases] = None) -> Optional[_Scan]:
-        aliases = given(aliases)
+    def scan(self, path: str, aliases: Aliases = NO_ALIASES) -> Optional[_Scan]:
         stat = self.stat(path)
         if stat is None:
             return None
@@ -164,9 +163,8 @@ class ProjectScan:
         self._scans[key] = scanned
         return scanned
 
-    def brings_skippables(self, importer: str, imported: Imported, aliases: Optional[Aliases] = None) -> bool:
+    def brings_skippables(self, importer: str, imported: Imported, aliases: Aliases = NO_ALIASES) -> bool:
         """Whether this import of `importer` may bind a skippable class, or a module holding one."""
-        aliases = given(aliases)
         if imported.name is None:
             parts = imported.module.split(".")
             modules = [imported.module] if imported.renamed else \
@@ -239,13 +237,12 @@ class ProjectScan:
         self._exports[key] = (scanned.stat, result)
         return result
 
-    def imports_project_skippables(self, path: str, data: Union[bytes, str], aliases: Optional[Aliases] = None) -> bool:
+    def imports_project_skippables(self, path: str, data: Union[bytes, str], aliases: Aliases = NO_ALIASES) -> bool:
         """Does this file import, from its own project, something that may be a skippable class?
 
         Only the modules its import statements name are read (once, then cached). What a name of
         torch's own can reach is never resolved as a project class (apiimports.framework_name), so
         `import torch`, `import torch.nn as nn` and `from torch.nn import X` lead nowhere.
         """
-        aliases = given(aliases)
         return any(self.brings_skippables(path, imported, aliases) for imported in read_imports(data)
                    if not framework_name(imported.qualified))

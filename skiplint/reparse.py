@@ -30,13 +30,11 @@ import bisect
 import re
 from typing import TYPE_CHECKING, Optional, Sequence
 
-from skiplint import guard, parsing
+from skiplint import parsing, positions, textlines
 
 if TYPE_CHECKING:
     import libcst as cst
 
-#: Texts whose statement starts are not told by line counts (see facts._DROPPED_BY_LIBCST).
-_UNCOUNTED = re.compile(r"\f|\\(?:\r\n|\r|\n)")
 _BREAK = re.compile(r"\r\n|\r|\n")
 
 
@@ -63,32 +61,22 @@ class Memo:
             self.reused += 1
         return module
 
-    def keep(self, text: str, module: cst.Module) -> None:
-        """Remember `text`'s module for the next edit, when its statements can be told apart."""
+    def keep(self, text: str, module: cst.Module, tops: list[int]) -> None:
+        """Remember `text`'s module for the next edit, when its statements (which begin at `tops`,
+        from the guard's scan) can be told apart."""
         self.text, self.module, self.starts = text, module, None
         if text is self.target:
-            self.starts = _starts(text, module)
+            self.starts = _starts(text, module, tops)
 
 
-def _starts(text: str, module: cst.Module) -> Optional[list[int]]:
+def _starts(text: str, module: cst.Module, tops: list[int]) -> Optional[list[int]]:
     """Where the code of each top-level statement begins (its leading lines included; the first
-    at 0, with the module's header), from the guard's scan of this very text."""
-    if _UNCOUNTED.search(text):
+    at 0, with the module's header), from where the guard's scan saw them begin."""
+    found = None if parsing.UNCOUNTED.search(text) else positions.scanned_lines(module, text, tops)
+    if found is None or found and (found[0] != len(module.header) + 1 or min(found) < 1):
         return None
-    tops = guard.top_level_starts(text)
-    if tops is None or len(tops) != len(module.body):
-        return None
-    lines = [0] + [match.end() for match in _BREAK.finditer(text)]
-    starts = []
-    for index, (statement, offset) in enumerate(zip(module.body, tops)):
-        leading = len(statement.leading_lines)
-        decorators: Sequence[cst.Decorator] = getattr(statement, "decorators", ())
-        if decorators:
-            leading += len(decorators[0].leading_lines)
-        line = bisect.bisect_right(lines, offset) - 1 - leading
-        if line < 0 or (index == 0 and line != len(module.header)):
-            return None
-        starts.append(0 if index == 0 else lines[line])
+    breaks = textlines.line_starts(text)
+    starts = [0 if index == 0 else breaks[line - 1] for index, line in enumerate(found)]
     return starts if all(a < b for a, b in zip(starts, starts[1:])) else None
 
 

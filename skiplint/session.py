@@ -20,14 +20,16 @@ if TYPE_CHECKING:
     from skiplint.projectscan import ProjectScan
 
 
-class _Kept:
+class _Shared:
     """What the copies of one session for different files share (see Session.configured)."""
+
+    __slots__ = ("project", "scan", "parts", "kept")
 
     def __init__(self, project: Optional[ProjectIndex], parts: Optional[StatementParts],
                  kept: Optional[dict[str, ModelFacts]], scan: Optional[ProjectScan]) -> None:
         self.project = project
-        self.scan: Optional[ProjectScan] = scan if scan is not None else project.scan if project is not None else None
-        self.parts = parts
+        self.scan = scan if scan is not None else project.scan if project is not None else None
+        self.parts = parts if parts is not None else project.parts if project is not None else None
         self.kept = kept
 
 
@@ -36,7 +38,7 @@ class Session:
 
     - `scan`: the prefilter's project walk (its overlay: an editor's open buffers);
     - `project`: the project index that resolves imported classes (it reads modules through `scan`);
-    - `parts`: the top-level statements parsed before, reused by text;
+    - `parts`: the top-level statements parsed before, reused by text, and the guard's last scan;
     - `memo`: the language server's memo of the document being checked: the parse of that
       document's text (and of no other, such as a module it imports) reuses the statements of its
       previous parse that an edit did not touch;
@@ -51,36 +53,33 @@ class Session:
     def __init__(self, *, project: Optional[ProjectIndex] = None, parts: Optional[StatementParts] = None,
                  memo: Optional[Memo] = None, kept: Optional[dict[str, ModelFacts]] = None,
                  aliases: Aliases = NO_ALIASES, scan: Optional[ProjectScan] = None) -> None:
-        self._shared = _Kept(project, parts, kept, scan)
+        self._shared = _Shared(project, parts, kept, scan)
         self.memo = memo
         self.aliases = aliases
 
     @property
     def scan(self) -> ProjectScan:
-        shared = self._shared
-        if shared.scan is None:
+        if self._shared.scan is None:
             from skiplint.projectscan import ProjectScan
 
-            shared.scan = ProjectScan()
-        return shared.scan
-
-    @property
-    def project(self) -> ProjectIndex:
-        shared = self._shared
-        if shared.project is None:
-            from skiplint.project import ProjectIndex
-
-            shared.project = ProjectIndex(self.scan)
-        return shared.project
+            self._shared.scan = ProjectScan()
+        return self._shared.scan
 
     @property
     def parts(self) -> StatementParts:
-        shared = self._shared
-        if shared.parts is None:
+        if self._shared.parts is None:
             from skiplint.parsing import StatementParts
 
-            shared.parts = StatementParts()
-        return shared.parts
+            self._shared.parts = StatementParts()
+        return self._shared.parts
+
+    @property
+    def project(self) -> ProjectIndex:
+        if self._shared.project is None:
+            from skiplint.project import ProjectIndex
+
+            self._shared.project = ProjectIndex(self.scan, self.parts)
+        return self._shared.project
 
     @property
     def kept(self) -> Optional[dict[str, ModelFacts]]:
@@ -90,14 +89,13 @@ class Session:
         """This session for one file whose configuration says these api-aliases; the index, the
         parsed statements, the kept compositions and the memo are this one's."""
         given = aliases if isinstance(aliases, Aliases) else Aliases(aliases)
-        if given == self.aliases:
-            return self
-        other = Session(aliases=given, memo=self.memo)
-        other._shared = self._shared
-        return other
+        return self if given == self.aliases else self._copy(self.memo, given)
 
     def remembering(self, memo: Optional[Memo]) -> Session:
         """This session for the language server's document whose memo of its last parse is `memo`."""
-        other = Session(aliases=self.aliases, memo=memo)
+        return self._copy(memo, self.aliases)
+
+    def _copy(self, memo: Optional[Memo], aliases: Aliases) -> Session:
+        other = Session(aliases=aliases, memo=memo)
         other._shared = self._shared
         return other

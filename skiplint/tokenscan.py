@@ -66,9 +66,9 @@ def _end(pattern: re.Pattern[str], text: str, pos: int) -> int:
 _TAB_SIZE = 8
 
 
-def _columns(indentation: str) -> tuple[int, int]:
-    """(col, altcol) of a line's indentation, as Python's tokenizer counts them."""
-    col = altcol = 0
+def _columns(indentation: str, col: int = 0, altcol: int = 0) -> tuple[int, int]:
+    """(col, altcol) of a line's indentation (after `col` and `altcol`), as Python's tokenizer
+    counts them."""
     for char in indentation:
         if char == " ":
             col, altcol = col + 1, altcol + 1
@@ -94,13 +94,7 @@ def _continued_columns(text: str, pos: int) -> Optional[tuple[int, int]]:
     while True:
         indent = _INDENT.match(text, pos)
         assert indent is not None  # it matches the empty string
-        for char in indent.group():
-            if char == " ":
-                col, altcol = col + 1, altcol + 1
-            elif char == "\t":
-                col, altcol = (col // _TAB_SIZE + 1) * _TAB_SIZE, altcol + 1
-            else:
-                col = altcol = 0
+        col, altcol = _columns(indent.group(), col, altcol)
         pos = indent.end()
         if pos >= end or text[pos] != "\\":
             break

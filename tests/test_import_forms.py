@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from skiplint import apiimports, engine, imports
 from skiplint.project import ProjectIndex
+from skiplint.session import Session
 
 PARTS = '''from torch import nn
 from torchgpipe.skip import pop, skippable, stash
@@ -154,7 +155,7 @@ def test_flake8_reads_every_import_form(tree: tuple[Path, dict[str, list[tuple[i
 def test_each_form_in_process(tmp_path: Path) -> None:
     expected = build(tmp_path)
     for path, (direction, line, first, second) in expected.items():
-        result = engine.check_file(path, project=ProjectIndex())
+        result = engine.check_file(path, session=Session(project=ProjectIndex()))
         got = [(d.line, d.col, d.code) for d in result.diagnostics]
         want = [(line, first, "SKP201"), (line, second, "SKP202")] if direction == "wrong" else []
         assert got == want, path

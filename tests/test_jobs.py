@@ -147,15 +147,18 @@ def _mixed_tasks(tmp_path: Path) -> list[parallel.Task]:
 
 @pytest.fixture
 def pools(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], int]]:
-    """The pools a run with no -j starts, as (files, processes), on a machine with two cores."""
+    """The pools a run with no -j starts, as (files, processes), on a machine with two cores (the
+    run hands them to check_all with the number of processes; -j 1 is no pool)."""
     started: list[tuple[list[str], int]] = []
-    real = parallel._in_pool
+    real = parallel.check_all
 
-    def in_pool(tasks: list[parallel.Task], jobs: int, settle: bool, session: Session) -> list[object]:
-        started.append(([Path(path).name for path, _ in tasks], jobs))
+    def check_all(tasks: list[parallel.Task], jobs: Optional[int] = None, settle: bool = False,
+                  session: Optional[Session] = None) -> list[object]:
+        if jobs is not None and jobs > 1:
+            started.append(([Path(path).name for path, _ in tasks], jobs))
         return real(tasks, jobs, settle, session)  # type: ignore[return-value]
 
-    monkeypatch.setattr(parallel, "_in_pool", in_pool)
+    monkeypatch.setattr(parallel, "check_all", check_all)
     monkeypatch.setattr(parallel, "default_jobs", lambda: 2)
     return started
 

@@ -12,6 +12,7 @@ from skiplint.diagnostics import Diagnostic, without_code
 from skiplint.lsp import documents, features
 from skiplint.lsp.documents import UTF8, UTF16, UTF32, Document
 from skiplint.project import ProjectIndex
+from skiplint.session import Session
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -250,7 +251,7 @@ def test_the_overlay_stands_for_the_file_until_it_is_removed(tmp_path: Path) -> 
     index = ProjectIndex(scan)
 
     def codes() -> list[str]:
-        return [d.code for d in engine.check_text(MODEL, model, project=index).diagnostics]
+        return [d.code for d in engine.check_text(MODEL, model, session=Session(project=index)).diagnostics]
 
     assert codes() == []
     unsaved = BLOCKS.replace('pop=["skip"]', 'pop=["other"]').replace('pop("skip")', 'pop("other")').encode()

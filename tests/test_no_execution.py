@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from skiplint import engine
+from skiplint import engine, sources
+from skiplint.session import Session
 
 TRAP = textwrap.dedent("""\
     import os as _os
@@ -114,7 +115,8 @@ def test_flake8_plugin_reads_without_importing(trap_package: tuple[Path, Path]) 
 def test_engine_in_process_imports_nothing_new(trap_package: tuple[Path, Path]) -> None:
     package, marker = trap_package
     before = set(sys.modules)
-    results = engine.check_paths([str(package)])
+    session = Session()
+    results = [engine.check_file(path, session=session) for path in sources.discover([str(package)])]
     assert not marker.exists()
     assert not {name for name in set(sys.modules) - before if "no_exec" in name or name in ("blocks", "model")}
     assert any(d.code == "SKP101" for r in results for d in r.diagnostics)

@@ -31,7 +31,7 @@ def _compare_with_libcst(parts: parsing.StatementParts) -> int:
     gaps: list[str] = []
     for path in _parses():
         text = path.read_text(encoding="utf-8")
-        if parsing.hazard(text) is not None:
+        if guard.parser_hazard(text) is not None:
             continue
         try:
             expected = cst.parse_module(text)
@@ -234,8 +234,8 @@ def test_quick_bounds_take_the_fixtures_and_agree_with_the_scan() -> None:
 def test_quick_bounds_leave_to_the_scan_what_they_cannot_bound(text: str) -> None:
     assert guard._quick_bounds(text) is None
     refused, _, _ = _scan(text)
-    verdict = parsing.hazard(text)
-    assert (verdict is None and refused is None) or (verdict is not None and verdict[0] == refused)
+    verdict = guard.parser_hazard(text)
+    assert verdict == refused
 
 
 @pytest.mark.parametrize("text", [
@@ -253,8 +253,7 @@ def test_quick_bounds_leave_to_the_scan_what_they_cannot_bound(text: str) -> Non
 ])
 def test_quick_bounds_agree_with_the_scan(text: str) -> None:
     assert _agrees(text)
-    assert parsing.hazard(text) is None
-    assert guard.top_level_starts(text) is not None
+    assert isinstance(guard.scan(text), guard.Scanned)
 
 
 @pytest.mark.slow

@@ -56,13 +56,14 @@ def test_locator_given_the_source_agrees_with_position_provider(path: Path) -> N
     want = {id(node): (positions[node].start.line, positions[node].start.column) for node in nodes}
     whole = Locator(module)  # the whole module's code: the ends the fast path must give too
     whole.locate(nodes)
+    scanned = parsing.StatementParts().top_level_starts(text)
     for chosen in (nodes, nodes[::7], nodes[-3:]):  # every node at once, a few, the last ones
         expected = {id(n): want[id(n)] for n in chosen}
-        locator = Locator(module, text)
+        locator = Locator(module, text, scanned)
         locator.locate(chosen)
         assert {id(node): locator.position(node) for node in chosen} == expected
         if chosen:  # from the statements that hold them, not from the whole module's code
-            fast = _by_statement(module, text, {id(n): n for n in chosen})
+            fast = _by_statement(module, text, scanned, {id(n): n for n in chosen})
             assert fast is not None and fast[0] == expected
             assert fast[1] == {id(n): whole.end(n) for n in chosen}
 

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from skiplint import imports
+from skiplint import apiimports
+from skiplint.session import Session
 
 
 @pytest.mark.parametrize("source", [
@@ -40,12 +41,12 @@ from skiplint import imports
     "import torch\nx = mytorch.distributed.pipeline\ny = torch.distributed.pipeline.sync.Pipe\n",
 ])
 def test_imports_of_the_api_pass(source: str) -> None:
-    assert imports.mentions_api(source) and imports.mentions_api(source.encode())
+    assert apiimports.mentions_api(source) and apiimports.mentions_api(source.encode())
 
 
 @pytest.mark.parametrize("source", ["from torchgpipe.skip import stash\n", "import fairscale\n"])
 def test_an_import_after_a_byte_order_mark_passes(source: str) -> None:
-    assert imports.mentions_api("\ufeff" + source) and imports.mentions_api(b"\xef\xbb\xbf" + source.encode())
+    assert apiimports.mentions_api("\ufeff" + source) and apiimports.mentions_api(b"\xef\xbb\xbf" + source.encode())
 
 
 @pytest.mark.parametrize("source", [
@@ -62,7 +63,7 @@ def test_an_import_after_a_byte_order_mark_passes(source: str) -> None:
     "import torch\nx = mytorch.distributed.pipeline\ny = a.torch.distributed.pipeline\n",
 ])
 def test_mentions_that_cannot_resolve_to_the_api_do_not(source: str) -> None:
-    assert not imports.mentions_api(source) and not imports.mentions_api(source.encode())
+    assert not apiimports.mentions_api(source) and not apiimports.mentions_api(source.encode())
 
 
 @pytest.mark.parametrize("source", [
@@ -77,10 +78,10 @@ def test_pipeline_alone_is_a_word_the_import_reader_is_spared(source: str, monke
 
     read: list[object] = []
     monkeypatch.setattr(apiimports, "imports_api", lambda data: read.append(data) or False)
-    assert not imports.mentions_api(source) and not imports.mentions_api(source.encode())
+    assert not apiimports.mentions_api(source) and not apiimports.mentions_api(source.encode())
     assert read == []
     with_word = source + "# distributed\n"
-    assert not imports.mentions_api(with_word) and not imports.mentions_api(with_word.encode())
+    assert not apiimports.mentions_api(with_word) and not apiimports.mentions_api(with_word.encode())
     assert read == [with_word, with_word.encode()]
 
 
@@ -153,9 +154,10 @@ def test_a_project_module_behind_a_byte_order_mark_and_try_is_learned(tmp_path: 
     model = tmp_path / "model.py"
     model.write_text("\ufefffrom torch import nn\nfrom kit.parts import Back, Layer\n\n"
                      "model = nn.Sequential(Back(), Layer())\n", encoding="utf-8")
-    result = engine.check_file(str(model), project=ProjectIndex())
+    result = engine.check_file(str(model), session=Session(project=ProjectIndex()))
     assert [(d.line, d.col, d.code) for d in result.diagnostics] == [(4, 22, "SKP201"), (4, 30, "SKP202")]
-    assert engine.check_file(str(tmp_path / "kit" / "parts.py"), project=ProjectIndex()).diagnostics == ()
+    parts = str(tmp_path / "kit" / "parts.py")
+    assert engine.check_file(parts, session=Session(project=ProjectIndex())).diagnostics == ()
 
 
 # -- the prefilter never skips a file the analysis has findings in -----------------------------------

@@ -58,7 +58,7 @@ def test_relative_absolute_and_reexported_classes(tmp_path: Path) -> None:
     assert up is not None and up.pop == frozenset({"skip"})
     assert index.resolve_class(model, "pkg.Missing") is None
     assert index.resolve_class(model, "numpy.ndarray") is None
-    result = engine.check_file(model, project=index)
+    result = engine.check_file(model, session=engine.Session(project=index))
     # A module-level model: the pop fails when run; verified by an importer's pipe, so does the stash.
     assert [(d.line, d.code) for d in result.diagnostics] == [(4, "SKP201"), (4, "SKP202")]
 
@@ -66,11 +66,11 @@ def test_relative_absolute_and_reexported_classes(tmp_path: Path) -> None:
 def test_prefilter_reads_only_what_is_imported(tmp_path: Path) -> None:
     pkg = make_package(tmp_path)
     index = ProjectIndex()
-    assert engine.check_file(str(pkg / "unrelated.py"), project=index).diagnostics == ()
+    assert engine.check_file(str(pkg / "unrelated.py"), session=engine.Session(project=index)).diagnostics == ()
     assert index.reads == 0  # no import of a project module: nothing else read
-    engine.check_file(str(pkg / "sub" / "model.py"), project=index)
+    engine.check_file(str(pkg / "sub" / "model.py"), session=engine.Session(project=index))
     reads = index.reads
-    engine.check_file(str(pkg / "sub" / "model.py"), project=index)
+    engine.check_file(str(pkg / "sub" / "model.py"), session=engine.Session(project=index))
     assert index.reads == reads  # cached by path, size and mtime
 
 
@@ -87,14 +87,15 @@ def test_the_walk_follows_no_name_of_torch_as_the_analysis_resolves_none(tmp_pat
                      f"model = nn.Sequential({root}.Up(), Down())\n")
     scan = ProjectScan()
     text = model.read_text()
-    forced = engine.check_text(text, str(model), project=ProjectIndex(), prefiltered=True)
+    forced = engine.check_text(text, str(model), session=engine.Session(project=ProjectIndex()), prefiltered=True)
     if root == "kit":
         assert scan.imports_project_skippables(str(model), text)
         assert [(d.line, d.col, d.code) for d in forced.diagnostics] == [(4, 22, "SKP201"), (4, 32, "SKP202")]
     else:
         assert not scan.imports_project_skippables(str(model), text) and scan.reads == 0
         assert forced.diagnostics == ()
-    assert engine.check_file(str(model), project=ProjectIndex()).diagnostics == forced.diagnostics
+    result = engine.check_file(str(model), session=engine.Session(project=ProjectIndex()))
+    assert result.diagnostics == forced.diagnostics
 
 
 def test_cache_follows_changes(tmp_path: Path) -> None:

@@ -58,23 +58,6 @@ TYPE_FACTS = {
     "skiplint.imports._CHAIN_KINDS", "skiplint.interpret.expressions._EVAL_KINDS", "skiplint.syntax._FIELDS",
     "skiplint.syntax._VALUE_KINDS", "skiplint.syntax._ITEM_IS_NODE", "skiplint.syntax._OPENS_SCOPE",
 }
-#: What is still module-level and is not analysis state of a session, each with why:
-NOT_YET = {
-    # The guard's last accepted text (by identity) with its token scan: a memo of what a text says,
-    # the same in every session; read by parsing, positions and reparse for the text just scanned.
-    "skiplint.guard._LAST_SCAN",
-    # Parsed statements for a parse that is handed none: skiplint.project's summaries of imported
-    # modules (project.py calls parse_module without a session's parts).
-    "skiplint.parsing.PARTS",
-    # Per thread: whether this thread's recursion limit was raised (positions.with_room).
-    "skiplint.positions._ROOMY",
-    # Per thread: the api-aliases in force for the readers not handed them yet (skiplint.project's
-    # summaries, the scopes skiplint.skippables builds); set by the engine from the session.
-    "skiplint.apiimports._IN_FORCE",
-    # The language server's serial numbers of documents.
-    "skiplint.lsp.textsync._SERIAL",
-}
-
 _IMMUTABLE = (type(None), bool, int, float, complex, str, bytes, range, re.Pattern, types.MappingProxyType,
               Path, enum.Enum, types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType,
               types.MethodType, property, staticmethod, classmethod, logging.Logger, apiimports.Aliases)
@@ -167,14 +150,12 @@ def test_no_module_level_state_outside_the_rule_registries(tmp_path: Path, monke
     capsys.readouterr()
     state = _state()
     loaded = {module.__name__ for module in _modules()}  # without an extra's modules where it is missing
-    expected = {name for name in REGISTRIES | TABLES | TYPE_FACTS | NOT_YET if name.rsplit(".", 1)[0] in loaded}
+    expected = {name for name in REGISTRIES | TABLES | TYPE_FACTS if name.rsplit(".", 1)[0] in loaded}
     assert set(state) == expected, sorted(set(state) ^ expected)
     assert {name: repr(state[name]) for name in before} == before  # read, never written
     assert not any(isinstance(value, contextvars.ContextVar) for value in state.values())
     for name in TYPE_FACTS:
         assert all(isinstance(key, type) for key in state[name]), name
-    # No analysis state left where another session would read it: no alias in force.
-    assert apiimports.in_force() == apiimports.NO_ALIASES
 
 
 def test_aliases_are_a_value() -> None:
@@ -260,4 +241,3 @@ def test_two_sessions_with_their_own_configurations_in_two_threads_at_once(tmp_p
     # analyse ALIASED_TEXT: without the alias it cannot use the API).
     assert list(kept["aliased"]) == [path] == list(kept["plain"])
     assert kept["aliased"][path] is not kept["plain"][path]
-    assert apiimports.in_force() == apiimports.NO_ALIASES

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from skiplint import engine, project
 from skiplint.project import ProjectIndex
+from skiplint.session import Session
 
 BLOCKS = '''\
 from torch import nn
@@ -63,9 +65,9 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[st
     parsed: list[str] = []
     summarize = project.summarize
 
-    def counting(path: str, data: bytes) -> project.ModuleSummary:
+    def counting(path: str, data: bytes, *rest: Any) -> project.ModuleSummary:
         parsed.append(os.path.basename(path))
-        return summarize(path, data)
+        return summarize(path, data, *rest)
 
     monkeypatch.setattr(project, "summarize", counting)
     monkeypatch.chdir(tmp_path)
@@ -73,7 +75,7 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[st
 
 
 def findings(index: ProjectIndex, path: str) -> list[tuple[int, int, str]]:
-    return [(d.line, d.col, d.code) for d in engine.check_file(path, project=index).diagnostics]
+    return [(d.line, d.col, d.code) for d in engine.check_file(path, session=Session(project=index)).diagnostics]
 
 
 def test_a_checked_module_is_summarized_from_its_analysis(tree: tuple[Path, list[str]]) -> None:
@@ -102,6 +104,7 @@ def test_text_that_is_not_the_file_is_not_taken_for_it(tree: tuple[Path, list[st
     root, parsed = tree
     index = ProjectIndex()
     edited = BLOCKS.replace('@skippable(pop=["skip"])\nclass Up', 'class Up')
-    assert [d.code for d in engine.check_text(edited, "blocks.py", project=index).diagnostics] == ["SKP109"]
+    result = engine.check_text(edited, "blocks.py", session=Session(project=index))
+    assert [d.code for d in result.diagnostics] == ["SKP109"]
     assert findings(index, "model.py") == [(5, 28, "SKP201"), (5, 34, "SKP202")]
     assert parsed == ["blocks.py"]

@@ -22,8 +22,6 @@ from skiplint.lsp.documents import Document, path_of
 if TYPE_CHECKING:
     from skiplint.lsp.server import SkiplintServer
 
-_SERIAL = itertools.count(1)
-
 
 def checked(document: Document) -> bool:
     """Python sources: the language the client says, or the file's suffix."""
@@ -37,10 +35,12 @@ class TextSync:
         self.server = server
         #: Open documents out of step with the client (a ranged edit was refused): their language.
         self.lost: dict[str, str] = {}
+        #: The documents' serial numbers.
+        self.serial = itertools.count(1)
 
     def did_open(self, params: types.DidOpenTextDocumentParams) -> None:
         item = params.text_document
-        document = Document(item.uri, item.text, item.version, item.language_id, next(_SERIAL))
+        document = Document(item.uri, item.text, item.version, item.language_id, next(self.serial))
         self.lost.pop(item.uri, None)
         if not checked(document):
             self._config_edited(document)
@@ -69,7 +69,7 @@ class TextSync:
         if text is None:
             return
         self.lost.pop(uri, None)
-        server.documents[uri] = Document(uri, text, params.text_document.version, language, next(_SERIAL))
+        server.documents[uri] = Document(uri, text, params.text_document.version, language, next(self.serial))
         server.analyses.changed(uri)
 
     def _refuse(self, uri: str, language: str, start: types.Position, end: types.Position) -> None:

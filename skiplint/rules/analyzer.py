@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Iterator
+
+from skiplint.findings import AnalyzerBug, At, Finding, Unchecked
 from skiplint.limits import BUDGET
-from skiplint.rules.base import Rule
+from skiplint.rules.base import Rule, checks
 
 #: The family's heading in docs/rules.md, and what its rules predict (rendered by skiplint.rules.doc).
 TITLE = 'SKP9xx: the analyzer itself'
@@ -54,3 +57,13 @@ INTERNAL_ERROR = Rule(
     failure='',
     reported_at='line 1 (the analysis of the rest of the file is still reported)',
 )
+
+
+@checks("unchecked", UNCHECKED_FILE)
+def unchecked_file(fact: Unchecked) -> Iterator[Finding]:
+    yield UNCHECKED_FILE.at(At(fact.line, fact.col), reason=fact.reason)
+
+
+@checks("bug", INTERNAL_ERROR)
+def internal_error(fact: AnalyzerBug) -> Iterator[Finding]:
+    yield INTERNAL_ERROR.at(None, what=fact.what, error=fact.error)

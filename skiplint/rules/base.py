@@ -163,8 +163,9 @@ def diagnostic(path: str, start: tuple[int, int], code: str, message: str, end: 
 #: "module": the module's `facts.ModuleFacts`; "class": one `facts.SkippableClass`;
 #: "composition": one `facts.Composition` and whether verify_skippables runs on it (a bool);
 #: "pipe": one `facts.Pipe` (a pipe, balancer or LazyModule call); "model": the module's
-#: `facts.ModelFacts` (what it builds, as a whole).
-Fact = Literal["module", "class", "composition", "pipe", "model"]
+#: `facts.ModelFacts` (what it builds, as a whole); "unchecked": a file that could not be checked
+#: (`findings.Unchecked`); "bug": an analyzer failure (`findings.AnalyzerBug`).
+Fact = Literal["module", "class", "composition", "pipe", "model", "unchecked", "bug"]
 
 CheckFunction = Callable[..., Iterable[Finding]]
 _F = TypeVar("_F", bound=CheckFunction)

@@ -8,6 +8,7 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
+from skiplint.apiimports import NO_ALIASES, Aliases
 from skiplint.facts import Kind
 from skiplint.imports import OTHER, Binding, Scope, import_bindings
 
@@ -26,9 +27,9 @@ class ClassInfo:
 class ModuleIndex:
     """Scopes, classes, functions, imports and candidate statements of one module (one pass)."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, aliases: Aliases = NO_ALIASES) -> None:
         self.module = module
-        self.scope = Scope("module", None)
+        self.scope = Scope("module", None, table=aliases.table)
         self.scopes: dict[int, Scope] = {}  # id(FunctionDef) -> its scope
         self.classes: list[ClassInfo] = []
         self.functions: list[tuple[cst.FunctionDef, Scope]] = []
