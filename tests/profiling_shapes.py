@@ -17,6 +17,15 @@ def merge(a, b):
     return a + b
 
 
+def keep(t):
+    yield stash("s", t)
+
+
+def take(x):
+    s = yield pop("s")
+    return x + s
+
+
 class Encoder(nn.Module):
     def __init__(self):
         super().__init__()
@@ -76,6 +85,7 @@ SHARING = {
     "view": "out = self.lin(x)\nv = out[:, :2]\nyield stash('s', v)\nreturn out",
     "attribute": "self.h = self.lin(x)\nyield stash('s', self.h)\nreturn self.h",
     "yield-from": "out = self.lin(x)\nyield from self.helper(out)\nreturn out",
+    "yield-from-function": "out = self.lin(x)\nyield from keep(out)\nreturn out",
     "same-tensor": "h = self.lin(x)\nyield stash('s', h)\nreturn h",
     "view-method": "h = self.lin(x)\nyield stash('s', h.view(-1))\nreturn h",
     "relu-of-output": "h = self.lin(x)\nyield stash('s', torch.relu(h))\nreturn h",
@@ -126,6 +136,7 @@ USED = {
     "training": "s = yield pop('s')\nif self.training:\n    return x + s\nreturn x",
     "if-expression": "s = yield pop('s')\nreturn x + s if s is not None else x",
     "helper": "s = yield pop('s')\nreturn merge(x, s)",
+    "yield-from-function": "return (yield from take(x))",
     "method": "s = yield pop('s')\nreturn self.merge(x, s)",
     "sequential": "s = yield pop('s')\nreturn x + self.seq(s)",
     "einsum": "s = yield pop('s')\nreturn x + torch.einsum('ij,ij->ij', s, s)",

@@ -14,7 +14,7 @@ from skiplint.gradflow.model import (
     BREAKING, Env, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, Value, YES, meet, saving, union,
     unknown_call,
 )
-from skiplint.gradflow.walker import Walker, constant_index
+from skiplint.gradflow.walker import Walker, constant_index, delegated
 
 
 class Calls(Walker):
@@ -43,10 +43,8 @@ class Calls(Walker):
         return value, True
 
     def delegate(self, target: cst.BaseExpression) -> Optional[cst.FunctionDef]:
-        if not (isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute)
-                and isinstance(target.func.value, cst.Name) and target.func.value.value == "self"):
-            return None
-        method = self.methods.get(target.func.attr.value)
+        """The method of `self` or function of the module that `yield from target` runs."""
+        method = delegated(target, self.scope(), self.methods, self.functions)
         if method is None or method in self.active or len(self.active) > self.depth_limit:
             return None
         return method

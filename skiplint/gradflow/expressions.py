@@ -105,7 +105,7 @@ class Expressions(Walker):
             args = [self.eval(arg.value, env) for arg in target.args] if isinstance(target, cst.Call) else []
             if method is None or any(arg.keyword is not None or arg.star for arg in getattr(target, "args", ())):
                 return NOTHING
-            result, returned = self.run(method, args)
+            result, returned = self.run(method, args, bound=isinstance(target.func, cst.Attribute))  # type: ignore[attr-defined]
             return result if returned else NOTHING
         if isinstance(value, cst.Call) and id(value) in self.commands:
             kind = self.commands[id(value)]

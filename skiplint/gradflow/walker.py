@@ -78,3 +78,18 @@ def constant_index(node: cst.Subscript) -> Optional[int]:
         number = int(value.value, 0)
         return -number if negative else number
     return None
+
+
+def delegated(target: cst.BaseExpression, scope: Scope, methods: Mapping[str, cst.FunctionDef],
+              functions: Mapping[str, cst.FunctionDef]) -> Optional[cst.FunctionDef]:
+    """The method of `self` or the module-level function that a call `target` runs, if it is one."""
+    if not isinstance(target, cst.Call):
+        return None
+    func = target.func
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        return methods.get(func.attr.value)
+    if isinstance(func, cst.Name):
+        owner = scope.owner(func.value)
+        if owner is not None and owner.kind == "module":
+            return functions.get(func.value)
+    return None

@@ -9,6 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from skiplint import syntax
+from skiplint.gradflow.walker import delegated
 from skiplint.facts import Command, Kind, Locator, NonCommandYield, Site
 from skiplint.imports import Scope
 from skiplint.limits import MAX_DELEGATION
@@ -89,7 +90,7 @@ class Commands:
         value = node.value
         if isinstance(value, cst.From):
             target = value.item
-            method = self._delegate_target(target)
+            method = self._delegate_target(target, scope)
             if method is None:
                 self._collect(target, scope, events, parent_stmt)
                 events.append(Event("unknown"))
@@ -172,12 +173,11 @@ class Commands:
         self.commands[id(call)] = command
         return command
 
-    def _delegate_target(self, target: cst.BaseExpression) -> Optional[cst.FunctionDef]:
-        """The method of this class that `yield from self.<method>(...)` runs, if that is what it is."""
-        if not (isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute)
-                and isinstance(target.func.value, cst.Name) and target.func.value.value == "self"):
-            return None
-        method = self.info.methods.get(target.func.attr.value)
+    def _delegate_target(self, target: cst.BaseExpression, scope: Scope) -> Optional[cst.FunctionDef]:
+        """The function that `yield from self.<method>(...)` or `yield from <function>(...)` runs,
+        when it is a method of this class or a function of this module."""
+        method = delegated(target, scope, self.info.methods, self.index.top_level()[0])
         if method is None or method in self.active or len(self.active) > MAX_DELEGATION:
             return None
         return method
+
