@@ -101,7 +101,7 @@ def _analyze_models(module: cst.Module, text: str, path: str, index_: ProjectInd
     try:
         index = skippables.ModuleIndex(module)
         locator = Locator(module, text)  # one per module: all its findings are located in one pass
-        facts = skippables.extract(module, path, text, index, locator)
+        facts = skippables.extract(module, path, text, index, locator, index_.resolve_function)
         index_.learn(path, text, index, facts)  # a later summary of this file needs no second parse
         if not interpret.relevant(text):
             return facts, ModelFacts(path)

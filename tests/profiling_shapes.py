@@ -289,3 +289,69 @@ def layout_source(name: str, root: str = "torchgpipe") -> str:
     body, _fails = LAYOUTS[name]
     return (LAYOUT_HEADER.format(root=root) + body + 'balance = balance_by_time(2, model, torch.randn(8, 4), '
             'timeout=0.02, device=torch.device("cpu"))\n')
+
+
+#: Functions of another module of the project (`ops.py` beside the model, a package), called inside
+#: forward: their dataflow is followed as the module's own functions'.
+IMPORTED_OPS = '''def encode(x, w):
+    return x @ w
+
+
+def first(a, b):
+    return a
+
+
+def merge(a, b):
+    return a * 1 + b
+'''
+IMPORTED_MODEL = '''import torch
+from torch import nn
+from {root}.balance import balance_by_time
+from {root}.skip import pop, skippable, stash
+from . import ops
+from .ops import encode, merge
+
+
+@skippable(stash=["s"])
+class Stash(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, x):
+{stash}
+
+
+@skippable(pop=["s"])
+class Pop(nn.Module):
+    def forward(self, x):
+{pop}
+
+
+model = nn.Sequential(Stash(), nn.ReLU(), Pop())
+balance = balance_by_time(2, model, torch.randn(8, 4), timeout=0.02, device=torch.device("cpu"))
+'''
+#: (stashing forward, popping forward) -> whether profiling fails.
+IMPORTED = {
+    # the saving matmul happens inside the imported function
+    ("h = encode(x, self.w)\nyield stash('s', h)\nreturn h", "s = yield pop('s')\nreturn x + s"): True,
+    ("h = ops.encode(x, self.w)\nyield stash('s', h)\nreturn h", "s = yield pop('s')\nreturn merge(x, s)"): True,
+    # the imported function drops the popped tensor
+    ("h = x @ self.w\nyield stash('s', h)\nreturn h", "s = yield pop('s')\nreturn ops.first(x, s)"): False,
+    ("h = ops.encode(x, self.w)\nyield stash('s', h)\nreturn h", "s = yield pop('s')\nreturn ops.first(x, s)"): False,
+    ("h = x @ self.w\nyield stash('s', h)\nreturn h", "s = yield pop('s')\nreturn ops.merge(x, s)"): True,
+}
+
+
+def imported_package(directory: str, stash: str, pop: str, root: str = "torchgpipe") -> str:
+    """Write the package `proj` (ops.py, model.py) under `directory`; the path of model.py."""
+    import os
+
+    package = os.path.join(directory, "proj")
+    os.makedirs(package, exist_ok=True)
+    sources = {"__init__.py": "", "ops.py": IMPORTED_OPS, "model.py": IMPORTED_MODEL.format(
+        root=root, stash=textwrap.indent(stash, " " * 8), pop=textwrap.indent(pop, " " * 8))}
+    for name, text in sources.items():
+        with open(os.path.join(package, name), "w") as f:
+            f.write(text)
+    return os.path.join(package, "model.py")

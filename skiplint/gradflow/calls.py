@@ -14,7 +14,7 @@ from skiplint.gradflow.model import (
     BREAKING, Env, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, Value, YES, meet, saving, union,
     unknown_call,
 )
-from skiplint.gradflow.walker import Walker, constant_index, delegated
+from skiplint.gradflow.walker import ImportedFunction, Walker, constant_index, delegated
 
 
 class Calls(Walker):
@@ -105,6 +105,9 @@ class Calls(Walker):
         if qualified is not None and qualified.startswith("torch."):
             name = qualified.rsplit(".", 1)[-1]
             return self.operation(node, name, args, unknown_saves=True)
+        found = self.imported(self.path, qualified) if qualified is not None and self.imported is not None else None
+        if found is not None and self.followed(found[1]) and len(positional) == len(args):
+            return self.imported_call(found, args)
         changed = self.in_place(node)
         if changed is not None and qualified is None:
             name = func.attr.value  # type: ignore[attr-defined]
@@ -124,6 +127,18 @@ class Calls(Walker):
             found = torch_layers(self.classes[cls], self.scope_of, self.classes)
             self._attributes_of[cls] = found
         return found
+
+    def imported_call(self, found: ImportedFunction, args: Sequence[Value]) -> Value:
+        """A call of a function of another module of the project: run in that module."""
+        path, function, scopes, functions = found
+        outer = self.path, self.scope_of, self.functions, self.methods, self.attributes, self.classes
+        self.path, self.scope_of, self.functions = path, scopes, functions
+        self.methods, self.attributes, self.classes = {}, torch_layers({}, scopes), {}
+        try:
+            result, returned = self.run(function, args, bound=False)
+        finally:
+            self.path, self.scope_of, self.functions, self.methods, self.attributes, self.classes = outer
+        return result if returned else NOTHING
 
     def submodule_call(self, cls: str, name: str, args: Sequence[Value], positional: Sequence[Value]) -> Value:
         """`self.<attr>(...)` (its forward) or `self.<attr>.<method>(...)` of an instance of a class

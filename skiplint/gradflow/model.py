@@ -157,7 +157,7 @@ class Flow:
 
 
 def unknown_call(args: Sequence[Value]) -> Value:
-    """A call that is not followed (not torch's, not the project's own code in this module): its
+    """A call that is not followed (not torch's, not the project's own code): its
     result is taken to depend on every argument, and to hold no saving node for certain."""
     joined = union(args)
     return Value(frozenset(), NO, joined.sources)

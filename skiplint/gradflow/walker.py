@@ -4,7 +4,7 @@ which the parts (statements.py, expressions.py, calls.py) call one another."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
 
 import libcst as cst
 
@@ -13,6 +13,12 @@ if TYPE_CHECKING:  # read in annotations only: SKP303's check imports this packa
 from skiplint.gradflow.attributes import Attributes
 from skiplint.gradflow.model import Env, Flow, Value
 
+#: A module-level function of another module of the project: that module's path, the function,
+#: the module's scopes and its module-level functions.
+ImportedFunction = tuple[str, cst.FunctionDef, "dict[int, Scope]", Mapping[str, cst.FunctionDef]]
+#: (importer's path, qualified name) -> the project function it names, if any.
+FunctionResolver = Callable[[str, str], Optional[ImportedFunction]]
+
 
 class Walker:
     """What the walk of one forward knows as it goes."""
@@ -20,7 +26,8 @@ class Walker:
     def __init__(self, scope_of: dict[int, Scope], methods: dict[str, cst.FunctionDef],
                  attributes: Attributes, commands: Mapping[int, str],
                  functions: Optional[Mapping[str, cst.FunctionDef]] = None,
-                 classes: Optional[Mapping[str, Mapping[str, cst.FunctionDef]]] = None, depth_limit: int = 8) -> None:
+                 classes: Optional[Mapping[str, Mapping[str, cst.FunctionDef]]] = None,
+                 imported: Optional[tuple[str, FunctionResolver]] = None, depth_limit: int = 8) -> None:
         self.scope_of = scope_of
         #: The methods and attributes of the module whose code runs now (`self`).
         self.methods: Mapping[str, cst.FunctionDef] = methods
@@ -29,6 +36,9 @@ class Walker:
         self._attributes_of: dict[str, Attributes] = {}
         #: Module-level functions of the same module, by name (followed where a forward calls them).
         self.functions = functions or {}
+        #: The path of the module whose code runs now, and what finds the functions it imports.
+        self.path = imported[0] if imported is not None else ""
+        self.imported: Optional[FunctionResolver] = imported[1] if imported is not None else None
         #: id(stash/pop call) -> "stash" / "pop" (the API's commands, resolved by the caller).
         self.commands = commands
         self.flow = Flow()

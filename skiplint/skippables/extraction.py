@@ -30,10 +30,14 @@ def _required_inputs(forward: cst.FunctionDef) -> int:
 
 
 def extract(module: cst.Module, path: str, source: Optional[str] = None,
-            index: Optional[ModuleIndex] = None, locator: Optional[Locator] = None) -> ModuleFacts:
+            index: Optional[ModuleIndex] = None, locator: Optional[Locator] = None,
+            imported: Optional[gradflow.FunctionResolver] = None) -> ModuleFacts:
     """All skip facts of one parsed module (`source`, when given, lets rare walks be skipped).
-    One `locator` per module lets every finding of it be located in one pass."""
+    One `locator` per module lets every finding of it be located in one pass; `imported` finds
+    the functions of other project modules that forwards call (their dataflow is followed)."""
     index = index or ModuleIndex(module)
+    if imported is not None:
+        index.imported = path, imported
     locator = locator or Locator(module)
     misuses: list[SkippableMisuse] = []
     undecorated: list[UndecoratedYield] = []
@@ -249,7 +253,7 @@ def _with_gradflow(index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef
     if not kinds:
         return commands, False, "no"
     functions, classes = index.top_level()
-    flow = gradflow.analyse(forward, info.methods, index.scopes, kinds, functions, classes)
+    flow = gradflow.analyse(forward, info.methods, index.scopes, kinds, functions, classes, index.imported)
     detached = gradflow.detached_pops(forward, index.scopes[id(forward)], [
         c.site.node for c in commands if c.kind == "pop" and c.site is not None and id(c.site.node) in kinds
         and isinstance(c.site.node, cst.Call)])
