@@ -91,6 +91,8 @@ class Command:
     shares_output: bool = False
     #: ... shares one only when the layer's input requires grad (`h = x * 2`, stashed and returned).
     shares_if_input_grad: bool = False
+    #: ... both carry the history of the layer's input (what a layer before it in its child saved).
+    shares_input_history: bool = False
     #: For a yielded pop: forward's output depends differentiably on the popped tensor (not only
     #: through `detach()`, `no_grad` or a discarded value), as far as its dataflow shows.
     grad_used: bool = True
@@ -134,6 +136,8 @@ class Forward:
     #: Forward's output requires grad: certainly ("yes", a parameter of its own takes part), when
     #: its input does ("input"), or not certainly ("no").
     output_grad: GradKind = "no"
+    #: Forward's output certainly holds an autograd node that saved tensors, whatever its input.
+    output_saves: bool = False
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,13 @@ class SkippableClass:
         commands = self.forward.commands if self.forward is not None else ()
         return frozenset(c.name for c in commands if c.kind == "stash" and c.yielded and c.shares_if_input_grad
                          and c.name is not None) - self.output_stashes
+
+    @property
+    def input_history_stashes(self) -> frozenset[str]:
+        """Stashed names of which some yielded stash carries the input's history, as the output does."""
+        commands = self.forward.commands if self.forward is not None else ()
+        return frozenset(c.name for c in commands if c.kind == "stash" and c.yielded and c.shares_input_history
+                         and c.name is not None)
 
     @property
     def inert_pops(self) -> frozenset[str]:
@@ -299,6 +310,10 @@ class Layer:
     frozen: bool = False
     #: For a skippable layer: whether its output requires grad (`Forward.output_grad`).
     output_grad: GradKind = "no"
+    #: For a nested layer: its input certainly holds a node that saved tensors, made before it in
+    #: its direct child; the stashed names that carry that history to the child's output with it.
+    input_saves: bool = False
+    input_history_stashes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -191,6 +191,47 @@ def fails(stash: str, pop: str, before: str) -> bool:
     return pop in USED and (stash in SHARING or (stash in INPUT_SHARING and input_grad))
 
 
+NESTED_INPUT_STASH = '''
+@skippable(stash=["s"])
+class Stash(nn.Module):
+    def forward(self, x):
+        yield stash("s", {stashed})
+        return x
+
+
+@skippable(pop=["s"])
+class Pop(nn.Module):
+    def forward(self, x):
+        s = yield pop("s")
+        return x + s
+
+
+model = nn.Sequential(nn.Sequential(nn.Tanh()), nn.Sequential({sibling}, Stash()), nn.Sequential(nn.ReLU(), Pop()))
+'''
+
+SKIPPABLE_SIBLING = '''
+@skippable(stash=["t"])
+class Linear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        yield stash("t", None)
+        return self.lin(x)
+
+
+@skippable(stash=["t"])
+class Bias(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.b = nn.Parameter(torch.zeros(4))
+
+    def forward(self, x):
+        yield stash("t", None)
+        return x + self.b
+'''
+
 #: Whole models whose layout decides (the layers around the skippable ones): the source after the
 #: imports of SOURCE, and whether profiling fails.
 LAYOUTS = {
@@ -276,6 +317,22 @@ class Pop(nn.Module):
 ns = Namespace()
 model = nn.Sequential(Stash().isolate(ns), Pop().isolate(ns), nn.Identity(), Stash(), nn.Tanh(), Pop())
 ''', False),
+    # A stash of the layer's untouched input, nested after a sibling Linear in the same child: the
+    # child's output keeps the Linear's history, which the stash holds too (oracle program p00340).
+    "input-stash-after-sibling-linear": (NESTED_INPUT_STASH.format(sibling="nn.Linear(4, 4)", stashed="x"), True),
+    # ... after a sibling without parameters, a frozen one, or stashing the input detached: no node
+    # that saved tensors is shared.
+    "input-stash-after-sibling-relu": (NESTED_INPUT_STASH.format(sibling="nn.ReLU()", stashed="x"), False),
+    "input-stash-after-frozen-sibling": (NESTED_INPUT_STASH.format(
+        sibling="nn.Linear(4, 4).requires_grad_(False)", stashed="x"), False),
+    "detached-input-stash-after-sibling-linear": (NESTED_INPUT_STASH.format(
+        sibling="nn.Linear(4, 4)", stashed="x.detach()"), False),
+    # ... after a skippable sibling whose forward makes a node that saved tensors (a Linear), or
+    # only makes its output require grad (adds a parameter: the sum saves nothing).
+    "input-stash-after-skippable-sibling-linear": (SKIPPABLE_SIBLING + NESTED_INPUT_STASH.format(
+        sibling="Linear()", stashed="x"), True),
+    "input-stash-after-skippable-sibling-bias": (SKIPPABLE_SIBLING + NESTED_INPUT_STASH.format(
+        sibling="Bias()", stashed="x"), False),
 }
 
 LAYOUT_HEADER = '''import torch

@@ -81,13 +81,15 @@ class Specializations(Core):
                 out.append(made)
                 facts = skip_info(made)
                 if (facts.discarded or facts.detached or facts.output_stashes or facts.input_output_stashes
-                        or facts.inert_pops or facts.none_stashes or facts.keeps_input or facts.output_grad != "no"):
+                        or facts.inert_pops or facts.none_stashes or facts.keeps_input or facts.output_grad != "no"
+                        or facts.input_history_stashes or facts.output_saves):
                     self.specializing.refined[id(definition.info)] = dataclasses.replace(
                         definition.info, discarded=facts.discarded, detached=facts.detached,
                         output_stashes=facts.output_stashes,
                         input_output_stashes=facts.input_output_stashes, inert_pops=facts.inert_pops,
                         none_stashes=facts.none_stashes, keeps_input=facts.keeps_input,
-                        output_grad=facts.output_grad)
+                        output_grad=facts.output_grad, input_history_stashes=facts.input_history_stashes,
+                        output_saves=facts.output_saves)
         return tuple(out)
 
     def specialized(self, definition: Definition) -> Optional[SkippableClass]:

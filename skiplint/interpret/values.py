@@ -64,6 +64,9 @@ class SkipInfo:
     #: requires grad (`facts.Forward.output_grad`).
     keeps_input: bool = False
     output_grad: GradKind = "no"
+    #: `facts.SkippableClass.input_history_stashes`, `facts.Forward.output_saves`.
+    input_history_stashes: frozenset[str] = frozenset()
+    output_saves: bool = False
 
 
 @dataclass(eq=False)
@@ -323,7 +326,8 @@ def skip_info(cls: SkippableClass) -> SkipInfo:
                          and _stashes_none(c.site.node))
     return SkipInfo(cls.name, stash, pop, discarded, detached, cls.output_stashes, cls.input_output_stashes,
                     cls.inert_pops, none_stashes, cls.forward is not None and cls.forward.keeps_input,
-                    cls.forward.output_grad if cls.forward is not None else "no")
+                    cls.forward.output_grad if cls.forward is not None else "no", cls.input_history_stashes,
+                    cls.forward is not None and cls.forward.output_saves)
 
 
 def _stashes_none(node: cst.CSTNode) -> bool:
