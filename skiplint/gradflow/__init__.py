@@ -28,9 +28,8 @@ from skiplint.gradflow.model import (
     BREAKING, INPUT, INPUT_SOURCE, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, YES,
     Flow, Value, meet,
 )
-from skiplint.gradflow.walk import analyse
 from skiplint.gradflow.walker import FunctionResolver, ImportedFunction
 
 __all__ = ["Attributes", "BREAKING", "Flow", "FunctionResolver", "INPUT", "INPUT_SOURCE", "ImportedFunction", "NO",
-           "NOTHING", "PARAM_LAYERS", "PASSING", "PASSING_LAYERS", "SAVING", "SAVING_LAYERS", "Value", "YES", "analyse",
+           "NOTHING", "PARAM_LAYERS", "PASSING", "PASSING_LAYERS", "SAVING", "SAVING_LAYERS", "Value", "YES",
            "detached_pops", "meet", "torch_layers"]

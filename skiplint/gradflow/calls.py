@@ -9,20 +9,23 @@ from typing import Optional, Sequence, Union
 import libcst as cst
 
 from skiplint import syntax
+from skiplint.facts import Key
 from skiplint.gradflow.attributes import Attributes, torch_layers, truth
 from skiplint.gradflow.model import (
     BREAKING, Env, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, Value, YES, meet, saving, union,
     unknown_call,
 )
-from skiplint.gradflow.walker import ImportedFunction, Walker, constant_index, delegated
+from skiplint.gradflow.walker import Exits, ImportedFunction, Walker, constant_index, delegated
 
 
 class Calls(Walker):
     """Follows calls into the code of the module, and values those it does not follow."""
 
-    def run(self, func: cst.FunctionDef, args: Sequence[Value], bound: bool = True) -> tuple[Value, bool]:
-        """Run a function with its positional arguments (after self, for a method: `bound`): its
-        return value, and whether every path that leaves it returns a value."""
+    def run(self, func: cst.FunctionDef, args: Sequence[Value], bound: bool = True,
+            states: Optional[set[frozenset[Key]]] = None) -> tuple[Value, bool, Exits]:
+        """Run a function with its positional arguments (after self, for a method: `bound`), and
+        the paths through it from `states`: its return value, whether every path that leaves it
+        returns a value, and where its paths leave it."""
         self.active.append(func)
         env: Env = {}
         params = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
@@ -30,17 +33,17 @@ class Calls(Walker):
             env[name] = args[i] if i < len(args) else NOTHING
         returns: list[Value] = []
         try:
-            out = self.block(syntax.statements(func.body), env, returns)
+            out = self.block(syntax.statements(func.body), states or set(), env, returns)
         finally:
             self.active.pop()
-        if out is not None:  # falls off the end: returns None
-            return NOTHING, False
+        if out.env is not None:  # falls off the end: returns None
+            return NOTHING, False, out
         if not returns:
-            return NOTHING, False
+            return NOTHING, False, out
         value = returns[0]
         for other in returns[1:]:
             value = meet(value, other)
-        return value, True
+        return value, True, out
 
     def delegate(self, target: cst.BaseExpression) -> Optional[cst.FunctionDef]:
         """The method of `self` or function of the module that `yield from target` runs."""
@@ -77,7 +80,7 @@ class Calls(Walker):
                 return self.submodule_call(held, "forward", args, positional)
             if method is not None and attr not in self.attributes.kinds:
                 if self.followed(method) and len(positional) == len(args):
-                    result, returned = self.run(method, args)
+                    result, returned, _ = self.run(method, args)
                     return result if returned else NOTHING
                 return unknown_call(args)
             return self.layer_call(node, attr, None, args)
@@ -99,7 +102,7 @@ class Calls(Walker):
         if owner is not None and owner.kind == "module" and isinstance(func, cst.Name):
             function = self.functions.get(func.value)
             if self.followed(function) and len(positional) == len(args):
-                result, returned = self.run(function, args, bound=False)  # type: ignore[arg-type]
+                result, returned, _ = self.run(function, args, bound=False)  # type: ignore[arg-type]
                 return result if returned else NOTHING
         qualified = self.scope().qualified(func)
         if qualified is not None and qualified.startswith("torch."):
@@ -135,7 +138,7 @@ class Calls(Walker):
         self.path, self.scope_of, self.functions = path, scopes, functions
         self.methods, self.attributes, self.classes = {}, torch_layers({}, scopes), {}
         try:
-            result, returned = self.run(function, args, bound=False)
+            result, returned, _ = self.run(function, args, bound=False)
         finally:
             self.path, self.scope_of, self.functions, self.methods, self.attributes, self.classes = outer
         return result if returned else NOTHING
@@ -149,7 +152,7 @@ class Calls(Walker):
         outer = self.methods, self.attributes
         self.methods, self.attributes = self.classes[cls], self.attributes_of(cls)
         try:
-            result, returned = self.run(method, args)
+            result, returned, _ = self.run(method, args)
         finally:
             self.methods, self.attributes = outer
         return result if returned else NOTHING

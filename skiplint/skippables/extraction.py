@@ -226,7 +226,7 @@ def _skippable_class(index: ModuleIndex, info: ClassInfo, call: cst.Call, forwar
         generator_elsewhere = not analysis.is_generator and any(
             is_generator(m) for name, m in info.methods.items() if name != "forward")
         if not generator_elsewhere:
-            commands, keeps_input, output_grad, output_saves = _with_gradflow(index, info, forward,
+            commands, keeps_input, output_grad, output_saves = _with_gradflow(index, forward, analysis.flow,
                                                                               tuple(analysis.commands.values()))
             for command in commands:
                 if not command.yielded and command.site is not None:
@@ -243,7 +243,7 @@ def _skippable_class(index: ModuleIndex, info: ClassInfo, call: cst.Call, forwar
     return SkippableClass(info.node.name.value, stash, pop, forward_facts, Site(info.node, locator))
 
 
-def _with_gradflow(index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef,
+def _with_gradflow(index: ModuleIndex, forward: cst.FunctionDef, flow: gradflow.Flow,
                    commands: tuple[Command, ...]) -> tuple[tuple[Command, ...], bool, GradKind, bool]:
     """The commands with what autograd dataflow through forward says of them (skiplint.gradflow):
     whether each stash shares saved history (or the input's) with the output, whether the output
@@ -253,8 +253,6 @@ def _with_gradflow(index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef
              if c.yielded and c.name is not None and c.site is not None and c.arity_problem is None}
     if not kinds:
         return commands, False, "no", False
-    functions, classes = index.top_level()
-    flow = gradflow.analyse(forward, info.methods, index.scopes, kinds, functions, classes, index.imported)
     detached = gradflow.detached_pops(forward, index.scopes[id(forward)], [
         c.site.node for c in commands if c.kind == "pop" and c.site is not None and id(c.site.node) in kinds
         and isinstance(c.site.node, cst.Call)])
