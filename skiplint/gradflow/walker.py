@@ -12,7 +12,7 @@ import libcst as cst
 if TYPE_CHECKING:  # read in annotations only: SKP303's check imports this package from the rules
     from skiplint.imports import Scope
 from skiplint.facts import Key
-from skiplint.gradflow.attributes import Attributes
+from skiplint.gradflow.attributes import Attributes, assignment_targets
 from skiplint.gradflow.model import Env, Flow, Value
 
 #: A module-level function of another module of the project: that module's path, the function,
@@ -122,12 +122,6 @@ def delegated(target: cst.BaseExpression, scope: Scope, methods: Mapping[str, cs
 
 def targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
     """What an assignment, a loop or a walrus binds."""
-    if isinstance(node, cst.Assign):
-        return [t.target for t in node.targets]
-    if isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+    if isinstance(node, (cst.For, cst.CompFor, cst.NamedExpr)):
         return [node.target]
-    if isinstance(node, (cst.For, cst.CompFor)):
-        return [node.target]
-    if isinstance(node, cst.NamedExpr):
-        return [node.target]
-    return []
+    return assignment_targets(node)
