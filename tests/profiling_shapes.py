@@ -350,7 +350,10 @@ def layout_source(name: str, root: str = "torchgpipe") -> str:
 
 #: Functions of another module of the project (`ops.py` beside the model, a package), called inside
 #: forward: their dataflow is followed as the module's own functions'.
-IMPORTED_OPS = '''def encode(x, w):
+IMPORTED_OPS = '''from {root}.skip import pop, stash
+
+
+def encode(x, w):
     return x @ w
 
 
@@ -360,6 +363,15 @@ def first(a, b):
 
 def merge(a, b):
     return a * 1 + b
+
+
+def keep(t):
+    yield stash("s", t)
+
+
+def take(x):
+    s = yield pop("s")
+    return x + s
 '''
 IMPORTED_MODEL = '''import torch
 from torch import nn
@@ -397,6 +409,9 @@ IMPORTED = {
     ("h = x @ self.w\nyield stash('s', h)\nreturn h", "s = yield pop('s')\nreturn ops.first(x, s)"): False,
     ("h = ops.encode(x, self.w)\nyield stash('s', h)\nreturn h", "s = yield pop('s')\nreturn ops.first(x, s)"): False,
     ("h = x @ self.w\nyield stash('s', h)\nreturn h", "s = yield pop('s')\nreturn ops.merge(x, s)"): True,
+    # the stash and the pop happen in generators of the other module (`yield from`)
+    ("h = x @ self.w\nyield from ops.keep(h)\nreturn h", "return (yield from ops.take(x))"): True,
+    ("h = x @ self.w\nyield from ops.keep(h.detach())\nreturn h", "s = yield pop('s')\nreturn x + s"): False,
 }
 
 
@@ -406,7 +421,7 @@ def imported_package(directory: str, stash: str, pop: str, root: str = "torchgpi
 
     package = os.path.join(directory, "proj")
     os.makedirs(package, exist_ok=True)
-    sources = {"__init__.py": "", "ops.py": IMPORTED_OPS, "model.py": IMPORTED_MODEL.format(
+    sources = {"__init__.py": "", "ops.py": IMPORTED_OPS.format(root=root), "model.py": IMPORTED_MODEL.format(
         root=root, stash=textwrap.indent(stash, " " * 8), pop=textwrap.indent(pop, " " * 8))}
     for name, text in sources.items():
         with open(os.path.join(package, name), "w") as f:

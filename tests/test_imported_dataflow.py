@@ -29,3 +29,13 @@ def test_an_imported_function_is_found_through_reexports_and_not_for_a_class(tmp
     assert found is not None and found[0] == str(tmp_path / "proj" / "ops.py") and found[1].name.value == "merge"
     assert index.resolve_function(model, ".again.Merge") is None
     assert index.resolve_function(model, ".ops.missing") is None
+
+
+def test_commands_of_a_generator_imported_from_the_project_are_reported_at_the_yield_from(tmp_path: Path) -> None:
+    model = profiling_shapes.imported_package(
+        str(tmp_path), "h = x @ self.w\nyield from ops.keep(h)\nreturn h", "return (yield from ops.take(x))")
+    text = Path(model).read_text().replace('@skippable(stash=["s"])', '@skippable(stash=["t"])')
+    Path(model).write_text(text)
+    line = text.splitlines().index("        yield from ops.keep(h)") + 1
+    found = [(d.line, d.code) for d in engine.check_file(model, project=ProjectIndex()).diagnostics]
+    assert (line, "SKP101") in found and ("SKP103" in {code for _, code in found})

@@ -108,7 +108,7 @@ class Calls(Walker):
         if qualified is not None and qualified.startswith("torch."):
             name = qualified.rsplit(".", 1)[-1]
             return self.operation(node, name, args, unknown_saves=True)
-        found = self.imported(self.path, qualified) if qualified is not None and self.imported is not None else None
+        found = self.imported_function(func)
         if found is not None and self.followed(found[1]) and len(positional) == len(args):
             return self.imported_call(found, args)
         changed = self.in_place(node)
@@ -129,6 +129,14 @@ class Calls(Walker):
         if found is None:
             found = torch_layers(self.classes[cls], self.scope_of, self.classes)
             self._attributes_of[cls] = found
+        return found
+
+    def imported_function(self, func: cst.BaseExpression) -> Optional[ImportedFunction]:
+        """The function of another module of the project that `func` names, if it is one."""
+        qualified = self.scope().qualified(func)
+        found = self.imported(self.path, qualified) if qualified is not None and self.imported is not None else None
+        if found is None or found[1] in self.active or len(self.active) > self.depth_limit:
+            return None
         return found
 
     def imported_call(self, found: ImportedFunction, args: Sequence[Value]) -> Value:

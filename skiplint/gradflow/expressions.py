@@ -155,9 +155,12 @@ class Expressions(Walker):
             target = value.item
             method = self.delegate(target)
             args = [self.eval(arg.value, env) for arg in target.args] if isinstance(target, cst.Call) else []
-            if method is None or any(arg.keyword is not None or arg.star for arg in getattr(target, "args", ())):
+            if not isinstance(target, cst.Call) or any(arg.keyword is not None or arg.star for arg in target.args):
                 return NOTHING
-            result, returned, _ = self.run(method, args, bound=isinstance(target.func, cst.Attribute))  # type: ignore
+            if method is None:  # a generator of another module of the project?
+                found = self.imported_function(target.func)
+                return self.imported_call(found, args) if found is not None else NOTHING
+            result, returned, _ = self.run(method, args, bound=isinstance(target.func, cst.Attribute))
             return result if returned else NOTHING
         kind = self.command_kind(value) if isinstance(value, cst.Call) else None
         if isinstance(value, cst.Call) and kind is not None:

@@ -57,8 +57,9 @@ PROFILED_SKIPPABLE = Rule(
          'lists and comprehensions (`torch.cat([x, skip], 1)`), unpacking (`a, b = h.chunk(2)`), subscripts, '
          'in-place methods (`out.add_(skip)`, `skip.detach_()`), conditional expressions, `with` blocks, early '
          'returns; attributes of `self`; methods of `self` and functions of the same module (called, or '
-         'reached by `yield from`); functions imported from other modules of the project (called; a layer '
-         "class imported from another module is judged by its own module's functions only); torch.nn layers, "
+         'reached by `yield from`); functions imported from other modules of the project (called, or reached '
+         "by `yield from` from the module's own code; a layer class imported from another module is judged "
+         "by its own module's functions only); torch.nn layers, "
          'and nn.Sequential/nn.ModuleList/nn.ModuleDict attributes of '
          "them and their indexing; instances of the module's own classes (`self.enc(x)`, `self.enc.lin(x)`); "
          '`nn.Parameter` attributes and the weights of torch.nn layers need grad, unless '

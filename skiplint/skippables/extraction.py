@@ -227,7 +227,7 @@ def _skippable_class(index: ModuleIndex, info: ClassInfo, call: cst.Call, forwar
             is_generator(m) for name, m in info.methods.items() if name != "forward")
         if not generator_elsewhere:
             commands, keeps_input, output_grad, output_saves = _with_gradflow(index, forward, analysis.flow,
-                                                                              tuple(analysis.commands.values()))
+                                                                              analysis.commands)
             for command in commands:
                 if not command.yielded and command.site is not None:
                     reported_loose.add(id(command.site.node))
@@ -244,34 +244,32 @@ def _skippable_class(index: ModuleIndex, info: ClassInfo, call: cst.Call, forwar
 
 
 def _with_gradflow(index: ModuleIndex, forward: cst.FunctionDef, flow: gradflow.Flow,
-                   commands: tuple[Command, ...]) -> tuple[tuple[Command, ...], bool, GradKind, bool]:
-    """The commands with what autograd dataflow through forward says of them (skiplint.gradflow):
-    whether each stash shares saved history (or the input's) with the output, whether the output
-    depends on each popped tensor; and whether the output depends on forward's input, requires
-    grad, and certainly holds a node that saved tensors."""
-    kinds = {id(c.site.node): c.kind for c in commands
-             if c.yielded and c.name is not None and c.site is not None and c.arity_problem is None}
-    if not kinds:
-        return commands, False, "no", False
+                   commands: dict[int, Command]) -> tuple[tuple[Command, ...], bool, GradKind, bool]:
+    """The commands (by the id of their call) with what autograd dataflow through forward says of
+    them (skiplint.gradflow): whether each stash shares saved history (or the input's) with the
+    output, whether the output depends on each popped tensor; and whether the output depends on
+    forward's input, requires grad, and certainly holds a node that saved tensors."""
+    known = {call for call, c in commands.items() if c.yielded and c.name is not None and c.arity_problem is None}
+    if not known:
+        return tuple(commands.values()), False, "no", False
     detached = gradflow.detached_pops(forward, index.scopes[id(forward)], [
-        c.site.node for c in commands if c.kind == "pop" and c.site is not None and id(c.site.node) in kinds
-        and isinstance(c.site.node, cst.Call)])
+        c.site.node for call, c in commands.items() if c.kind == "pop" and call in known and c.site is not None
+        and id(c.site.node) == call and isinstance(c.site.node, cst.Call)])  # the pops written in forward
     keeps_input = flow.reaches_output(gradflow.INPUT_SOURCE)
     out = []
-    for command in commands:
-        node = command.site.node if command.site is not None else None
-        if node is None or id(node) not in kinds:
+    for call, command in commands.items():
+        if call not in known:
             out.append(command)
         elif command.kind == "stash":
-            shares = flow.shares(node)
-            stashed = flow.stashes.get(id(node))
+            shares = flow.shares(call)
+            stashed = flow.stashes.get(call)
             out.append(dataclasses.replace(
                 command, shares_output=shares == gradflow.YES, shares_if_input_grad=shares == gradflow.INPUT,
                 shares_input_history=stashed is not None and gradflow.INPUT_SOURCE in stashed.sources
                 and keeps_input))
         else:
-            out.append(dataclasses.replace(command, grad_used=not command.discarded and flow.reaches_output(node),
-                                           detached_only=id(node) in detached))
+            out.append(dataclasses.replace(command, grad_used=not command.discarded and flow.reaches_output(call),
+                                           detached_only=call in detached))
     grad: GradKind = "no"
     if flow.returned:
         grad = "yes" if flow.output.grad == gradflow.YES else "input" if flow.output.grad == gradflow.INPUT else "no"

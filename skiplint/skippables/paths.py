@@ -58,7 +58,7 @@ class _PathCommands:
         """The paths after the commands in an expression or small statement."""
         if not states or self.overflowed:
             return set()
-        return self.apply(self.reader.events(node, self.index.scopes[id(self.reader.active[-1])]), states)
+        return self.apply(self.reader.events(node, self.reader.scope_of(self.reader.active[-1])), states)
 
     def apply(self, events: list[Event], states: Paths) -> Paths:
         for event in events:
@@ -237,11 +237,11 @@ class ForwardWalk(_PathCommands, Expressions, Calls):
         body = self._suite(stmt.body, states if constant is not False else set(), body_env, returns)
         other_states = states if constant is not True else set()
         other_env = env if env is not None and decided is not True else None
+        copied = dict(other_env) if other_env is not None else None
         if isinstance(stmt.orelse, cst.If):
-            other = self.compound(stmt.orelse, other_states, dict(other_env) if other_env is not None else None, returns)
+            other = self.compound(stmt.orelse, other_states, copied, returns)
         elif isinstance(stmt.orelse, cst.Else):
-            other = self._suite(stmt.orelse.body, other_states, dict(other_env) if other_env is not None else None,
-                                returns)
+            other = self._suite(stmt.orelse.body, other_states, copied, returns)
         else:
             other = Exits(normal=set(other_states), env=other_env)
         out = _merge(body, other)
