@@ -75,7 +75,8 @@ def _analyze_models(module: cst.Module, text: str, path: str, session: Session, 
     project, aliases = session.project, session.aliases
     index = skippables.ModuleIndex(module, aliases)
     locator = Locator(module, text, starts)  # one per module: all its findings are located in one pass
-    facts = skippables.extract(module, path, text, index, locator)
+    facts = skippables.extract(module, path, text, index, locator,
+                               lambda importer, qualified: project.resolve_function(importer, qualified, aliases))
     project.learn(path, text, index, facts, aliases)  # a later summary of this file needs no second parse
     if not interpret.relevant(text):
         return facts, ModelFacts(path)

@@ -96,6 +96,8 @@ class Command:
     shares_output: bool = False
     #: ... shares one only when the layer's input requires grad (`h = x * 2`, stashed and returned).
     shares_if_input_grad: bool = False
+    #: ... both carry the history of the layer's input (what a layer before it in its child saved).
+    shares_input_history: bool = False
     #: For a yielded pop: forward's output depends differentiably on the popped tensor (not only
     #: through `detach()`, `no_grad` or a discarded value), as far as its dataflow shows.
     grad_used: bool = True
@@ -139,6 +141,8 @@ class Forward:
     #: Forward's output requires grad: certainly ("yes", a parameter of its own takes part), when
     #: its input does ("input"), or not certainly ("no").
     output_grad: GradKind = "no"
+    #: Forward's output certainly holds an autograd node that saved tensors, whatever its input.
+    output_saves: bool = False
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,13 @@ class SkippableClass:
         return shares - self.output_stashes
 
     @property
+    def input_history_stashes(self) -> frozenset[str]:
+        """Stashed names of which some yielded stash carries the input's history, as the output does."""
+        commands = self.forward.commands if self.forward is not None else ()
+        return frozenset(c.name for c in commands if c.kind == "stash" and c.yielded and c.shares_input_history
+                         and c.name is not None)
+
+    @property
     def inert_pops(self) -> frozenset[str]:
         """Popped names whose tensor forward's output does not certainly depend on (every pop of
         the name discarded, detached, used under no_grad or not followed)."""
@@ -211,6 +222,10 @@ class SkippableClass:
     @property
     def output_grad(self) -> GradKind:
         return self.forward.output_grad if self.forward is not None else "no"
+
+    @property
+    def output_saves(self) -> bool:
+        return self.forward is not None and self.forward.output_saves
 
 
 def _stashes_none(node: cst.CSTNode) -> bool:
@@ -340,6 +355,10 @@ class Layer:
     inert_pops: tuple[str, ...] = ()
     none_stashes: tuple[tuple[str, Site], ...] = ()
     output_grad: GradKind = "no"
+    #: For a nested layer: its input certainly holds a node that saved tensors, made before it in
+    #: its direct child; the stashed names that carry that history to the child's output with it.
+    input_saves: bool = False
+    input_history_stashes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

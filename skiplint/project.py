@@ -14,16 +14,19 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional, TypeVar
 
 import libcst as cst
 
 from skiplint import parsing, projectscan, skippables, sources
 from skiplint.facts import ModuleFacts, SkippableClass
+from skiplint.gradflow import ImportedFunction
 from skiplint.positions import with_room
 from skiplint.imports import OTHER, Scope, dotted_name
 from skiplint.limits import MAX_REEXPORT
 from skiplint.apiimports import NO_ALIASES, AliasKey, Aliases, mentions_api
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,8 @@ class ModuleSummary:
     imports: dict[str, str] = field(default_factory=dict)
     #: Modules it imports every public name of (`from .parts import *`), as written.
     stars: tuple[str, ...] = ()
+    #: Its module-level functions (each name bound once).
+    functions: frozenset[str] = frozenset()
 
     @property
     def has_skippables(self) -> bool:
@@ -99,7 +104,8 @@ def _summary(path: str, index: skippables.ModuleIndex, facts: Optional[ModuleFac
             imports[local] = quals[0]
     stars = tuple(_star_module(stmt) for stmt, _ in index.imports
                   if isinstance(stmt, cst.ImportFrom) and isinstance(stmt.names, cst.ImportStar))
-    return ModuleSummary(path, classes, imports, tuple(star for star in stars if star))
+    return ModuleSummary(path, classes, imports, tuple(star for star in stars if star),
+                         frozenset(index.top_level()[0]))
 
 
 def _digest(text: str) -> bytes:
@@ -149,6 +155,10 @@ class ProjectIndex:
         #: analysed text, whether it names an API module, and the summary (see learn).
         self._learned: dict[tuple[str, AliasKey], tuple[bytes, bool, ModuleSummary]] = {}
         self._reads = 0
+        #: Module indexes of the project modules whose functions a forward calls, by path and
+        #: api-aliases, with the stat they were read at.
+        self._indexes: dict[tuple[str, AliasKey],
+                            tuple[Optional[projectscan.StatKey], Optional[skippables.ModuleIndex]]] = {}
 
     @property
     def reads(self) -> int:
@@ -199,13 +209,40 @@ class ProjectIndex:
             return None
         return summary
 
-    # -- classes -----------------------------------------------------------------------------
-    def resolve_class(self, importer: str, qualified: str, aliases: Aliases = NO_ALIASES,
-                      depth: int = 0) -> Optional[ClassSummary]:
+    # -- classes and functions ----------------------------------------------------------------
+    def resolve_class(self, importer: str, qualified: str, aliases: Aliases = NO_ALIASES) -> Optional[ClassSummary]:
         """The project class that a qualified name seen from `importer` refers to, if any, with
         these api-aliases: the longest prefix that is a module of the project, then the rest of
         the name through that module's classes, imports (any alias, any depth of re-export) and
         star imports."""
+        return self._resolve(importer, qualified, aliases, 0, lambda path, summary, name: summary.classes.get(name))
+
+    def resolve_function(self, importer: str, qualified: str,
+                         aliases: Aliases = NO_ALIASES) -> Optional[ImportedFunction]:
+        """The module-level function of a project module that a qualified name seen from `importer`
+        refers to (found as resolve_class finds a class), with that module's path, scopes and functions."""
+        return self._resolve(importer, qualified, aliases, 0,
+                             lambda path, summary, name: self._function(path, summary, name, aliases))
+
+    def _function(self, path: str, summary: ModuleSummary, name: str, aliases: Aliases) -> Optional[ImportedFunction]:
+        if name not in summary.functions:
+            return None
+        key = self.scan.stat(path)
+        cached = self._indexes.get((path, aliases.key))
+        if cached is None or cached[0] != key:
+            try:
+                index: Optional[skippables.ModuleIndex] = skippables.ModuleIndex(
+                    parsing.parse_module(sources.decode(self.scan.read(path)), self.parts), aliases)
+            except (sources.SourceError, parsing.ParseFailure, RecursionError):
+                index = None
+            cached = key, index
+            self._indexes[(path, aliases.key)] = cached
+        index = cached[1]
+        function = index.top_level()[0].get(name) if index is not None else None
+        return (path, function, index.scopes, index.top_level()[0]) if function is not None and index else None
+
+    def _resolve(self, importer: str, qualified: str, aliases: Aliases, depth: int,
+                 pick: Callable[[str, ModuleSummary, str], Optional[T]]) -> Optional[T]:
         if depth > MAX_REEXPORT:
             return None
         stripped = qualified.lstrip(".")
@@ -217,24 +254,27 @@ class ProjectIndex:
                 continue
             path = self.scan.module_file(importer, module)
             if path is not None:
-                return self._attribute(path, parts[cut:], aliases, depth)
+                return self._attribute(path, parts[cut:], aliases, depth, pick)
         return None
 
-    def _attribute(self, path: str, rest: list[str], aliases: Aliases, depth: int) -> Optional[ClassSummary]:
-        """The class that `rest` (a dotted attribute path) names in the module at `path`."""
+    def _attribute(self, path: str, rest: list[str], aliases: Aliases, depth: int,
+                   pick: Callable[[str, ModuleSummary, str], Optional[T]]) -> Optional[T]:
+        """What `rest` (a dotted attribute path) names in the module at `path`."""
         summary = self.summary(path, aliases)
         if summary is None or not rest:
             return None
         name, tail = rest[0], rest[1:]
-        if not tail and name in summary.classes:
-            return summary.classes[name]
+        if not tail:
+            found = pick(path, summary, name)
+            if found is not None:
+                return found
         target = summary.imports.get(name)
         if target is not None:
-            return self.resolve_class(path, ".".join([target, *tail]) if not target.endswith(".")
-                                      else target + ".".join(tail), aliases, depth + 1)
+            return self._resolve(path, ".".join([target, *tail]) if not target.endswith(".")
+                                 else target + ".".join(tail), aliases, depth + 1, pick)
         for star in summary.stars:
             sep = "" if star.endswith(".") else "."
-            found = self.resolve_class(path, star + sep + ".".join(rest), aliases, depth + 1)
+            found = self._resolve(path, star + sep + ".".join(rest), aliases, depth + 1, pick)
             if found is not None:
                 return found
         return None

@@ -17,6 +17,15 @@ def merge(a, b):
     return a + b
 
 
+def keep(t):
+    yield stash("s", t)
+
+
+def take(x):
+    s = yield pop("s")
+    return x + s
+
+
 class Encoder(nn.Module):
     def __init__(self):
         super().__init__()
@@ -76,6 +85,7 @@ SHARING = {
     "view": "out = self.lin(x)\nv = out[:, :2]\nyield stash('s', v)\nreturn out",
     "attribute": "self.h = self.lin(x)\nyield stash('s', self.h)\nreturn self.h",
     "yield-from": "out = self.lin(x)\nyield from self.helper(out)\nreturn out",
+    "yield-from-function": "out = self.lin(x)\nyield from keep(out)\nreturn out",
     "same-tensor": "h = self.lin(x)\nyield stash('s', h)\nreturn h",
     "view-method": "h = self.lin(x)\nyield stash('s', h.view(-1))\nreturn h",
     "relu-of-output": "h = self.lin(x)\nyield stash('s', torch.relu(h))\nreturn h",
@@ -126,6 +136,7 @@ USED = {
     "training": "s = yield pop('s')\nif self.training:\n    return x + s\nreturn x",
     "if-expression": "s = yield pop('s')\nreturn x + s if s is not None else x",
     "helper": "s = yield pop('s')\nreturn merge(x, s)",
+    "yield-from-function": "return (yield from take(x))",
     "method": "s = yield pop('s')\nreturn self.merge(x, s)",
     "sequential": "s = yield pop('s')\nreturn x + self.seq(s)",
     "einsum": "s = yield pop('s')\nreturn x + torch.einsum('ij,ij->ij', s, s)",
@@ -179,6 +190,47 @@ def fails(stash: str, pop: str, before: str) -> bool:
     input_grad = before in ("after-linear", "grad-sample")
     return pop in USED and (stash in SHARING or (stash in INPUT_SHARING and input_grad))
 
+
+NESTED_INPUT_STASH = '''
+@skippable(stash=["s"])
+class Stash(nn.Module):
+    def forward(self, x):
+        yield stash("s", {stashed})
+        return x
+
+
+@skippable(pop=["s"])
+class Pop(nn.Module):
+    def forward(self, x):
+        s = yield pop("s")
+        return x + s
+
+
+model = nn.Sequential(nn.Sequential(nn.Tanh()), nn.Sequential({sibling}, Stash()), nn.Sequential(nn.ReLU(), Pop()))
+'''
+
+SKIPPABLE_SIBLING = '''
+@skippable(stash=["t"])
+class Linear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        yield stash("t", None)
+        return self.lin(x)
+
+
+@skippable(stash=["t"])
+class Bias(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.b = nn.Parameter(torch.zeros(4))
+
+    def forward(self, x):
+        yield stash("t", None)
+        return x + self.b
+'''
 
 #: Whole models whose layout decides (the layers around the skippable ones): the source after the
 #: imports of SOURCE, and whether profiling fails.
@@ -265,6 +317,22 @@ class Pop(nn.Module):
 ns = Namespace()
 model = nn.Sequential(Stash().isolate(ns), Pop().isolate(ns), nn.Identity(), Stash(), nn.Tanh(), Pop())
 ''', False),
+    # A stash of the layer's untouched input, nested after a sibling Linear in the same child: the
+    # child's output keeps the Linear's history, which the stash holds too (oracle program p00340).
+    "input-stash-after-sibling-linear": (NESTED_INPUT_STASH.format(sibling="nn.Linear(4, 4)", stashed="x"), True),
+    # ... after a sibling without parameters, a frozen one, or stashing the input detached: no node
+    # that saved tensors is shared.
+    "input-stash-after-sibling-relu": (NESTED_INPUT_STASH.format(sibling="nn.ReLU()", stashed="x"), False),
+    "input-stash-after-frozen-sibling": (NESTED_INPUT_STASH.format(
+        sibling="nn.Linear(4, 4).requires_grad_(False)", stashed="x"), False),
+    "detached-input-stash-after-sibling-linear": (NESTED_INPUT_STASH.format(
+        sibling="nn.Linear(4, 4)", stashed="x.detach()"), False),
+    # ... after a skippable sibling whose forward makes a node that saved tensors (a Linear), or
+    # only makes its output require grad (adds a parameter: the sum saves nothing).
+    "input-stash-after-skippable-sibling-linear": (SKIPPABLE_SIBLING + NESTED_INPUT_STASH.format(
+        sibling="Linear()", stashed="x"), True),
+    "input-stash-after-skippable-sibling-bias": (SKIPPABLE_SIBLING + NESTED_INPUT_STASH.format(
+        sibling="Bias()", stashed="x"), False),
 }
 
 LAYOUT_HEADER = '''import torch
@@ -278,3 +346,84 @@ def layout_source(name: str, root: str = "torchgpipe") -> str:
     body, _fails = LAYOUTS[name]
     return (LAYOUT_HEADER.format(root=root) + body + 'balance = balance_by_time(2, model, torch.randn(8, 4), '
             'timeout=0.02, device=torch.device("cpu"))\n')
+
+
+#: Functions of another module of the project (`ops.py` beside the model, a package), called inside
+#: forward: their dataflow is followed as the module's own functions'.
+IMPORTED_OPS = '''from {root}.skip import pop, stash
+
+
+def encode(x, w):
+    return x @ w
+
+
+def first(a, b):
+    return a
+
+
+def merge(a, b):
+    return a * 1 + b
+
+
+def keep(t):
+    yield stash("s", t)
+
+
+def take(x):
+    s = yield pop("s")
+    return x + s
+'''
+IMPORTED_MODEL = '''import torch
+from torch import nn
+from {root}.balance import balance_by_time
+from {root}.skip import pop, skippable, stash
+from . import ops
+from .ops import encode, merge
+
+
+@skippable(stash=["s"])
+class Stash(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, x):
+{stash}
+
+
+@skippable(pop=["s"])
+class Pop(nn.Module):
+    def forward(self, x):
+{pop}
+
+
+model = nn.Sequential(Stash(), nn.ReLU(), Pop())
+balance = balance_by_time(2, model, torch.randn(8, 4), timeout=0.02, device=torch.device("cpu"))
+'''
+#: (stashing forward, popping forward) -> whether profiling fails.
+IMPORTED = {
+    # the saving matmul happens inside the imported function
+    ("h = encode(x, self.w)\nyield stash('s', h)\nreturn h", "s = yield pop('s')\nreturn x + s"): True,
+    ("h = ops.encode(x, self.w)\nyield stash('s', h)\nreturn h", "s = yield pop('s')\nreturn merge(x, s)"): True,
+    # the imported function drops the popped tensor
+    ("h = x @ self.w\nyield stash('s', h)\nreturn h", "s = yield pop('s')\nreturn ops.first(x, s)"): False,
+    ("h = ops.encode(x, self.w)\nyield stash('s', h)\nreturn h", "s = yield pop('s')\nreturn ops.first(x, s)"): False,
+    ("h = x @ self.w\nyield stash('s', h)\nreturn h", "s = yield pop('s')\nreturn ops.merge(x, s)"): True,
+    # the stash and the pop happen in generators of the other module (`yield from`)
+    ("h = x @ self.w\nyield from ops.keep(h)\nreturn h", "return (yield from ops.take(x))"): True,
+    ("h = x @ self.w\nyield from ops.keep(h.detach())\nreturn h", "s = yield pop('s')\nreturn x + s"): False,
+}
+
+
+def imported_package(directory: str, stash: str, pop: str, root: str = "torchgpipe") -> str:
+    """Write the package `proj` (ops.py, model.py) under `directory`; the path of model.py."""
+    import os
+
+    package = os.path.join(directory, "proj")
+    os.makedirs(package, exist_ok=True)
+    sources = {"__init__.py": "", "ops.py": IMPORTED_OPS.format(root=root), "model.py": IMPORTED_MODEL.format(
+        root=root, stash=textwrap.indent(stash, " " * 8), pop=textwrap.indent(pop, " " * 8))}
+    for name, text in sources.items():
+        with open(os.path.join(package, name), "w") as f:
+            f.write(text)
+    return os.path.join(package, "model.py")

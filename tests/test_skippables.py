@@ -178,8 +178,39 @@ def test_yield_from_a_helper_method_is_followed() -> None:
     assert {(c.kind, c.name) for c in cls.forward.commands} == {("stash", "a"), ("pop", "b")}
 
 
+def test_yield_from_a_module_function_is_followed() -> None:
+    cls = only_class('''
+        def merge(x):
+            yield stash("a", x)
+            b = yield pop("b")
+            return x + b
+
+        @skippable(stash=["a"], pop=["b"])
+        class L(nn.Module):
+            def forward(self, x):
+                merge = x
+                b = yield from merge(x)
+                return b
+    ''')
+    assert cls.forward is not None and "stash" in cls.forward.unknown_kinds  # a local `merge`: not the function
+    cls = only_class('''
+        def merge(x):
+            yield stash("a", x)
+            b = yield pop("b")
+            return x + b
+
+        @skippable(stash=["a"], pop=["b"])
+        class L(nn.Module):
+            def forward(self, x):
+                return (yield from merge(x))
+    ''')
+    assert exits(cls) == {frozenset({("stash", "a"), ("pop", "b")})}
+    assert cls.forward is not None and not cls.forward.unknown_kinds
+    assert {(c.kind, c.name) for c in cls.forward.commands} == {("stash", "a"), ("pop", "b")}
+
+
 @pytest.mark.parametrize("line", [
-    "yield from helper(x)",          # a module function: not followed
+    "yield from helper(x)",          # a function bound nowhere in the module: not followed
     "yield self.make(x)",            # may build a command
     "cmd = make(x); yield cmd",
     "yield stash(name, x)",          # computed name

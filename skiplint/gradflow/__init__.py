@@ -11,9 +11,10 @@ depends on the popped tensor. Measured on torchgpipe 0.0.7 and fairscale 0.4.13
 operand requires grad; `detach()`, `torch.no_grad()` and constants start no history.
 
 A value (`model.Value`) is followed through forward's statements and expressions (`walk`), and
-through the methods, module functions and submodules it reaches, as the set of saving nodes its
-history certainly holds. A node is certain when some operand certainly requires grad (a layer or
-parameter that is not frozen: `attributes`), or exists only when the layer's input requires grad.
+through the methods, module functions (of its module, or imported from the project) and submodules
+it reaches, as the set of saving nodes its history certainly holds. A node is certain when some
+operand certainly requires grad (a layer or parameter that is not frozen: `attributes`), or exists
+only when the layer's input requires grad.
 Branches and loops keep what every path holds. A torch function not known to save nothing is taken
 to save its tensor arguments; any other call that is not followed depends on its arguments and
 holds no saving node, so that a report is certain. `detached` finds the pops used only detached.
@@ -27,8 +28,8 @@ from skiplint.gradflow.model import (
     BREAKING, INPUT, INPUT_SOURCE, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, YES,
     Flow, Value, meet,
 )
-from skiplint.gradflow.walk import analyse
+from skiplint.gradflow.walker import FunctionResolver, ImportedFunction
 
-__all__ = ["Attributes", "BREAKING", "Flow", "INPUT", "INPUT_SOURCE", "NO", "NOTHING", "PARAM_LAYERS", "PASSING",
-           "PASSING_LAYERS", "SAVING", "SAVING_LAYERS", "Value", "YES", "analyse", "detached_pops", "meet",
-           "torch_layers"]
+__all__ = ["Attributes", "BREAKING", "Flow", "FunctionResolver", "INPUT", "INPUT_SOURCE", "ImportedFunction", "NO",
+           "NOTHING", "PARAM_LAYERS", "PASSING", "PASSING_LAYERS", "SAVING", "SAVING_LAYERS", "Value", "YES",
+           "detached_pops", "meet", "torch_layers"]

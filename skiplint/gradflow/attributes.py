@@ -85,12 +85,7 @@ def torch_layers(methods: Mapping[str, cst.FunctionDef], scope_of: dict[int, Sco
                     all_frozen = True
                 elif freezes is not None:
                     frozen.add(freezes)
-            targets: list[cst.BaseExpression] = []
-            if isinstance(node, cst.Assign):
-                targets = [t.target for t in node.targets]
-            elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-                targets = [node.target]
-            for target in targets:
+            for target in assignment_targets(node):
                 for part in syntax.walk(target):
                     if not (isinstance(part, cst.Attribute) and isinstance(part.value, cst.Name)
                             and part.value.value == "self"):
@@ -128,6 +123,15 @@ def torch_layers(methods: Mapping[str, cst.FunctionDef], scope_of: dict[int, Sco
                       {attr: names for attr, names in keys.items() if attr in kinds},
                       frozenset(frozen), all_frozen,
                       {attr: cls for attr, cls in submodules.items() if attr in kinds})
+
+
+def assignment_targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The targets an assignment statement stores into (none for any other node)."""
+    if isinstance(node, cst.Assign):
+        return [t.target for t in node.targets]
+    if isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+        return [node.target]
+    return []
 
 
 def _freezes(call: cst.Call) -> Optional[str]:

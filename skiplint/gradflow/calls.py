@@ -9,20 +9,23 @@ from typing import Optional, Sequence, Union
 import libcst as cst
 
 from skiplint import syntax
+from skiplint.facts import Key
 from skiplint.gradflow.attributes import Attributes, torch_layers, truth
 from skiplint.gradflow.model import (
     BREAKING, Env, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, Value, YES, meet, saving, union,
     unknown_call,
 )
-from skiplint.gradflow.walker import Walker, constant_index
+from skiplint.gradflow.walker import Exits, ImportedFunction, Walker, constant_index, delegated
 
 
 class Calls(Walker):
     """Follows calls into the code of the module, and values those it does not follow."""
 
-    def run(self, func: cst.FunctionDef, args: Sequence[Value], bound: bool = True) -> tuple[Value, bool]:
-        """Run a function with its positional arguments (after self, for a method: `bound`): its
-        return value, and whether every path that leaves it returns a value."""
+    def run(self, func: cst.FunctionDef, args: Sequence[Value], bound: bool = True,
+            states: Optional[set[frozenset[Key]]] = None) -> tuple[Value, bool, Exits]:
+        """Run a function with its positional arguments (after self, for a method: `bound`), and
+        the paths through it from `states`: its return value, whether every path that leaves it
+        returns a value, and where its paths leave it."""
         self.active.append(func)
         env: Env = {}
         params = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
@@ -30,23 +33,21 @@ class Calls(Walker):
             env[name] = args[i] if i < len(args) else NOTHING
         returns: list[Value] = []
         try:
-            out = self.block(syntax.statements(func.body), env, returns)
+            out = self.block(syntax.statements(func.body), states or set(), env, returns)
         finally:
             self.active.pop()
-        if out is not None:  # falls off the end: returns None
-            return NOTHING, False
+        if out.env is not None:  # falls off the end: returns None
+            return NOTHING, False, out
         if not returns:
-            return NOTHING, False
+            return NOTHING, False, out
         value = returns[0]
         for other in returns[1:]:
             value = meet(value, other)
-        return value, True
+        return value, True, out
 
     def delegate(self, target: cst.BaseExpression) -> Optional[cst.FunctionDef]:
-        if not (isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute)
-                and isinstance(target.func.value, cst.Name) and target.func.value.value == "self"):
-            return None
-        method = self.methods.get(target.func.attr.value)
+        """The method of `self` or function of the module that `yield from target` runs."""
+        method = delegated(target, self.scope(), self.methods, self.functions)
         if method is None or method in self.active or len(self.active) > self.depth_limit:
             return None
         return method
@@ -79,7 +80,7 @@ class Calls(Walker):
                 return self.submodule_call(held, "forward", args, positional)
             if method is not None and attr not in self.attributes.kinds:
                 if self.followed(method) and len(positional) == len(args):
-                    result, returned = self.run(method, args)
+                    result, returned, _ = self.run(method, args)
                     return result if returned else NOTHING
                 return unknown_call(args)
             return self.layer_call(node, attr, None, args)
@@ -101,12 +102,15 @@ class Calls(Walker):
         if owner is not None and owner.kind == "module" and isinstance(func, cst.Name):
             function = self.functions.get(func.value)
             if self.followed(function) and len(positional) == len(args):
-                result, returned = self.run(function, args, bound=False)  # type: ignore[arg-type]
+                result, returned, _ = self.run(function, args, bound=False)  # type: ignore[arg-type]
                 return result if returned else NOTHING
         qualified = self.scope().qualified(func)
         if qualified is not None and qualified.startswith("torch."):
             name = qualified.rsplit(".", 1)[-1]
             return self.operation(node, name, args, unknown_saves=True)
+        found = self.imported_function(func)
+        if found is not None and self.followed(found[1]) and len(positional) == len(args):
+            return self.imported_call(found, args)
         changed = self.in_place(node)
         if changed is not None and qualified is None:
             name = func.attr.value  # type: ignore[attr-defined]
@@ -127,6 +131,26 @@ class Calls(Walker):
             self._attributes_of[cls] = found
         return found
 
+    def imported_function(self, func: cst.BaseExpression) -> Optional[ImportedFunction]:
+        """The function of another module of the project that `func` names, if it is one."""
+        qualified = self.scope().qualified(func)
+        found = self.imported(self.path, qualified) if qualified is not None and self.imported is not None else None
+        if found is None or found[1] in self.active or len(self.active) > self.depth_limit:
+            return None
+        return found
+
+    def imported_call(self, found: ImportedFunction, args: Sequence[Value]) -> Value:
+        """A call of a function of another module of the project: run in that module."""
+        path, function, scopes, functions = found
+        outer = self.path, self.scope_of, self.functions, self.methods, self.attributes, self.classes
+        self.path, self.scope_of, self.functions = path, scopes, functions
+        self.methods, self.attributes, self.classes = {}, torch_layers({}, scopes), {}
+        try:
+            result, returned, _ = self.run(function, args, bound=False)
+        finally:
+            self.path, self.scope_of, self.functions, self.methods, self.attributes, self.classes = outer
+        return result if returned else NOTHING
+
     def submodule_call(self, cls: str, name: str, args: Sequence[Value], positional: Sequence[Value]) -> Value:
         """`self.<attr>(...)` (its forward) or `self.<attr>.<method>(...)` of an instance of a class
         of the module: run with that class's methods and attributes."""
@@ -136,7 +160,7 @@ class Calls(Walker):
         outer = self.methods, self.attributes
         self.methods, self.attributes = self.classes[cls], self.attributes_of(cls)
         try:
-            result, returned = self.run(method, args)
+            result, returned, _ = self.run(method, args)
         finally:
             self.methods, self.attributes = outer
         return result if returned else NOTHING

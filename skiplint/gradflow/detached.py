@@ -11,7 +11,7 @@ from skiplint import syntax
 
 if TYPE_CHECKING:  # read in annotations only: SKP303's check imports this package from the rules
     from skiplint.imports import Scope
-from skiplint.gradflow.statements import targets
+from skiplint.gradflow.walker import targets
 
 
 def detached_pops(forward: cst.FunctionDef, scope: Scope, pops: Sequence[cst.Call]) -> set[int]:

@@ -1,12 +1,16 @@
 """The walk's expressions: each evaluated to a `model.Value` (a `yield` of the skip API records
-what it stashes and pops)."""
+what it stashes and pops); the branch a condition takes; what an assignment binds."""
 
 from __future__ import annotations
+
+from typing import Optional
 
 import libcst as cst
 
 from skiplint import syntax
-from skiplint.gradflow.model import Env, NO, NOTHING, Value, container, meet, meet_all, saving, union
+from skiplint.gradflow.model import (
+    Env, INPUT_SOURCE, NO, NOTHING, Value, container, meet, meet_all, saving, union,
+)
 from skiplint.gradflow.walker import Walker, constant_index
 
 
@@ -77,6 +81,54 @@ class Expressions(Walker):
                 self.eval(child, env)
         return NOTHING
 
+    def decide(self, test: cst.BaseExpression, env: Env) -> Optional[bool]:
+        """The branch a condition certainly takes when balance_by_time profiles the layer (and when
+        a pipe trains it): `self.training` is true there, and a popped tensor is not None."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self.decide(test.expression, env)
+            return None if inner is None else not inner
+        if (isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name) and test.value.value == "self"
+                and test.attr.value == "training"):
+            return True
+        if (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name)
+                and isinstance(test.comparisons[0].comparator, cst.Name)
+                and test.comparisons[0].comparator.value == "None"):
+            value = env.get(test.left.value)
+            if value is None or not (value.sources - {INPUT_SOURCE}):
+                return None  # not known to hold a popped tensor
+            operator = test.comparisons[0].operator
+            if isinstance(operator, cst.IsNot):
+                return True
+            if isinstance(operator, cst.Is):
+                return False
+        return None
+
+    def stops_grad(self, item: cst.BaseExpression) -> bool:
+        func = item.func if isinstance(item, cst.Call) else item
+        qualified = self.scope().qualified(func)
+        return qualified in ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad")
+
+    def assign(self, target: cst.BaseExpression, value: Value, env: Env) -> None:
+        key = self.key(target)
+        if key is not None:
+            env[key] = value
+            return
+        if isinstance(target, (cst.Tuple, cst.List)) and not any(
+                isinstance(e, cst.StarredElement) for e in target.elements):
+            if value.items is not None and len(value.items) == len(target.elements):
+                for element, item in zip(target.elements, value.items):
+                    self.assign(element.value, item, env)
+                return
+            if value.items is None:  # the parts of a tensor (chunk, split, unbind) are views of it
+                part = Value(value.ops, value.grad, value.sources)
+                for element in target.elements:
+                    self.assign(element.value, part, env)
+                return
+        for node in syntax.walk(target):
+            node_key = self.key(node) if isinstance(node, cst.BaseExpression) else None
+            if node_key is not None:
+                env[node_key] = NOTHING
+
     def comprehension(self, node: cst.ListComp | cst.SetComp | cst.GeneratorExp, env: Env) -> Value:
         """A comprehension with one `for` over known items holds what its element holds for each
         item; over a tensor, what its element holds for a view of it."""
@@ -103,12 +155,15 @@ class Expressions(Walker):
             target = value.item
             method = self.delegate(target)
             args = [self.eval(arg.value, env) for arg in target.args] if isinstance(target, cst.Call) else []
-            if method is None or any(arg.keyword is not None or arg.star for arg in getattr(target, "args", ())):
+            if not isinstance(target, cst.Call) or any(arg.keyword is not None or arg.star for arg in target.args):
                 return NOTHING
-            result, returned = self.run(method, args)
+            if method is None:  # a generator of another module of the project?
+                found = self.imported_function(target.func)
+                return self.imported_call(found, args) if found is not None else NOTHING
+            result, returned, _ = self.run(method, args, bound=isinstance(target.func, cst.Attribute))
             return result if returned else NOTHING
-        if isinstance(value, cst.Call) and id(value) in self.commands:
-            kind = self.commands[id(value)]
+        kind = self.command_kind(value) if isinstance(value, cst.Call) else None
+        if isinstance(value, cst.Call) and kind is not None:
             if kind == "stash":
                 tensor = value.args[1].value if len(value.args) > 1 and value.args[1].keyword is None else next(
                     (a.value for a in value.args if a.keyword is not None and a.keyword.value == "tensor"), None)

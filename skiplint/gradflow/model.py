@@ -140,10 +140,11 @@ class Flow:
     output: Value = NOTHING
     returned: bool = False
 
-    def shares(self, stash_call: cst.CSTNode) -> int:
-        """YES: the stash shares a saving node with the output whatever the input; INPUT: only when
-        the layer's input requires grad; NO: it shares none (as far as can be known)."""
-        value = self.stashes.get(id(stash_call))
+    def shares(self, stash_call: int) -> int:
+        """YES: the stash (the id of its call) shares a saving node with the output whatever the
+        input; INPUT: only when the layer's input requires grad; NO: it shares none (as far as can
+        be known)."""
+        value = self.stashes.get(stash_call)
         if value is None or not self.returned:
             return NO
         out = dict(self.output.ops)
@@ -157,7 +158,7 @@ class Flow:
 
 
 def unknown_call(args: Sequence[Value]) -> Value:
-    """A call that is not followed (not torch's, not the project's own code in this module): its
+    """A call that is not followed (not torch's, not the project's own code): its
     result is taken to depend on every argument, and to hold no saving node for certain."""
     joined = union(args)
     return Value(frozenset(), NO, joined.sources)

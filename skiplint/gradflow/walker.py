@@ -1,26 +1,47 @@
-"""The state of the walk of a forward body (walk.py), which its parts share: the module whose code
-runs now, the functions running, the gradient mode, the dataflow found so far; and the signatures by
-which the parts (statements.py, expressions.py, calls.py) call one another."""
+"""The state of the walk of a forward body, which its parts share: the module whose code runs now,
+the functions running, the gradient mode, the dataflow found so far; and the signatures by which
+the parts (expressions.py, calls.py and the statements: skiplint.skippables.paths) call one another."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
 
 import libcst as cst
 
 if TYPE_CHECKING:  # read in annotations only: SKP303's check imports this package from the rules
     from skiplint.imports import Scope
-from skiplint.gradflow.attributes import Attributes
+from skiplint.facts import Key
+from skiplint.gradflow.attributes import Attributes, assignment_targets
 from skiplint.gradflow.model import Env, Flow, Value
+
+#: A module-level function of another module of the project: that module's path, the function,
+#: the module's scopes and its module-level functions.
+ImportedFunction = tuple[str, cst.FunctionDef, "dict[int, Scope]", Mapping[str, cst.FunctionDef]]
+#: (importer's path, qualified name) -> the project function it names, if any.
+FunctionResolver = Callable[[str, str], Optional[ImportedFunction]]
+
+
+@dataclass
+class Exits:
+    """Where the paths through a statement leave it, each as the set of commands run on it so far
+    (`normal`: on to the next statement), and the env after it (None: no path goes on)."""
+
+    normal: set[frozenset[Key]] = field(default_factory=set)
+    returns: set[frozenset[Key]] = field(default_factory=set)
+    breaks: set[frozenset[Key]] = field(default_factory=set)
+    continues: set[frozenset[Key]] = field(default_factory=set)
+    env: Optional[Env] = None
 
 
 class Walker:
     """What the walk of one forward knows as it goes."""
 
     def __init__(self, scope_of: dict[int, Scope], methods: dict[str, cst.FunctionDef],
-                 attributes: Attributes, commands: Mapping[int, str],
+                 attributes: Attributes,
                  functions: Optional[Mapping[str, cst.FunctionDef]] = None,
-                 classes: Optional[Mapping[str, Mapping[str, cst.FunctionDef]]] = None, depth_limit: int = 8) -> None:
+                 classes: Optional[Mapping[str, Mapping[str, cst.FunctionDef]]] = None,
+                 imported: Optional[tuple[str, FunctionResolver]] = None, depth_limit: int = 8) -> None:
         self.scope_of = scope_of
         #: The methods and attributes of the module whose code runs now (`self`).
         self.methods: Mapping[str, cst.FunctionDef] = methods
@@ -29,8 +50,9 @@ class Walker:
         self._attributes_of: dict[str, Attributes] = {}
         #: Module-level functions of the same module, by name (followed where a forward calls them).
         self.functions = functions or {}
-        #: id(stash/pop call) -> "stash" / "pop" (the API's commands, resolved by the caller).
-        self.commands = commands
+        #: The path of the module whose code runs now, and what finds the functions it imports.
+        self.path = imported[0] if imported is not None else ""
+        self.imported: Optional[FunctionResolver] = imported[1] if imported is not None else None
         self.flow = Flow()
         self.no_grad = 0
         self.in_loop = 0
@@ -54,17 +76,22 @@ class Walker:
         return Value() if self.no_grad else value
 
     if TYPE_CHECKING:
-        # statements.py
-        def block(self, stmts: Sequence[cst.CSTNode], env: Optional[Env], returns: list[Value]) -> Optional[Env]: ...
+        # the statements (skiplint.skippables.paths, which walks the paths through forward too)
+        def block(self, stmts: Sequence[cst.CSTNode], states: set[frozenset[Key]], env: Optional[Env],
+                  returns: list[Value]) -> Exits: ...
+        def command_kind(self, call: cst.Call) -> Optional[str]: ...
+        # expressions.py
         def decide(self, test: cst.BaseExpression, env: Env) -> Optional[bool]: ...
         def assign(self, target: cst.BaseExpression, value: Value, env: Env) -> None: ...
-        # expressions.py
         def eval(self, node: cst.BaseExpression, env: Env) -> Value: ...
         # calls.py
-        def run(self, func: cst.FunctionDef, args: Sequence[Value], bound: bool = True) -> tuple[Value, bool]: ...
+        def run(self, func: cst.FunctionDef, args: Sequence[Value], bound: bool = True,
+                states: Optional[set[frozenset[Key]]] = None) -> tuple[Value, bool, Exits]: ...
         def delegate(self, target: cst.BaseExpression) -> Optional[cst.FunctionDef]: ...
         def in_place(self, node: cst.CSTNode) -> Optional[cst.BaseExpression]: ...
         def call(self, node: cst.Call, env: Env) -> Value: ...
+        def imported_function(self, func: cst.BaseExpression) -> Optional[ImportedFunction]: ...
+        def imported_call(self, found: ImportedFunction, args: Sequence[Value]) -> Value: ...
 
 
 def constant_index(node: cst.Subscript) -> Optional[int]:
@@ -78,3 +105,25 @@ def constant_index(node: cst.Subscript) -> Optional[int]:
         number = int(value.value, 0)
         return -number if negative else number
     return None
+
+
+def delegated(target: cst.BaseExpression, scope: Scope, methods: Mapping[str, cst.FunctionDef],
+              functions: Mapping[str, cst.FunctionDef]) -> Optional[cst.FunctionDef]:
+    """The method of `self` or the module-level function that a call `target` runs, if it is one."""
+    if not isinstance(target, cst.Call):
+        return None
+    func = target.func
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        return methods.get(func.attr.value)
+    if isinstance(func, cst.Name):
+        owner = scope.owner(func.value)
+        if owner is not None and owner.kind == "module":
+            return functions.get(func.value)
+    return None
+
+
+def targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    """What an assignment, a loop or a walrus binds."""
+    if isinstance(node, (cst.For, cst.CompFor, cst.NamedExpr)):
+        return [node.target]
+    return assignment_targets(node)

@@ -144,6 +144,7 @@ class Conversion:
                          output_stashes=tuple(sorted(info.output_stashes & stash)),
                          input_output_stashes=tuple(sorted(info.input_output_stashes & stash)),
                          inert_pops=tuple(sorted(info.inert_pops & pop)), output_grad=info.output_grad,
+                         input_history_stashes=tuple(sorted(info.input_history_stashes & stash)),
                          none_stashes=tuple((name, at) for name, at in info.none_stashes if name in stash))
         label = code(node) if node is not None else "?"
         return Layer(index, key, label, "unknown", site=site)
@@ -154,28 +155,42 @@ class Conversion:
         return f"Namespace() of line {self.locator.position(ns.node)[0]}"
 
     def nested_skippables(self, seq: SeqV, ns_label: dict[int, str], depth: int = 0,
-                          tail_keeps: bool = True) -> Iterator[Layer]:
+                          tail_keeps: bool = True, head_saves: bool = False) -> Iterator[Layer]:
         """Skippable (or unknown) layers anywhere inside a container. `tail_keeps`: what follows
-        `seq` in the containers around it keeps the autograd history of its output."""
+        `seq` in the containers around it keeps the autograd history of its output; `head_saves`:
+        its input certainly holds a node that saved tensors, made inside the direct child."""
         if depth > self.budget.nesting or not seq.complete or seq.tainted:
             yield Layer(-1, "?", seq.label, "unknown")
             if depth > self.budget.nesting:
                 return
         keeps = [self.keeps_history(value) for _, value, _ in seq.children]
+        saves = head_saves
         for index, (key, value, node) in enumerate(seq.children):
             follows = tail_keeps and all(keeps[index + 1:])
+            if index:
+                before = seq.children[index - 1][1]
+                saves = (saves and keeps[index - 1]) or self.saves(before)
             if isinstance(value, SeqV):
-                yield from self.nested_skippables(value, ns_label, depth + 1, follows)
+                yield from self.nested_skippables(value, ns_label, depth + 1, follows, saves)
                 continue
             site = Site(node, self.locator) if node is not None else None
             layer = self.layer(index, key, value, node, site, ns_label)
             if layer.unknown_names:
                 yield Layer(-1, "?", layer.label, "unknown")
             elif layer.kind in ("skippable", "unknown"):
-                yield dataclasses.replace(layer, feeds_output=follows) if follows and layer.kind == "skippable" \
-                    else layer
+                yield dataclasses.replace(layer, feeds_output=follows, input_saves=saves) \
+                    if follows and layer.kind == "skippable" else layer
             elif layer.kind == "container":
                 yield from layer.nested
+
+    def saves(self, value: Any) -> bool:
+        """A layer whose output certainly holds a node that saved tensors: a torch.nn layer with
+        parameters, not frozen, or a skippable layer whose forward makes one (skiplint.gradflow)."""
+        if not isinstance(value, LayerV) or value.tainted:
+            return False
+        if value.kind == "skippable" and value.info is not None:
+            return self.refined.get(id(value.info), value.info).output_saves
+        return value.kind == "plain" and value.label in gradflow.PARAM_LAYERS and not value.frozen
 
     def keeps_history(self, value: Any) -> bool:
         """A torch.nn layer, or a skippable layer, whose output carries its input's autograd

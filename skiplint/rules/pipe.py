@@ -57,7 +57,10 @@ PROFILED_SKIPPABLE = Rule(
          'lists and comprehensions (`torch.cat([x, skip], 1)`), unpacking (`a, b = h.chunk(2)`), subscripts, '
          'in-place methods (`out.add_(skip)`, `skip.detach_()`), conditional expressions, `with` blocks, early '
          'returns; attributes of `self`; methods of `self` and functions of the same module (called, or '
-         'reached by `yield from`); torch.nn layers, and nn.Sequential/nn.ModuleList/nn.ModuleDict attributes of '
+         'reached by `yield from`); functions imported from other modules of the project (called, or reached '
+         "by `yield from` from the module's own code; a layer class imported from another module is judged "
+         "by its own module's functions only); torch.nn layers, "
+         'and nn.Sequential/nn.ModuleList/nn.ModuleDict attributes of '
          "them and their indexing; instances of the module's own classes (`self.enc(x)`, `self.enc.lin(x)`); "
          '`nn.Parameter` attributes and the weights of torch.nn layers need grad, unless '
          'frozen (`requires_grad_(False)`, `requires_grad=False`). Branches on `self.training` and on whether '
@@ -71,9 +74,10 @@ PROFILED_SKIPPABLE = Rule(
          'counts when the sample requires grad (`requires_grad=True`) or a torch.nn layer with parameters '
          '(not frozen), or a skippable layer whose own parameters make its output require grad, comes before. '
          'A nested layer counts where what follows it in its child keeps its history (torch.nn layers that '
-         "keep it, skippable layers whose output depends on their input). balance_by_size profiles CUDA memory "
-         'with forward passes only and is not '
-         'reported',
+         "keep it, skippable layers whose output depends on their input); there, a stash that carries its input's "
+         'history (`stash("s", x)`, returning `x`) counts where a torch.nn layer with parameters (not frozen), or '
+         'a skippable layer whose output certainly holds a node that saved tensors, comes before it in its child. '
+         'balance_by_size profiles CUDA memory with forward passes only and is not reported',
 )
 
 
@@ -306,7 +310,8 @@ def _fails_profiling(composition: Composition, sample_grad: bool = False) -> boo
             inert = set(candidate.inert_pops) | {name for name, _site in candidate.discarded}
             if any(stashed.get(key[1], layer.index) != layer.index and key[1] not in inert for key in candidate.pop):
                 return True
-            for name in candidate.output_stashes:
+            history = candidate.input_history_stashes if candidate.input_saves else ()
+            for name in (*candidate.output_stashes, *history):
                 stashed[name] = layer.index
             if input_grad and candidate is layer:
                 for name in candidate.input_output_stashes:

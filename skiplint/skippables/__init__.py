@@ -4,15 +4,15 @@ One statement-level pass builds the scopes (imports and other bindings) and find
 function and import (`index`); expressions are walked only inside the forwards and helpers of
 classes that use the API, and at the few statements that can hold a command. `names` reads the
 declared and commanded skip names, `known` the values that cannot be commands, `commands` what
-each statement of a forward does, `paths` the commands on each path through it, and `extraction`
-makes the module's facts.
+each statement of a forward does, `paths` walks each forward once for the commands on each path
+through it and its autograd dataflow (skiplint.gradflow), and `extraction` makes the module's facts.
 """
 
 from __future__ import annotations
 
 from skiplint.skippables.extraction import computed, extract, removed_import_brings, specialize
 from skiplint.skippables.index import ClassInfo, ModuleIndex, nonlocal_owner
-from skiplint.skippables.known import assignment_targets
+from skiplint.gradflow.attributes import assignment_targets
 from skiplint.skippables.names import NameResolver, Resolved, static_string
 from skiplint.skippables.paths import ForwardAnalysis
 

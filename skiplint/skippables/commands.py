@@ -9,6 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from skiplint import syntax
+from skiplint.gradflow.walker import delegated
 from skiplint.facts import Command, Kind, Locator, NonCommandYield, Site
 from skiplint.imports import Scope
 from skiplint.limits import MAX_DELEGATION
@@ -47,6 +48,9 @@ class Commands:
         #: The forward and the methods it delegates to now running, outermost first.
         self.active: list[cst.FunctionDef] = [forward]
         self._command_vars: set[str] = set()
+        #: id(generator of another module of the project that forward delegates to) -> the
+        #: `yield from` that runs it (where its commands are reported) and its module's scopes.
+        self._imported: dict[int, tuple[cst.CSTNode, dict[int, Scope]]] = {}
         self._values = KnownValues(index, info, forward, self._command_vars)
 
     def events(self, node: cst.CSTNode, scope: Scope) -> list[Event]:
@@ -89,7 +93,7 @@ class Commands:
         value = node.value
         if isinstance(value, cst.From):
             target = value.item
-            method = self._delegate_target(target)
+            method = self._delegate_target(target, scope, node)
             if method is None:
                 self._collect(target, scope, events, parent_stmt)
                 events.append(Event("unknown"))
@@ -118,7 +122,8 @@ class Commands:
             # A call to something else, a variable, an attribute: it may build a command.
             self.unknown.update(("stash", "pop"))
         elif self.skippable:
-            self.non_commands.setdefault(id(node), NonCommandYield(what, Site(node, self.locator)))
+            where = self._delegation() or node
+            self.non_commands.setdefault(id(node), NonCommandYield(what, Site(where, self.locator)))
 
     def _loose_command(self, call: cst.Call, kind: Kind, scope: Scope, events: list[Event],
                        parent_stmt: cst.CSTNode) -> None:
@@ -161,23 +166,45 @@ class Commands:
         if not knowable:
             self.unknown.add(kind)
             return None
-        name = static_string(self.index, scope, name_node, self.resolve) if name_node is not None else None
+        delegation = self._delegation()  # in another module: only a literal name is known
+        name = None if name_node is None else syntax.string_value(name_node) if delegation is not None else \
+            static_string(self.index, scope, name_node, self.resolve)
         if name is None and name_node is not None:
             self.unknown.add(kind)
         command = Command(
-            kind, name, Site(call, self.locator),
-            Site(name_node, self.locator) if name_node is not None else None,
+            kind, name, Site(delegation or call, self.locator),
+            Site(delegation or name_node, self.locator) if name_node is not None else None,
             yielded=yielded, discarded=discarded and kind == "pop", arity_problem=problem,
         )
         self.commands[id(call)] = command
         return command
 
-    def _delegate_target(self, target: cst.BaseExpression) -> Optional[cst.FunctionDef]:
-        """The method of this class that `yield from self.<method>(...)` runs, if that is what it is."""
-        if not (isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute)
-                and isinstance(target.func.value, cst.Name) and target.func.value.value == "self"):
-            return None
-        method = self.info.methods.get(target.func.attr.value)
+    def _delegate_target(self, target: cst.BaseExpression, scope: Scope,
+                         node: cst.Yield) -> Optional[cst.FunctionDef]:
+        """The function that `yield from self.<method>(...)` or `yield from <function>(...)` runs,
+        when it is a method of this class, a function of this module, or (from this module's code)
+        a function imported from another module of the project."""
+        method = delegated(target, scope, self.info.methods, self.index.top_level()[0])
+        if method is None and self.index.imported is not None and isinstance(target, cst.Call) \
+                and self._delegation() is None:
+            qualified = scope.qualified(target.func)
+            path, resolve = self.index.imported
+            found = resolve(path, qualified) if qualified is not None else None
+            if found is not None:
+                method = found[1]
+                self._imported.setdefault(id(method), (node, found[2]))
         if method is None or method in self.active or len(self.active) > MAX_DELEGATION:
             return None
         return method
+
+    def scope_of(self, func: cst.FunctionDef) -> Scope:
+        imported = self._imported.get(id(func))
+        return imported[1][id(func)] if imported is not None else self.index.scopes[id(func)]
+
+    def _delegation(self) -> Optional[cst.CSTNode]:
+        """The `yield from` of a function of another module that runs now, if one does."""
+        for func in self.active:
+            if id(func) in self._imported:
+                return self._imported[id(func)][0]
+        return None
+

@@ -30,10 +30,14 @@ def _required_inputs(forward: cst.FunctionDef) -> int:
 
 
 def extract(module: cst.Module, path: str, source: Optional[str] = None,
-            index: Optional[ModuleIndex] = None, locator: Optional[Locator] = None) -> ModuleFacts:
+            index: Optional[ModuleIndex] = None, locator: Optional[Locator] = None,
+            imported: Optional[gradflow.FunctionResolver] = None) -> ModuleFacts:
     """All skip facts of one parsed module (`source`, when given, lets rare walks be skipped).
-    One `locator` per module lets every finding of it be located in one pass."""
+    One `locator` per module lets every finding of it be located in one pass; `imported` finds
+    the functions of other project modules that forwards call (their dataflow is followed)."""
     index = index or ModuleIndex(module)
+    if imported is not None:
+        index.imported = path, imported
     locator = locator or Locator(module)
     misuses: list[SkippableMisuse] = []
     undecorated: list[UndecoratedYield] = []
@@ -222,8 +226,8 @@ def _skippable_class(index: ModuleIndex, info: ClassInfo, call: cst.Call, forwar
         generator_elsewhere = not analysis.is_generator and any(
             is_generator(m) for name, m in info.methods.items() if name != "forward")
         if not generator_elsewhere:
-            commands, keeps_input, output_grad = _with_gradflow(index, info, forward,
-                                                                tuple(analysis.commands.values()))
+            commands, keeps_input, output_grad, output_saves = _with_gradflow(index, forward, analysis.flow,
+                                                                              analysis.commands)
             for command in commands:
                 if not command.yielded and command.site is not None:
                     reported_loose.add(id(command.site.node))
@@ -234,41 +238,43 @@ def _skippable_class(index: ModuleIndex, info: ClassInfo, call: cst.Call, forwar
                 tuple((key, Site(node, locator)) for key, node in analysis.first_branch.items()),
                 _required_inputs(forward), frozenset(analysis.unknown),
                 Site(analysis.early_exits[0], locator) if analysis.early_exits else None, keeps_input,
-                output_grad,
+                output_grad, output_saves,
             )
     return SkippableClass(info.node.name.value, stash, pop, forward_facts, Site(info.node, locator))
 
 
-def _with_gradflow(index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef,
-                   commands: tuple[Command, ...]) -> tuple[tuple[Command, ...], bool, GradKind]:
-    """The commands with what autograd dataflow through forward says of them (skiplint.gradflow):
-    whether each stash shares saved history with the output, whether the output depends on
-    each popped tensor; and whether the output depends on forward's input, and requires grad."""
-    kinds = {id(c.site.node): c.kind for c in commands
-             if c.yielded and c.name is not None and c.site is not None and c.arity_problem is None}
-    if not kinds:
-        return commands, False, "no"
-    functions, classes = index.top_level()
-    flow = gradflow.analyse(forward, info.methods, index.scopes, kinds, functions, classes)
+def _with_gradflow(index: ModuleIndex, forward: cst.FunctionDef, flow: gradflow.Flow,
+                   commands: dict[int, Command]) -> tuple[tuple[Command, ...], bool, GradKind, bool]:
+    """The commands (by the id of their call) with what autograd dataflow through forward says of
+    them (skiplint.gradflow): whether each stash shares saved history (or the input's) with the
+    output, whether the output depends on each popped tensor; and whether the output depends on
+    forward's input, requires grad, and certainly holds a node that saved tensors."""
+    known = {call for call, c in commands.items() if c.yielded and c.name is not None and c.arity_problem is None}
+    if not known:
+        return tuple(commands.values()), False, "no", False
     detached = gradflow.detached_pops(forward, index.scopes[id(forward)], [
-        c.site.node for c in commands if c.kind == "pop" and c.site is not None and id(c.site.node) in kinds
-        and isinstance(c.site.node, cst.Call)])
+        c.site.node for call, c in commands.items() if c.kind == "pop" and call in known and c.site is not None
+        and id(c.site.node) == call and isinstance(c.site.node, cst.Call)])  # the pops written in forward
+    keeps_input = flow.reaches_output(gradflow.INPUT_SOURCE)
     out = []
-    for command in commands:
-        node = command.site.node if command.site is not None else None
-        if node is None or id(node) not in kinds:
+    for call, command in commands.items():
+        if call not in known:
             out.append(command)
         elif command.kind == "stash":
-            shares = flow.shares(node)
-            out.append(dataclasses.replace(command, shares_output=shares == gradflow.YES,
-                                           shares_if_input_grad=shares == gradflow.INPUT))
+            shares = flow.shares(call)
+            stashed = flow.stashes.get(call)
+            out.append(dataclasses.replace(
+                command, shares_output=shares == gradflow.YES, shares_if_input_grad=shares == gradflow.INPUT,
+                shares_input_history=stashed is not None and gradflow.INPUT_SOURCE in stashed.sources
+                and keeps_input))
         else:
-            out.append(dataclasses.replace(command, grad_used=not command.discarded and flow.reaches_output(node),
-                                           detached_only=id(node) in detached))
+            out.append(dataclasses.replace(command, grad_used=not command.discarded and flow.reaches_output(call),
+                                           detached_only=call in detached))
     grad: GradKind = "no"
     if flow.returned:
         grad = "yes" if flow.output.grad == gradflow.YES else "input" if flow.output.grad == gradflow.INPUT else "no"
-    return tuple(out), flow.reaches_output(gradflow.INPUT_SOURCE), grad
+    saves = flow.returned and any(kind == gradflow.YES for _node, kind in flow.output.ops)
+    return tuple(out), keeps_input, grad, saves
 
 
 def computed(cls: SkippableClass) -> bool:

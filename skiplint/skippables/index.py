@@ -4,13 +4,16 @@ and functions, its imports, and the calls that stand as whole statements."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
 from skiplint.apiimports import NO_ALIASES, Aliases
 from skiplint.facts import Kind
 from skiplint.imports import OTHER, Binding, Scope, import_bindings
+
+if TYPE_CHECKING:
+    from skiplint.gradflow import FunctionResolver
 
 
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
@@ -51,6 +54,8 @@ class ModuleIndex:
         #: (scope, name, binding) of each binding of a `nonlocal` name, bound in its owner at the end.
         self._nonlocal_bindings: list[tuple[Scope, str, Binding]] = []
         self._top_level: Optional[tuple[dict[str, cst.FunctionDef], dict[str, dict[str, cst.FunctionDef]]]] = None
+        #: The module's path and what finds the project functions it imports (set by `extract`).
+        self.imported: Optional[tuple[str, FunctionResolver]] = None
         self._block(module.body, self.scope, guarded=False)
         for scope, name, binding in self._nonlocal_bindings:
             owner = nonlocal_owner(scope, name)

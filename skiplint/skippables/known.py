@@ -8,6 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from skiplint import syntax
+from skiplint.gradflow.attributes import assignment_targets
 from skiplint.imports import Scope, import_bindings
 from skiplint.limits import MAX_DELEGATION
 from skiplint.skippables.index import ClassInfo, ModuleIndex
@@ -190,15 +191,6 @@ def describe(value: cst.BaseExpression, module: cst.Module) -> str:
 #: torch.nn classes whose call may return whatever their children return.
 _TORCH_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "Module", "Identity", "ParameterList",
                                "ParameterDict"})
-
-
-def assignment_targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
-    """The targets an assignment statement stores into (none for any other node)."""
-    if isinstance(node, cst.Assign):
-        return [t.target for t in node.targets]
-    if isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-        return [node.target]
-    return []
 
 
 def _positional_names(func: cst.FunctionDef) -> list[str]:

@@ -1,217 +1,69 @@
-"""The paths through a forward: which commands each path that leaves it performs, the commands
-repeated on one path, and the branches that make a command conditional."""
+"""The one walk of a forward body: statement by statement, the commands run on each path through
+it (branches, loops, try, early exits: which commands a path repeats, the branch that makes a
+command conditional) and, in the same walk, the autograd dataflow of its values
+(skiplint.gradflow: expressions and calls). The methods, functions and submodules forward calls
+are walked by the same walker for their dataflow; the helpers it delegates to with `yield from`,
+for their commands too."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
-from skiplint import syntax
+from skiplint import gradflow, syntax
 from skiplint.facts import Command, Key, Locator
-from skiplint.imports import Scope
+from skiplint.gradflow.calls import Calls
+from skiplint.gradflow.expressions import Expressions
+from skiplint.gradflow.model import Env, NOTHING, Value, meet_envs, saving, union
+from skiplint.gradflow.walker import Exits, FunctionResolver, targets
 from skiplint.limits import MAX_STATES
 from skiplint.skippables.commands import Commands, Event
 from skiplint.skippables.index import ClassInfo, ModuleIndex
 from skiplint.skippables.names import NameResolver
 
-
-class _TooManyPaths(Exception):
-    pass
-
-
-@dataclass
-class _Paths:
-    normal: set[frozenset[Key]] = field(default_factory=set)
-    returns: set[frozenset[Key]] = field(default_factory=set)
-    breaks: set[frozenset[Key]] = field(default_factory=set)
-    continues: set[frozenset[Key]] = field(default_factory=set)
-
-
 _BRANCHING = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
+Paths = set[frozenset[Key]]
 
 
-class _PathWalk:
-    """The paths through a forward: the set of commands run so far on each path, statement by
-    statement (branches, loops, try, early exits), and what the paths say: the commands some path
-    repeats, the branch each command is first run under, the early returns."""
+class _PathCommands:
+    """The commands on the paths through a forward: each statement's commands (read by Commands)
+    applied to the set of commands run so far on each path, the commands some path repeats, the
+    branch each command is first run under; past MAX_STATES paths, none any more."""
 
-    def __init__(self, index: ModuleIndex, reader: Commands) -> None:
-        self.index = index
-        self.reader = reader
-        self.repeats: dict[int, Command] = {}
-        self.first_branch: dict[Key, cst.CSTNode] = {}
-        self.early_exits: list[cst.CSTNode] = []
-        self._stack: list[cst.CSTNode] = []
-        self._observers: list[set[frozenset[Key]]] = []
+    index: ModuleIndex
+    reader: Commands
+    repeats: dict[int, Command]
+    first_branch: dict[Key, cst.CSTNode]
+    overflowed: bool
+    _stack: list[cst.CSTNode]
 
-    def run(self, func: cst.FunctionDef) -> frozenset[frozenset[Key]]:
-        """The commands run on each path out of `func` (raises _TooManyPaths past MAX_STATES)."""
-        out = self._block(syntax.statements(func.body), {frozenset()}, self.index.scopes[id(func)])
-        return frozenset(out.normal | out.returns)
+    if TYPE_CHECKING:
+        def block(self, stmts: Sequence[cst.CSTNode], states: Paths, env: Optional[Env],
+                  returns: list[Value]) -> Exits: ...
 
-    # -- statements ------------------------------------------------------------------------
-    def _block(self, stmts: Sequence[cst.CSTNode], states: set[frozenset[Key]], scope: Scope) -> _Paths:
-        out = _Paths(normal=set(states))
-        for stmt in stmts:
-            if not out.normal:
-                break  # the rest is unreachable
-            for observer in self._observers:
-                observer.update(out.normal)
-            if type(stmt) is cst.SimpleStatementLine:
-                for small in stmt.body:
-                    if not out.normal:
-                        break
-                    _continue_with(out, self._small(small, out.normal, scope))
-            elif isinstance(stmt, cst.BaseSmallStatement):
-                _continue_with(out, self._small(stmt, out.normal, scope))
-            elif isinstance(stmt, cst.BaseCompoundStatement):
-                self._stack.append(stmt)
-                try:
-                    _continue_with(out, self._compound(stmt, out.normal, scope))
-                finally:
-                    self._stack.pop()
-            self._check_size(out.normal)
-        return out
+    def command_kind(self, call: cst.Call) -> Optional[str]:
+        command = self.reader.commands.get(id(call))
+        if command is None or not command.yielded or command.name is None or command.arity_problem is not None:
+            return None
+        return command.kind
 
-    def _small(self, small: cst.BaseSmallStatement, states: set[frozenset[Key]], scope: Scope) -> _Paths:
-        events = self.reader.events(small, scope)
-        states = self.apply(events, states, scope)
-        if type(small) is cst.Return:
-            if self._stack:
-                self.early_exits.append(self._stack[0])
-            return _Paths(returns=states)
-        if type(small) is cst.Raise:
-            return _Paths()
-        if type(small) is cst.Break:
-            return _Paths(breaks=states)
-        if type(small) is cst.Continue:
-            return _Paths(continues=states)
-        return _Paths(normal=states)
-
-    def _compound(self, stmt: cst.BaseCompoundStatement, states: set[frozenset[Key]], scope: Scope) -> _Paths:
-        if isinstance(stmt, cst.If):
-            states = self.apply(self.reader.events(stmt.test, scope), states, scope)
-            constant = _constant_truth(stmt.test)
-            if constant is True:  # `if True:` / `if 1:`: the other branch never runs
-                return self._suite(stmt.body, states, scope)
-            out = self._suite(stmt.body, states, scope) if constant is None else _Paths()
-            if isinstance(stmt.orelse, cst.If):
-                other = self._compound(stmt.orelse, states, scope)
-            elif isinstance(stmt.orelse, cst.Else):
-                other = self._suite(stmt.orelse.body, states, scope)
-            else:
-                other = _Paths(normal=set(states))
-            return _merge(out, other)
-        if isinstance(stmt, (cst.For, cst.While)):
-            return self._loop(stmt, states, scope)
-        if isinstance(stmt, cst.With):
-            for item in stmt.items:
-                states = self.apply(self.reader.events(item.item, scope), states, scope)
-            return self._suite(stmt.body, states, scope)
-        if isinstance(stmt, (cst.Try, cst.TryStar)):
-            return self._try(stmt, states, scope)
-        if isinstance(stmt, cst.Match):
-            states = self.apply(self.reader.events(stmt.subject, scope), states, scope)
-            result = _Paths()
-            exhaustive = False
-            for case in stmt.cases:
-                result = _merge(result, self._suite(case.body, states, scope))
-                pattern = case.pattern
-                if case.guard is None and isinstance(pattern, cst.MatchAs) and pattern.pattern is None:
-                    exhaustive = True
-            if not exhaustive:
-                result.normal |= states
-            return result
-        # nested def/class: defining it runs nothing of interest
-        return _Paths(normal=set(states))
-
-    def _suite(self, suite: cst.BaseSuite, states: set[frozenset[Key]], scope: Scope) -> _Paths:
-        return self._block(syntax.statements(suite), states, scope)
-
-    def _loop(self, stmt: cst.For | cst.While, states: set[frozenset[Key]], scope: Scope) -> _Paths:
-        min_iters, max_iters, infinite = 0, None, False
-        if isinstance(stmt, cst.For):
-            states = self.apply(self.reader.events(stmt.iter, scope), states, scope)
-            count = _constant_range_length(stmt.iter)
-            if count is not None:
-                min_iters, max_iters = min(count, 2), count
-        else:
-            states = self.apply(self.reader.events(stmt.test, scope), states, scope)
-            truth = _constant_truth(stmt.test)
-            if truth is True:
-                infinite = True
-            elif truth is False:
-                max_iters = 0
-        result = _Paths()
-        finished: set[frozenset[Key]] = set() if (infinite or min_iters > 0) else set(states)
-        if max_iters == 0:
-            finished = set(states)
-        frontier = set(states)
-        seen = set(states)
-        iteration = 0
-        while frontier and max_iters != 0:
-            iteration += 1
-            out = self._suite(stmt.body, frontier, scope)
-            result.returns |= out.returns
-            result.normal |= out.breaks
-            head = out.normal | out.continues
-            if not infinite and iteration >= min_iters:
-                finished |= head
-            if max_iters is not None and iteration >= max_iters:
-                break
-            frontier = head - seen if iteration >= min_iters else head
-            seen |= head
-            self._check_size(seen)
-        if stmt.orelse is not None:
-            other = self._suite(stmt.orelse.body, finished, scope)
-            result.normal |= other.normal
-            result.returns |= other.returns
-            result.breaks |= other.breaks
-            result.continues |= other.continues
-        else:
-            result.normal |= finished
-        return result
-
-    def _try(self, stmt: cst.Try | cst.TryStar, states: set[frozenset[Key]], scope: Scope) -> _Paths:
-        observed: set[frozenset[Key]] = set(states)
-        self._observers.append(observed)
-        try:
-            body = self._suite(stmt.body, states, scope)
-        finally:
-            self._observers.pop()
-        # Handlers start from the state before some statement of the body raised; once the
-        # body has completed (body.normal), nothing inside the try can raise any more.
-        result = _Paths(returns=set(body.returns), breaks=set(body.breaks), continues=set(body.continues))
-        if stmt.orelse is not None:
-            result = _merge(result, self._suite(stmt.orelse.body, body.normal, scope))
-        else:
-            result.normal |= body.normal
-        for handler in stmt.handlers:
-            result = _merge(result, self._suite(handler.body, observed, scope))
-        final = stmt.finalbody
-        if final is None:
-            return result
-        merged = _Paths()
-        for attr in ("normal", "returns", "breaks", "continues"):
-            group = getattr(result, attr)
-            if not group:
-                continue
-            out = self._suite(final.body, group, scope)
-            getattr(merged, attr).update(out.normal)
-            merged.returns |= out.returns
-            merged.breaks |= out.breaks
-            merged.continues |= out.continues
-        return merged
-
-    def _check_size(self, states: set[frozenset[Key]]) -> None:
+    def _checked(self, states: Paths) -> Paths:
+        """The paths, or none past MAX_STATES (then only the dataflow goes on)."""
         if len(states) > MAX_STATES:
-            raise _TooManyPaths
+            self.overflowed = True
+        return set() if self.overflowed else states
 
-    # -- applying events to path states ----------------------------------------------------
-    def apply(self, events: list[Event], states: set[frozenset[Key]], scope: Scope) -> set[frozenset[Key]]:
+    def commands_of(self, node: cst.CSTNode, states: Paths) -> Paths:
+        """The paths after the commands in an expression or small statement."""
+        if not states or self.overflowed:
+            return set()
+        return self.apply(self.reader.events(node, self.reader.scope_of(self.reader.active[-1])), states)
+
+    def apply(self, events: list[Event], states: Paths) -> Paths:
         for event in events:
+            if self.overflowed:
+                return set()
             if event.kind == "cmd":
                 command = event.command
                 assert command is not None
@@ -224,19 +76,19 @@ class _PathWalk:
                     self.repeats.setdefault(id(event.call), command)
                 states = {state | {key} for state in states}
             elif event.kind == "maybe":
-                states = states | self.apply(event.inner, states, scope)
+                states = states | self.apply(event.inner, states)
             elif event.kind == "delegate":
                 method = event.method
                 assert method is not None
                 self.reader.active.append(method)
                 try:
-                    out = self._block(syntax.statements(method.body), states, self.index.scopes[id(method)])
+                    out = self.block(syntax.statements(method.body), states, None, [])
                 finally:
                     self.reader.active.pop()
                 states = out.normal | out.returns
             else:  # unknown delegation: anything may happen
                 self.reader.unknown.update(("stash", "pop"))
-            self._check_size(states)
+            states = self._checked(states)
         return states
 
     def _innermost_branch(self) -> cst.CSTNode:
@@ -246,21 +98,316 @@ class _PathWalk:
         return self._stack[-1]
 
 
+class ForwardWalk(_PathCommands, Expressions, Calls):
+    """Walks a forward's statements once, for its paths (the commands read by Commands) and its
+    dataflow (an env of `gradflow.Value`s, None where no path goes on). A part that no path reaches
+    is walked for the other part only: a condition gradflow decides (`self.training`) is not
+    decided for the paths, nor a constant one for the dataflow; a loop's body is walked for its
+    dataflow once. Past MAX_STATES paths, only the dataflow goes on."""
+
+    def __init__(self, index: ModuleIndex, reader: Commands, info: ClassInfo,
+                 imported: Optional[tuple[str, FunctionResolver]]) -> None:
+        functions, classes = index.top_level()
+        super().__init__(index.scopes, info.methods, gradflow.torch_layers(info.methods, index.scopes, classes),
+                         functions, classes, imported)
+        self.index = index
+        self.reader = reader
+        self.repeats: dict[int, Command] = {}
+        self.first_branch: dict[Key, cst.CSTNode] = {}
+        self.early_exits: list[cst.CSTNode] = []
+        self.overflowed = False
+        self._stack: list[cst.CSTNode] = []
+        self._observers: list[Paths] = []
+
+    # -- statements ------------------------------------------------------------------------
+    def block(self, stmts: Sequence[cst.CSTNode], states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
+        out = Exits(normal=set(states), env=env)
+        for stmt in stmts:
+            if not out.normal and out.env is None:
+                break  # the rest is unreachable
+            for observer in self._observers:
+                observer.update(out.normal)
+            if type(stmt) is cst.SimpleStatementLine:
+                for small in stmt.body:
+                    if not out.normal and out.env is None:
+                        break
+                    _continue_with(out, self.small(small, out.normal, out.env, returns))
+            elif isinstance(stmt, cst.BaseSmallStatement):
+                _continue_with(out, self.small(stmt, out.normal, out.env, returns))
+            elif isinstance(stmt, cst.BaseCompoundStatement):
+                self._stack.append(stmt)
+                try:
+                    _continue_with(out, self.compound(stmt, out.normal, out.env, returns))
+                finally:
+                    self._stack.pop()
+            out.normal = self._checked(out.normal)
+        return out
+
+    def small(self, small: cst.BaseSmallStatement, states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
+        reached = bool(states)
+        states = self.commands_of(small, states)
+        if env is not None:
+            env = self.transfer(small, env, returns)
+        if type(small) is cst.Return:
+            if reached and not self.overflowed and self._stack:
+                self.early_exits.append(self._stack[0])
+            return Exits(returns=states)
+        if type(small) is cst.Raise:
+            return Exits()
+        if type(small) is cst.Break:
+            return Exits(breaks=states, env=env)  # the dataflow does not follow break and continue
+        if type(small) is cst.Continue:
+            return Exits(continues=states, env=env)
+        return Exits(normal=states, env=env)
+
+    def transfer(self, small: cst.BaseSmallStatement, env: Env, returns: list[Value]) -> Optional[Env]:
+        """The env after a small statement (None after return and raise)."""
+        if isinstance(small, cst.Assign):
+            value = self.eval(small.value, env)
+            for target in small.targets:
+                self.assign(target.target, value, env)
+        elif isinstance(small, cst.AnnAssign):
+            if small.value is not None:
+                self.assign(small.target, self.eval(small.value, env), env)
+        elif isinstance(small, cst.AugAssign):
+            current = self.eval(small.target, env)
+            value = self.eval(small.value, env)
+            if isinstance(small.operator, (cst.AddAssign, cst.SubtractAssign)):
+                result = union((current, value))
+            else:
+                result = saving(small, (current, value))
+            self.assign(small.target, self.grad_off(result), env)
+        elif isinstance(small, cst.Expr):
+            self.eval(small.value, env)
+        elif isinstance(small, cst.Return):
+            value = self.eval(small.value, env) if small.value is not None else NOTHING
+            returns.append(NOTHING if self.in_loop else value)
+            return None
+        elif isinstance(small, cst.Raise):
+            return None
+        elif isinstance(small, (cst.Global, cst.Nonlocal, cst.Del)):
+            _forget(small, env)
+        return env
+
+    def compound(self, stmt: cst.BaseCompoundStatement, states: Paths, env: Optional[Env],
+                 returns: list[Value]) -> Exits:
+        if isinstance(stmt, cst.If):
+            return self._if(stmt, states, env, returns)
+        if isinstance(stmt, (cst.For, cst.While)):
+            return self._loop(stmt, states, env, returns)
+        if isinstance(stmt, cst.With):
+            stops = 0
+            for item in stmt.items:
+                states = self.commands_of(item.item, states)
+            if env is not None:
+                stops = sum(1 for item in stmt.items if self.stops_grad(item.item))
+                for item in stmt.items:
+                    self.eval(item.item, env)
+                    if item.asname is not None:
+                        self.assign(item.asname.name, NOTHING, env)
+            self.no_grad += stops
+            try:
+                return self._suite(stmt.body, states, env, returns)
+            finally:
+                self.no_grad -= stops
+        if isinstance(stmt, cst.Try):
+            return self._try(stmt, states, env, returns)
+        # try*, match, def, class: what they bind is not followed by the dataflow
+        out = Exits(normal=set(states))
+        if isinstance(stmt, cst.TryStar):
+            out = self._try(stmt, states, None, returns)
+        elif isinstance(stmt, cst.Match):
+            out = self._match(stmt, states, returns)
+        if env is not None:
+            _forget(stmt, env)
+        out.env = env
+        return out
+
+    def _suite(self, suite: cst.BaseSuite, states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
+        return self.block(syntax.statements(suite), states, env, returns)
+
+    def _if(self, stmt: cst.If, states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
+        states = self.commands_of(stmt.test, states)
+        decided: Optional[bool] = None
+        if env is not None:
+            self.eval(stmt.test, env)
+            decided = self.decide(stmt.test, env)
+        constant = _constant_truth(stmt.test)  # `if True:` / `if 1:`: the other branch never runs
+        body_env = dict(env) if env is not None and decided is not False else None
+        body = self._suite(stmt.body, states if constant is not False else set(), body_env, returns)
+        other_states = states if constant is not True else set()
+        other_env = env if env is not None and decided is not True else None
+        copied = dict(other_env) if other_env is not None else None
+        if isinstance(stmt.orelse, cst.If):
+            other = self.compound(stmt.orelse, other_states, copied, returns)
+        elif isinstance(stmt.orelse, cst.Else):
+            other = self._suite(stmt.orelse.body, other_states, copied, returns)
+        else:
+            other = Exits(normal=set(other_states), env=other_env)
+        out = _merge(body, other)
+        alive = [e for e in (body.env, other.env) if e is not None]
+        if decided is not None:
+            out.env = alive[0] if alive else None
+        else:
+            out.env = meet_envs(alive) if alive else None
+        return out
+
+    def _loop(self, stmt: cst.For | cst.While, states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
+        min_iters, max_iters, infinite = 0, None, False
+        states = self.commands_of(stmt.iter if isinstance(stmt, cst.For) else stmt.test, states)
+        if isinstance(stmt, cst.For):
+            count = _constant_range_length(stmt.iter)
+            if count is not None:
+                min_iters, max_iters = min(count, 2), count
+        else:
+            truth = _constant_truth(stmt.test)
+            if truth is True:
+                infinite = True
+            elif truth is False:
+                max_iters = 0
+        # One node of the source is a new node on each iteration: what a loop computes is not
+        # followed by the dataflow (its values hold nothing, its stashes and returns share nothing).
+        inner: Optional[Env] = None
+        if env is not None:
+            self.eval(stmt.iter if isinstance(stmt, cst.For) else stmt.test, env)
+            inner = dict(env)
+            if isinstance(stmt, cst.For):
+                self.assign(stmt.target, NOTHING, inner)
+        result = Exits()
+        finished: Paths = set() if (infinite or min_iters > 0) else set(states)
+        if max_iters == 0:
+            finished = set(states)
+        frontier = set(states)
+        seen = set(states)
+        iteration = 0
+        while frontier and max_iters != 0:
+            iteration += 1
+            out = self._body(stmt, frontier, inner, returns)
+            inner = None
+            result.returns |= out.returns
+            result.normal |= out.breaks
+            head = out.normal | out.continues
+            if not infinite and iteration >= min_iters:
+                finished |= head
+            if max_iters is not None and iteration >= max_iters:
+                break
+            frontier = head - seen if iteration >= min_iters else head
+            seen |= head
+            if not self._checked(seen):
+                frontier = set()
+        if inner is not None:
+            self._body(stmt, set(), inner, returns)
+        after = self._after_loop(stmt, env) if env is not None else None
+        if stmt.orelse is not None:
+            other = self._suite(stmt.orelse.body, finished, after, returns)
+            _continue_with(result, Exits(result.normal | other.normal, other.returns, other.breaks, other.continues,
+                                         other.env))
+        else:
+            result.normal |= finished
+            result.env = after
+        return result
+
+    def _body(self, stmt: cst.For | cst.While, states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
+        if env is None:
+            return self._suite(stmt.body, states, None, returns)
+        self.in_loop += 1
+        try:
+            return self._suite(stmt.body, states, env, returns)
+        finally:
+            self.in_loop -= 1
+
+    def _after_loop(self, stmt: cst.For | cst.While, env: Env) -> Env:
+        """What the dataflow knows after a loop: nothing of what it binds or changes in place."""
+        after = dict(env)
+        for node in syntax.walk(stmt):
+            for target in targets(node):
+                self.assign(target, NOTHING, after)
+            changed = self.in_place(node) if type(node) is cst.Call else None
+            if changed is not None:
+                self.assign(changed, NOTHING, after)
+        return after
+
+    def _try(self, stmt: cst.Try | cst.TryStar, states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
+        observed: Paths = set(states)
+        self._observers.append(observed)
+        try:
+            body = self._suite(stmt.body, states, dict(env) if env is not None else None, returns)
+        finally:
+            self._observers.pop()
+        # Handlers start from the state before some statement of the body raised; once the
+        # body has completed (body.normal), nothing inside the try can raise any more.
+        result = Exits(returns=set(body.returns), breaks=set(body.breaks), continues=set(body.continues))
+        reached: list[Env] = []
+        if stmt.orelse is not None:
+            other = self._suite(stmt.orelse.body, body.normal, body.env, returns)
+            result = _merge(result, other)
+            done = other.env
+        else:
+            result.normal |= body.normal
+            done = body.env
+        if done is not None:
+            reached.append(done)
+        for handler in stmt.handlers:
+            # The dataflow of a handler: only what holds before the body is sure.
+            start = meet_envs([env] + ([body.env] if body.env is not None else [])) if env is not None else None
+            if start is not None and handler.name is not None:
+                self.assign(handler.name.name, NOTHING, start)
+            out = self._suite(handler.body, observed, start, returns)
+            result = _merge(result, out)
+            if out.env is not None:
+                reached.append(out.env)
+        merged = meet_envs(reached) if reached else None
+        final = stmt.finalbody
+        if final is None:
+            result.env = merged
+            return result
+        out_of = Exits()
+        for attr in ("normal", "returns", "breaks", "continues"):
+            group = getattr(result, attr)
+            flow = merged if attr == "normal" else None
+            if not group and flow is None:
+                continue
+            out = self._suite(final.body, group, flow, returns)
+            getattr(out_of, attr).update(out.normal)
+            out_of.returns |= out.returns
+            out_of.breaks |= out.breaks
+            out_of.continues |= out.continues
+            if attr == "normal":
+                out_of.env = out.env
+        return out_of
+
+    def _match(self, stmt: cst.Match, states: Paths, returns: list[Value]) -> Exits:
+        states = self.commands_of(stmt.subject, states)
+        result = Exits()
+        exhaustive = False
+        for case in stmt.cases:
+            result = _merge(result, self._suite(case.body, states, None, returns))
+            pattern = case.pattern
+            if case.guard is None and isinstance(pattern, cst.MatchAs) and pattern.pattern is None:
+                exhaustive = True
+        if not exhaustive:
+            result.normal |= states
+        return result
+
+
 class ForwardAnalysis:
-    """Commands of a forward (and the helpers it delegates to) and the paths through it: the
-    commands are read by Commands (with KnownValues for what is no command), the paths walked
-    by _PathWalk."""
+    """Commands of a forward (and the helpers it delegates to), the paths through it, and its
+    autograd dataflow (`flow`), from one ForwardWalk: the commands are read by Commands (with
+    KnownValues for what is no command)."""
 
     def __init__(self, index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef,
                  locator: Locator, skippable: bool, resolve: Optional[NameResolver] = None) -> None:
         reader = Commands(index, info, forward, locator, skippable, resolve)
-        walk = _PathWalk(index, reader)
-        self.paths_known = True
-        self.exits: Optional[frozenset[frozenset[Key]]] = None
-        try:
-            self.exits = walk.run(forward)
-        except _TooManyPaths:
-            self.paths_known = False
+        walk = ForwardWalk(index, reader, info, index.imported)
+        output, returned, out = walk.run(forward, [gradflow.Value(frozenset(), gradflow.INPUT,
+                                                                  frozenset({gradflow.INPUT_SOURCE}))],
+                                         states={frozenset()})
+        walk.flow.output = output
+        walk.flow.returned = returned
+        self.flow = walk.flow
+        self.paths_known = not walk.overflowed
+        self.exits: Optional[frozenset[frozenset[Key]]] = frozenset(out.normal | out.returns) \
+            if self.paths_known else None
         self.commands = reader.commands
         self.non_commands = reader.non_commands
         self.unknown = reader.unknown
@@ -270,16 +417,25 @@ class ForwardAnalysis:
         self.early_exits = walk.early_exits
 
 
-def _continue_with(out: _Paths, step: _Paths) -> None:
+def _continue_with(out: Exits, step: Exits) -> None:
     """Sequence `step` after `out`: its normal exits are where execution goes on."""
     out.normal = step.normal
+    out.env = step.env
     out.returns |= step.returns
     out.breaks |= step.breaks
     out.continues |= step.continues
 
 
-def _merge(a: _Paths, b: _Paths) -> _Paths:
-    return _Paths(a.normal | b.normal, a.returns | b.returns, a.breaks | b.breaks, a.continues | b.continues)
+def _merge(a: Exits, b: Exits) -> Exits:
+    """The paths of two branches (their envs are met by the caller)."""
+    return Exits(a.normal | b.normal, a.returns | b.returns, a.breaks | b.breaks, a.continues | b.continues)
+
+
+def _forget(node: cst.CSTNode, env: Env) -> None:
+    """Every name in `node` holds nothing known (what it binds is not followed)."""
+    for part in syntax.walk(node):
+        if isinstance(part, cst.Name):
+            env[part.value] = NOTHING
 
 
 def _constant_range_length(node: cst.BaseExpression) -> Optional[int]:
