@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from skiplint.port import SCHEDULES, CannotPort, ranks_for
+from skiplint.runtime.options import is_file_target, split_target
 
 EXIT_EQUAL, EXIT_DIFFERENT, EXIT_CANNOT = 0, 1, 2
 #: Stages when neither --balance nor the factory's pipe gives a balance: two processes.
@@ -144,6 +145,20 @@ def settle(target: str, balance: Optional[tuple[int, ...]], chunks: Optional[int
                     built.checkpoint, tuple(origin))
 
 
+def blockers(target: str) -> list[str]:
+    """What blocks a port, said before anything runs: the findings of the opt-in SKP5xx family
+    (skiplint.rules.port) in the target's file, one `path:line:col: message` line each (noqa
+    comments apply); [] for a module target, whose file is not named."""
+    from skiplint import engine, rules
+
+    where, _ = split_target(target)
+    if not is_file_target(where):
+        return []
+    codes = tuple(code for code in rules.RULES if code.startswith("SKP5"))
+    result = engine.check_file(where, engine.Selection(select=codes))
+    return [f"{d.path}:{d.line}:{d.col + 1}: {d.message}" for d in result.diagnostics if d.code.startswith("SKP5")]
+
+
 def _ints(value: str) -> tuple[int, ...]:
     try:
         return tuple(int(v) for v in value.split(",") if v.strip())
@@ -189,10 +204,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"skiplint port: torch is not installed ({error}); install it with: pip install 'skiplint[runtime]'",
               file=sys.stderr)
         return EXIT_CANNOT
-    from skiplint.port import blockers, build, script
+    from skiplint.port import build, script
 
     try:
-        found = blockers.static(args.target)
+        found = blockers(args.target)
         if found:
             more = f" (and {len(found) - 1} more: skiplint check --select SKP5)" if len(found) > 1 else ""
             raise CannotPort(found[0] + more)

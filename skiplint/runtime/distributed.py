@@ -344,7 +344,9 @@ def _stopped(ctx: Context) -> Fault:
 def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, Any]) -> Any:
     import torch
 
-    from skiplint.runtime.run import Options, Runner, _even_balance
+    from skiplint.runtime.building import even_balance
+    from skiplint.runtime.options import Options
+    from skiplint.runtime.run import Runner
 
     args = ctx.args
     board = ctx.board
@@ -386,7 +388,7 @@ def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, 
             raise CannotRun(f"torchrun started {ctx.world} ranks but the model has {layers} layers: "
                             f"one stage per rank needs at most {layers} ranks")
         if args.balance is None:
-            runner.balance = _even_balance(layers, ctx.world)
+            runner.balance = even_balance(layers, ctx.world)
         runner.devices = [torch.device(board.get(f"device/{r}") or "cpu") for r in range(ctx.world)]
         runner.devices[0] = ctx.device
         report.balance = tuple(runner.balance)

@@ -115,10 +115,7 @@ class JoinSteps(RunState):
     def compare_routes(self) -> None:
         """The static route table of the composition the target builds, from the static pass's
         own analysis (no file is analysed again)."""
-        from skiplint.runtime import routes as static_routes
-        own = [c for _, c in self.static_target.compositions(self.analysis)]
-        every = [c for found in self.analysis.compositions.values() for c in found]
-        routes, note = static_routes.static_routes(own, every, self.static_target.children, self.balance)
+        routes, note = self.static_target.routes(self.analysis, self.balance)
         self.report.static_routes, self.report.static_routes_note = routes, note
 
     def _unexplained(self) -> list[Observation]:

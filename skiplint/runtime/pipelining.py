@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 import torch
@@ -27,7 +27,6 @@ import torch
 from skiplint.runtime import adapter, stage
 from skiplint.runtime.errors import CannotRun
 from skiplint.runtime.report import Crossing, Observation, Route
-from skiplint.runtime.result import RunResult
 
 STEP_SPLIT = "stage plan"
 
@@ -206,4 +205,4 @@ def compare(runner: Any, reference: Any, output: Any, grads: dict[str, torch.Ten
     exposes no input gradient)."""
     runner.reach.completed.update(runner.reach.layers.values())
     wanted = {k: v for k, v in reference.grads.items() if k != "<input>"}
-    runner._compare("pipelining", output, grads, RunResult(reference.output, wanted), out)
+    runner._compare("pipelining", output, grads, replace(reference, grads=wanted), out)

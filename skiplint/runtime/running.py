@@ -13,9 +13,7 @@ from torch import nn
 from skiplint.runtime import join as joining, messages
 from skiplint.runtime.errors import CannotRun, Stopped, is_stop, stop_cause, whole
 from skiplint.runtime.report import Comparison, Observation, Route
-from skiplint.runtime.result import RunResult
-from skiplint.runtime.state import TOLERANCES, RunState
-from skiplint.runtime.steps import _failure_text
+from skiplint.runtime.state import TOLERANCES, RunResult, RunState, _failure_text
 
 
 class _Escaped(Exception):

@@ -1,13 +1,19 @@
-"""The parent side of `skiplint verify`: the model's code runs in a child process
-(skiplint.runtime.child); this side owns the report, the exit status and the clock.
+"""`skiplint verify` in a supervised child process. The parent (`run`) owns the report, the exit
+status and the clock: every step has `--timeout` seconds, and an exit, a signal or a hang of the
+child becomes the report's one-line reason, naming the step it happened in. No torch is imported
+in the parent.
 
-Every step has `--timeout` seconds. An exit, a signal or a hang of the child becomes the report's
-one-line reason, naming the step it happened in; the child's output is passed on to stderr, so
-that stdout carries only the report. No torch is imported here."""
+The child (`child`) gets the job as one JSON line on stdin, imports torch and runs the model. It
+tells the parent each step's start and end and then the report, as JSON lines on what was its
+stdout; everything the model prints goes to stderr, which the parent passes on. When the report is
+sent it ends at once, whatever threads the model left running; when the parent goes away (stdin
+closes) it ends too."""
 
 from __future__ import annotations
 
 import codecs
+import dataclasses
+import faulthandler
 import json
 import os
 import queue
@@ -16,16 +22,21 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from typing import IO, Any, Callable, Optional
 
-from skiplint.runtime.options import Options
+from skiplint.runtime.errors import hide_library_notices
+from skiplint.runtime.options import Options, split_target
 from skiplint.runtime.report import Report, Step
 
 #: Seconds the child may take to start Python and import torch, before its first step.
 STARTUP = 120.0
 #: Seconds a child that closed its end is given to exit on its own.
 _EXIT_GRACE = 10.0
-_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from skiplint.runtime.child import main; main()"
+#: Seconds the pipelining step's own limit adds to --timeout, so that the parent's clock, which
+#: names the step, is the one that stops a hang.
+BACKSTOP = 30.0
+_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from skiplint.runtime.supervise import child; child()"
 _POSIX = os.name == "posix"
 
 
@@ -171,3 +182,62 @@ def run(options: Options, progress: Optional[Callable[[Step], None]] = None, *, 
     if current is not None and (not steps or steps[-1].name != current):
         record(Step(current, "error", round(time.monotonic() - started, 4), reason))
     return Report(options.target, steps=steps, reason=reason)
+
+
+# -- the child ----------------------------------------------------------------------------------
+
+def _watch_parent(job: IO[bytes]) -> None:
+    while job.read(4096):
+        pass
+    os._exit(3)
+
+
+def _send(events: IO[str], kind: str, value: Any) -> None:
+    try:
+        events.write(json.dumps({kind: value}) + "\n")
+        events.flush()
+    except (OSError, ValueError):  # the parent is gone: nobody waits for this run
+        os._exit(3)
+
+
+def _child_report(options: Options, events: IO[str]) -> Report:
+    try:
+        from skiplint.runtime import run
+    except ImportError as error:
+        return Report(options.target, reason=f"torch is not installed ({error}); install it pinned, then "
+                                             "the extra: pip install torch==2.13.0 && "
+                                             "pip install -c constraints.txt 'skiplint[runtime]'")
+    runner = run.Runner(dataclasses.replace(options, timeout=options.timeout + BACKSTOP),
+                        progress=lambda step: _send(events, "step", dataclasses.asdict(step)),
+                        begin=lambda name: _send(events, "begin", name))
+    return runner.run()
+
+
+def child() -> None:
+    """The supervised process (see the module's docstring): the job on stdin, events on stdout."""
+    events = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    job_in = os.fdopen(os.dup(0), "rb", buffering=0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    job = json.loads(job_in.readline())
+    threading.Thread(target=_watch_parent, args=(job_in,), daemon=True).start()
+    sys.path[:] = job["sys_path"]
+    options = Options.from_dict(job["options"])
+    sys.argv = [split_target(options.target)[0]]
+    if job.get("verbose"):
+        faulthandler.enable()
+    hide_library_notices()
+    report = _child_report(options, events)
+    cause = report.cause
+    text = "".join(traceback.format_exception(type(cause), cause, cause.__traceback__)) if cause is not None else ""
+    payload = {"report": report.to_dict(), "traceback": text}
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    _send(events, "report", payload)
+    os._exit(0)
+
