@@ -71,21 +71,12 @@ def _verified(model: Any, library: str) -> None:
 
 
 def _carried(model: Any, balance: tuple[int, ...], sample: Any, chunks: int) -> None:
-    """CannotPort when a stage would send a value that is not a tensor: the stages run one after the
-    other here on the sample's first micro-batch, as torch.distributed.pipelining would cut them."""
-    import copy
-
-    import torch
-
+    """CannotPort when a stage would send a value that is not a tensor."""
     from skiplint.runtime import adapter
     from skiplint.runtime.errors import one_line
 
-    twin = copy.deepcopy(model)
     try:
-        with torch.no_grad():
-            for _ in adapter.run_in_sequence(adapter.stages(twin, adapter.plan(twin, balance)),
-                                             sample.chunk(chunks)[0]):
-                pass
+        adapter.check_carried(model, balance, sample, chunks)
     except adapter.NotCarried as error:
         raise CannotPort(f"{error}: torch.distributed.pipelining carries only tensors between stages; stash a "
                          "tensor, or keep the stash and its pop in one stage (SKP501)") from None

@@ -19,6 +19,7 @@ the library's `use_skip_tracker`, so the library's checks and messages are its o
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
@@ -232,6 +233,16 @@ class Stage(nn.Module):
 def stages(model: nn.Sequential, stage_plan: Plan, indices: Optional[list[int]] = None) -> list[Stage]:
     """The stages of `model` (all, or those at `indices`), holding its own children."""
     return [Stage(model, stage_plan, i) for i in (range(stage_plan.stages) if indices is None else indices)]
+
+
+def check_carried(model: nn.Sequential, balance: tuple[int, ...], sample: torch.Tensor, chunks: int) -> None:
+    """NotCarried when a stage would send a value that is not a tensor: the stages of a copy of the
+    model run one after the other here, on the sample's first micro-batch, before any stage process
+    starts."""
+    twin = copy.deepcopy(model)
+    with torch.no_grad():
+        for _ in run_in_sequence(stages(twin, plan(twin, balance)), sample.chunk(chunks)[0]):
+            pass
 
 
 def run_in_sequence(all_stages: list[Stage], sample: Any) -> Iterator[tuple[int, Any]]:

@@ -8,6 +8,7 @@ from types import ModuleType
 from typing import Any, Iterable, Optional
 
 from skiplint.runtime.errors import CannotRun
+from skiplint.runtime.report import Route
 
 BACKENDS = ("torchgpipe", "fairscale", "pipelining")
 #: The skip API's module root per library that defines @skippable.
@@ -62,6 +63,23 @@ def load(name: str) -> SkipLibrary:
     return SkipLibrary(name, skippable.Skippable, skippable.verify_skippables, layout.inspect_skip_layout,
                        tracker.SkipTracker, tracker.use_skip_tracker, gpipe.split_module,
                        gpipe.BalanceError, pipe)
+
+
+def layout_routes(model: Any, lib: SkipLibrary, partitions: list[Any]) -> list[Route]:
+    """The skip routes of `model` cut into `partitions` as the library's inspect_skip_layout pairs
+    them, stash layer to pop layer."""
+    layout = lib.inspect_skip_layout(partitions)
+    stashed_at: dict[Any, str] = {}
+    routes = []
+    for name, layer in model.named_children():
+        if not isinstance(layer, lib.Skippable):
+            continue
+        for key in layer.stashable():
+            stashed_at[key] = name
+        for key in layer.poppable():
+            src, dst = layout.by_ns_name[key]
+            routes.append(Route(key[1], stashed_at[key], name, src, dst))
+    return routes
 
 
 def library_of_module(module: str) -> Optional[str]:

@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from skiplint.runtime.errors import one_line
+
 #: The variables torchrun (or any launcher using env:// rendezvous) sets for every rank.
 LAUNCHER_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")
 EXIT_CLEAN, EXIT_DISAGREE, EXIT_NOT_RUN = 0, 1, 2
@@ -81,11 +83,6 @@ def one_gpu_per_rank(torch: Any, store: Any, rank: int, world: int, local_rank: 
     store.set(f"{PREFIX}seat/{rank}", seat)
     seats = [store.get(f"{PREFIX}seat/{peer}").decode() for peer in range(world)]
     return "cpu" not in seats and len(set(seats)) == world
-
-
-def one_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
 def is_oom(error: BaseException) -> bool:

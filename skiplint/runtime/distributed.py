@@ -30,8 +30,8 @@ from typing import IO, Any, Callable, Optional
 from skiplint.runtime import messages
 from skiplint.runtime.board import (ACK_WAIT, ENDED, EXIT_NOT_RUN, GRACE, LAUNCHER_ENV, MARK_WAIT, POLL,
                                     PREFIX, REJECTED, STEP_BUILD, STEP_IMPORT, STEP_PLAN, Board, Fault, Watch,
-                                    ended, on_sigterm, one_gpu_per_rank, one_line, silent)
-from skiplint.runtime.errors import CannotRun, hide_library_notices
+                                    ended, on_sigterm, one_gpu_per_rank, silent)
+from skiplint.runtime.errors import CannotRun, hide_library_notices, one_line
 
 
 def launched_by_torchrun(environ: Optional[dict[str, str]] = None) -> bool:
@@ -167,16 +167,11 @@ class _Worker(threading.Thread):
             self.error = error
 
 
-def _plan_of(ctx: Context) -> Any:
-    """Rank 0's broadcast: parameters, sample, loss weights and balance (or None when there is no run)."""
+def _stage(ctx: Context, model: Any, plan: dict[str, Any]) -> list[Any]:
+    """This rank's stage of the plan rank 0 broadcast (parameters, sample, loss weights, balance),
+    its result gathered on rank 0: every rank's result there, [] elsewhere."""
     import torch.distributed as dist
 
-    box: list[Any] = [None]
-    dist.broadcast_object_list(box, src=0, group=ctx.group)
-    return box[0]
-
-
-def _stage(ctx: Context, model: Any, plan: dict[str, Any]) -> dict[str, Any]:
     from skiplint.runtime.stage import run_stage
 
     model.load_state_dict(plan["state"])
@@ -184,15 +179,9 @@ def _stage(ctx: Context, model: Any, plan: dict[str, Any]) -> dict[str, Any]:
         warnings.simplefilter("ignore")
         grads, output = run_stage(model, plan["sample"], plan["weights"][0], plan["balance"], plan["chunks"],
                                   ctx.rank, ctx.world, ctx.device, ctx.board.note)
-    return {"grads": grads, "output": output}
-
-
-def _gather(ctx: Context, mine: Optional[dict[str, Any]]) -> list[Any]:
-    import torch.distributed as dist
-
     ctx.board.note("sending results to rank 0", False)
     out: Optional[list[Any]] = [None] * ctx.world if ctx.rank == 0 else None
-    dist.gather_object(mine, out, dst=0, group=ctx.group)
+    dist.gather_object({"grads": grads, "output": output}, out, dst=0, group=ctx.group)
     return out or []
 
 
@@ -221,9 +210,11 @@ def _follower_work(ctx: Context) -> None:
     if ctx.board.get("plan") != "go":
         return
     try:
-        plan = _plan_of(ctx)
-        result = _stage(ctx, model, plan)
-        _gather(ctx, result)
+        import torch.distributed as dist
+
+        box: list[Any] = [None]
+        dist.broadcast_object_list(box, src=0, group=ctx.group)
+        _stage(ctx, model, box[0])
     except BaseException as error:
         ctx.board.post_error(error)
         raise
@@ -308,7 +299,10 @@ def _lead(ctx: Context) -> int:
             break
         fault = watch.look()
         if stop.is_set() and (fault is None or fault.kind == "lost"):
-            fault = _stopped(ctx)
+            # The launcher stopped the run because a process ended: the one that did not hear the
+            # stop, else the one still busy on the board.
+            fault = (ended(ctx.board, ctx.world) or silent(ctx.board, ctx.world, ENDED)
+                     or Fault(0, ctx.board.host(0), "the run", "lost", "torchrun stopped every rank"))
         if fault is not None:
             with ctx.lock:
                 ctx.closed = True
@@ -332,13 +326,6 @@ def _lead(ctx: Context) -> int:
 
 class _Posted(Exception):
     """The rank's error is on the board already: the watching thread reports it from there."""
-
-
-def _stopped(ctx: Context) -> Fault:
-    """The launcher stopped the run because a process ended: the one that did not hear the stop,
-    else the one still busy on the board."""
-    return (ended(ctx.board, ctx.world) or silent(ctx.board, ctx.world, ENDED)
-            or Fault(0, ctx.board.host(0), "the run", "lost", "torchrun stopped every rank"))
 
 
 def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, Any]) -> Any:
@@ -450,18 +437,11 @@ def _lead_stage(ctx: Context, runner: Any, reference: Any, name: str, shared: di
             ctx.board.note("sending the model to every rank", False)
             ctx.board.set("plan", "go")
             dist.broadcast_object_list([plan], src=0, group=ctx.group)
-            mine = _stage(ctx, copy.deepcopy(runner.model), plan)
-            results = _gather(ctx, mine)
+            results = _stage(ctx, copy.deepcopy(runner.model), plan)
         except BaseException as error:
             ctx.board.post_error(error)
             raise _Posted() from error
-        grads: dict[str, Any] = {}
-        output = None
-        for result in results:
-            grads.update(result["grads"])
-            if result.get("output") is not None:
-                output = result["output"]
-        pipelining.compare(runner, reference, output, grads, out)
+        pipelining.compare(runner, reference, results, out)
 
 
 def _fault_report(ctx: Context, shared: dict[str, Any], fault: Fault, progress: Callable[[Any], None]) -> Any:
@@ -507,15 +487,12 @@ def _unexpected(ctx: Context, shared: dict[str, Any], error: BaseException) -> A
 
 def _emit(ctx: Context, report: Any) -> int:
     """The report on rank 0's stdout (text or one JSON document); the reason line on stderr."""
-    text = ctx.text
-    if report.reason is not None:
-        if ctx.args.verbose and report.cause is not None:
-            traceback.print_exception(report.cause)
-        if not text:
-            ctx.stream.write(report.to_json() + "\n")
-        ctx.stream.flush()
-        print(f"skiplint verify: {report.reason}", file=sys.stderr, flush=True)
-        return int(report.exit_code)
-    ctx.stream.write((report.summary_text() if text else report.to_json()) + "\n")
+    cause = report.cause
+    if report.reason is not None and ctx.args.verbose and cause is not None:
+        traceback.print_exception(type(cause), cause, cause.__traceback__)
+    if report.reason is None or not ctx.text:
+        ctx.stream.write((report.summary_text() if ctx.text else report.to_json()) + "\n")
     ctx.stream.flush()
+    if report.reason is not None:
+        print(f"skiplint verify: {report.reason}", file=sys.stderr, flush=True)
     return int(report.exit_code)

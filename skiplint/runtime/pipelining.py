@@ -10,7 +10,6 @@ only). It is the backend's limit (exit 2 with the reason), never a finding.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import socket
@@ -24,7 +23,7 @@ from typing import Any, Optional
 
 import torch
 
-from skiplint.runtime import adapter, stage
+from skiplint.runtime import adapter, backends, stage
 from skiplint.runtime.errors import CannotRun
 from skiplint.runtime.report import Crossing, Observation, Route
 
@@ -65,29 +64,10 @@ def split(model: torch.nn.Sequential, lib: Any, balance: tuple[int, ...]) -> Spl
     carried = sum(len(plan.carried(b)) for b in range(plan.stages - 1))
     detail = (f"{plan.stages} stages, {len(crossings) - (plan.stages - 1)} skip(s) cross stages, "
               f"{carried} carried value(s) at the boundaries")
-    return Split(True, detail, crossings=crossings, routes=_routes(model, lib, children, balance))
-
-
-def _routes(model: torch.nn.Sequential, lib: Any, children: list[str], balance: tuple[int, ...]) -> list[Route]:
-    """The skip routes at this balance as the library's inspect_skip_layout pairs them, stash
-    layer to pop layer."""
     layers = list(model.named_children())
-    partitions, start = [], 0
-    for size in balance:
-        partitions.append(torch.nn.Sequential(OrderedDict(layers[start:start + size])))
-        start += size
-    layout = lib.inspect_skip_layout(partitions)
-    stashed_at: dict[Any, str] = {}
-    routes = []
-    for name, layer in layers:
-        if not isinstance(layer, lib.Skippable):
-            continue
-        for key in layer.stashable():
-            stashed_at[key] = name
-        for key in layer.poppable():
-            src, dst = layout.by_ns_name[key]
-            routes.append(Route(key[1], stashed_at[key], name, src, dst))
-    return routes
+    partitions = [torch.nn.Sequential(OrderedDict(layers[sum(balance[:i]):sum(balance[:i + 1])]))
+                  for i in range(len(balance))]
+    return Split(True, detail, crossings=crossings, routes=backends.layout_routes(model, lib, partitions))
 
 
 def micro_batches(sample: torch.Tensor, chunks: int) -> int:
@@ -97,14 +77,9 @@ def micro_batches(sample: torch.Tensor, chunks: int) -> int:
 
 
 def check_carried(model: torch.nn.Sequential, balance: tuple[int, ...], sample: torch.Tensor, chunks: int) -> None:
-    """CannotRun when a stage of this model would send a value that is not a tensor: the stages
-    run one after the other here, on the first micro-batch, before any stage process starts."""
-    twin = copy.deepcopy(model)
-    micro = sample.chunk(chunks)[0]
+    """CannotRun when a stage of this model would send a value that is not a tensor."""
     try:
-        with torch.no_grad():
-            for _ in adapter.run_in_sequence(adapter.stages(twin, adapter.plan(twin, balance)), micro):
-                pass
+        adapter.check_carried(model, balance, sample, chunks)
     except adapter.NotCarried as error:
         raise CannotRun(f"the pipelining backend cannot run this model: {error}; torch.distributed.pipelining "
                         "carries only tensors between stages") from None
@@ -179,14 +154,7 @@ def distributed(runner: Any, reference: Any) -> None:
             _kind, rank, _step, error = culprit(failures)
             out["status"], out["detail"] = "failed", f"rank {rank}: {error}"
             return
-        grads: dict[str, torch.Tensor] = {}
-        output = None
-        for rank in range(world):
-            result = torch.load(os.path.join(tmp, f"rank{rank}.pt"))
-            grads.update(result["grads"])
-            if result.get("output") is not None:
-                output = result["output"]
-        compare(runner, reference, output, grads, out)
+        compare(runner, reference, [torch.load(os.path.join(tmp, f"rank{rank}.pt")) for rank in range(world)], out)
 
 
 #: Which stage's error is the culprit, first to last: an error in a stage's own work, then a wait
@@ -200,9 +168,11 @@ def culprit(failures: list[tuple[str, int, str, str]]) -> tuple[str, int, str, s
     return min(failures, key=lambda f: (_BLAME.index(f[0]) if f[0] in _BLAME else len(_BLAME), f[1]))
 
 
-def compare(runner: Any, reference: Any, output: Any, grads: dict[str, torch.Tensor], out: dict[str, str]) -> None:
-    """The stages' output and parameter gradients against the plain reference (the schedule
-    exposes no input gradient)."""
+def compare(runner: Any, reference: Any, results: list[dict[str, Any]], out: dict[str, str]) -> None:
+    """The stages' output and parameter gradients (`results`: every stage's) against the plain
+    reference (the schedule exposes no input gradient)."""
+    grads = {name: grad for result in results for name, grad in result["grads"].items()}
+    output = next((r["output"] for r in reversed(results) if r.get("output") is not None), None)
     runner.reach.completed.update(runner.reach.layers.values())
     wanted = {k: v for k, v in reference.grads.items() if k != "<input>"}
     runner._compare("pipelining", output, grads, replace(reference, grads=wanted), out)

@@ -10,9 +10,9 @@ from typing import Any, Callable, Optional
 import torch
 from torch import nn
 
-from skiplint.runtime import join as joining, messages
+from skiplint.runtime import backends, join as joining, messages
 from skiplint.runtime.errors import CannotRun, Stopped, is_stop, stop_cause, whole
-from skiplint.runtime.report import Comparison, Observation, Route
+from skiplint.runtime.report import Comparison, Observation
 from skiplint.runtime.state import TOLERANCES, RunResult, RunState, _failure_text
 
 
@@ -131,25 +131,10 @@ class RunSteps(RunState):
             if not self.verified:
                 out["status"], out["detail"] = "skipped", "verify_skippables failed"
                 return
-            layout = self.lib.inspect_skip_layout(partitions)
-            self.report.runtime_routes = self._routes(layout)
+            self.report.runtime_routes = backends.layout_routes(self.model, self.lib, partitions)
             crossing = sum(r.src_partition != r.dst_partition for r in self.report.runtime_routes)
             out["detail"] = (f"balance {list(self.balance)}: {len(self.report.runtime_routes)} skip(s), "
                              f"{crossing} crossing partitions")
-
-    def _routes(self, layout: Any) -> list[Route]:
-        assert self.lib is not None
-        stashed_at: dict[Any, str] = {}
-        routes = []
-        for name, layer in self.model.named_children():
-            if not isinstance(layer, self.lib.Skippable):
-                continue
-            for key in layer.stashable():
-                stashed_at[key] = name
-            for key in layer.poppable():
-                src_j, dst_j = layout.by_ns_name[key]
-                routes.append(Route(key[1], stashed_at[key], name, src_j, dst_j))
-        return routes
 
     def plain(self) -> Optional[RunResult]:
         """The plain Sequential, layer by layer on the first device: the reference every run is compared with."""
