@@ -89,12 +89,8 @@ class Plan:
         return self.carried(stage) if stage < self.stages - 1 else ()
 
 
-def is_skippable(layer: nn.Module) -> bool:
-    """A layer of any of the libraries' `@skippable` classes (recognised by its base's module)."""
-    return _library_root(type(layer)) is not None
-
-
 def _library_root(cls: type) -> Optional[str]:
+    """The package of the library whose `@skippable` class `cls` is (by its base's module), or None."""
     for base in cls.__mro__:
         module = getattr(base, "__module__", "") or ""
         if base.__name__ == "Skippable" and module.endswith(_SKIPPABLE_MODULE):
@@ -114,7 +110,7 @@ def plan(model: nn.Sequential, balance: tuple[int, ...]) -> Plan:
     open_: dict[tuple[Any, str], int] = {}
     routes: list[Skip] = []
     for index, child in enumerate(model.children()):
-        if not is_skippable(child):
+        if _library_root(type(child)) is None:
             continue
         layer: Any = child
         # The library's forward loads every pop before it runs and saves every stash after.
@@ -168,23 +164,9 @@ class _ContiguousGrad(torch.autograd.Function):
         return grad.contiguous()
 
 
-def _contiguous_grad(value: Any) -> Any:
-    if isinstance(value, torch.Tensor) and value.requires_grad:
-        return _ContiguousGrad.apply(value)  # type: ignore[no-untyped-call, unused-ignore]
-    return value
-
-
 class NotCarried(TypeError):
     """A value a stage would send to the next one is not a tensor (a `stash(name, None)`, a layer's
     output that is no tensor): torch.distributed.pipelining carries tensors only."""
-
-
-def _trackers(layers: list[nn.Module]) -> list[Any]:
-    """The `use_skip_tracker` of each library whose skippable layers the stage holds."""
-    found = []
-    for root in sorted({r for r in (_library_root(type(layer)) for layer in layers) if r is not None}):
-        found.append(importlib.import_module(root + _TRACKER_MODULE).use_skip_tracker)
-    return found
 
 
 class Stage(nn.Module):
@@ -202,11 +184,15 @@ class Stage(nn.Module):
         self.index = index
         self.incoming = stage_plan.incoming(index)
         self.outgoing = stage_plan.outgoing(index)
-        self._use_trackers = _trackers(list(self.children()))
+        # The `use_skip_tracker` of each library whose skippable layers the stage holds.
+        roots = {_library_root(type(layer)) for layer in self.children()} - {None}
+        self._use_trackers = [importlib.import_module(f"{root}{_TRACKER_MODULE}").use_skip_tracker
+                              for root in sorted(roots)]  # type: ignore[type-var]
 
     def forward(self, *inputs: Any) -> Any:
         count = len(self.incoming)
-        inputs = tuple(_contiguous_grad(t) for t in inputs)
+        contiguous: Any = _ContiguousGrad.apply
+        inputs = tuple(contiguous(t) if isinstance(t, torch.Tensor) and t.requires_grad else t for t in inputs)
         data, carried = (inputs[:len(inputs) - count], inputs[len(inputs) - count:]) if count else (inputs, ())
         value: Any = data[0] if len(data) == 1 else tuple(data)
         tracker = _Tracker({skip.key: tensor for skip, tensor in zip(self.incoming, carried)})

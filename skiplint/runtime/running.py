@@ -25,9 +25,11 @@ class _Escaped(Exception):
         self.layer = layer
         self.stop = stop
 
-def _loss(output: Any, weights: list[torch.Tensor]) -> torch.Tensor:
+
+def _loss(output: Any, weights: list[torch.Tensor]) -> Any:
     outputs = output if isinstance(output, tuple) else (output,)
     return sum(((o.float().cpu() * w).sum() for o, w in zip(outputs, weights)), torch.zeros(()))
+
 
 def _weights(output: Any) -> list[torch.Tensor]:
     outputs = output if isinstance(output, tuple) else (output,)
@@ -37,13 +39,13 @@ def _weights(output: Any) -> list[torch.Tensor]:
     gen = torch.Generator().manual_seed(1)
     return [torch.randn(o.shape, generator=gen) for o in outputs]
 
-def _backward(loss: Any) -> None:
-    loss.backward()
+
 
 def _pairs(a: Any, b: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
     a_t = a if isinstance(a, tuple) else (a,)
     b_t = b if isinstance(b, tuple) else (b,)
     return [(x.detach().float().cpu(), y.detach().float().cpu()) for x, y in zip(a_t, b_t)]
+
 
 def _max_diff(a: Any, b: Any) -> float:
     """The largest absolute difference; equal values (NaN with NaN, inf with inf) differ by 0."""
@@ -56,6 +58,7 @@ def _max_diff(a: Any, b: Any) -> float:
             diff = torch.where(same, torch.zeros_like(x), (x - y).abs())
             worst = max(worst, float(torch.nan_to_num(diff, nan=math.inf).max()))
     return worst
+
 
 def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
     """Elementwise close, NaN equal to NaN: a deterministic model's NaN is the same NaN in a pipe."""
@@ -168,7 +171,7 @@ class RunSteps(RunState):
                         raise Stopped(f"layer '{name}' ({cls}) {stop_cause(error)}") from error
                     self.reach.completed.add(cls)
             self.weights = _weights(h)
-            _backward(_loss(h, self.weights))
+            _loss(h, self.weights).backward()
             grads = {n: p.grad.detach().cpu().clone() for n, p in model.named_parameters() if p.grad is not None}
             if x.grad is not None:
                 grads["<input>"] = x.grad.detach().cpu().clone()
@@ -180,7 +183,7 @@ class RunSteps(RunState):
         name = f"Pipe forward+backward [{mode}]"
         with self.steps.timed(name) as out:
             model = copy.deepcopy(self.model)
-            labels = _label_layers(model)
+            labels = _Labels(model)
             self.reach.pipe_ran = True
             self.reach.performed("forward", name)
             self.reach.performed("pipe", name)
@@ -191,7 +194,7 @@ class RunSteps(RunState):
                 if x.is_floating_point():
                     x.requires_grad_(True)
                 output = pipe(x)
-                _backward(_loss(output, self.weights))
+                _loss(output, self.weights).backward()
             except (torch.cuda.OutOfMemoryError, CannotRun):
                 raise
             except _Escaped as escaped:
@@ -264,6 +267,3 @@ class _Labels:
     def close(self) -> None:
         for _name, layer in self.layers:
             layer.__dict__.pop("forward", None)
-
-def _label_layers(model: nn.Sequential) -> _Labels:
-    return _Labels(model)

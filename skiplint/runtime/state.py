@@ -3,7 +3,6 @@ what was reached), how each step is timed and shown, and how a failure is read i
 
 from __future__ import annotations
 
-import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -84,19 +83,16 @@ class Steps:
 
 def _raised_at(error: BaseException) -> str:
     """Where an exception was raised: the innermost frame, as `package/module.py:LINE`."""
-    tb = error.__traceback__
-    if tb is None:
+    path, line = messages.innermost(error)
+    if not path:
         return ""
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    path = tb.tb_frame.f_code.co_filename.replace(os.sep, "/")
     for marker in ("/site-packages/", "/dist-packages/"):
         if marker in path:
             path = path.rsplit(marker, 1)[1]
             break
     else:
         path = target.shown_path(path)
-    return f"{path}:{tb.tb_lineno}"
+    return f"{path}:{line}"
 
 
 def _failure_text(error: BaseException, every_line: bool = False) -> str:
