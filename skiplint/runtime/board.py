@@ -85,12 +85,6 @@ def one_gpu_per_rank(torch: Any, store: Any, rank: int, world: int, local_rank: 
     return "cpu" not in seats and len(set(seats)) == world
 
 
-def is_oom(error: BaseException) -> bool:
-    import torch
-
-    return isinstance(error, (MemoryError, torch.cuda.OutOfMemoryError))
-
-
 class Board:
     """The rendezvous store, read and written by every rank under one prefix."""
 
@@ -126,10 +120,13 @@ class Board:
     def post_error(self, error: BaseException) -> None:
         state = self.state(self.rank) or (0, True, STEP_IMPORT)
         _, busy, step = state
-        from skiplint.runtime import stage
+        import torch
 
-        error = stage.root_cause(error)  # the schedule wraps the stage's own error
-        kind = "oom" if is_oom(error) else stage.ending(busy)
+        from skiplint.runtime import pipelining
+
+        error = pipelining.root_cause(error)  # the schedule wraps the stage's own error
+        oom = isinstance(error, (MemoryError, torch.cuda.OutOfMemoryError))
+        kind = "oom" if oom else pipelining.RAISED if busy else pipelining.LOST
         self.set(f"error/{self.rank}", json.dumps({"kind": kind, "step": step, "error": one_line(error)}))
 
     def error(self, rank: int) -> Optional[dict[str, str]]:

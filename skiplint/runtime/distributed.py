@@ -24,7 +24,7 @@ import threading
 import time
 import traceback
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Optional
 
 from skiplint.runtime import messages
@@ -47,13 +47,12 @@ class Context:
     args: argparse.Namespace
     rank: int
     world: int
-    local_rank: int
     board: Board
     device: Any
     #: The gloo group objects travel on (None: the default group is gloo).
     group: Any
     stream: IO[str]
-    lock: threading.Lock
+    lock: threading.Lock = field(default_factory=threading.Lock)
     #: Set once rank 0's report is settled; later step lines from the worker are dropped.
     closed: bool = False
 
@@ -125,7 +124,7 @@ def main(args: argparse.Namespace) -> int:
     board.set(f"host/{rank}", socket.gethostname())
     board.set(f"device/{rank}", str(device))
     board.note(STEP_IMPORT, True)
-    ctx = Context(args, rank, world, local_rank, board, device, group, stream, threading.Lock())
+    ctx = Context(args, rank, world, board, device, group, stream)
     if rank == 0:
         status = _lead(ctx)
     else:
@@ -172,7 +171,7 @@ def _stage(ctx: Context, model: Any, plan: dict[str, Any]) -> list[Any]:
     its result gathered on rank 0: every rank's result there, [] elsewhere."""
     import torch.distributed as dist
 
-    from skiplint.runtime.stage import run_stage
+    from skiplint.runtime.pipelining import run_stage
 
     model.load_state_dict(plan["state"])
     with warnings.catch_warnings():
