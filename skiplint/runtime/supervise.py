@@ -40,19 +40,16 @@ _BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from skiplint.runtime.supe
 _POSIX = os.name == "posix"
 
 
-def _echo(text: str) -> None:
-    sys.stderr.write(text)
-    sys.stderr.flush()
-
-
-def _pass_on(stream: IO[bytes], echo: Callable[[str], None]) -> None:
+def _pass_on(stream: IO[bytes]) -> None:
+    """The child's output, on to stderr as it comes."""
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     while True:
         chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
         if not chunk:
             break
         try:
-            echo(decoder.decode(chunk))
+            sys.stderr.write(decoder.decode(chunk))
+            sys.stderr.flush()
         except (OSError, ValueError):
             pass
     stream.close()
@@ -62,13 +59,6 @@ def _read_events(stream: IO[bytes], into: "queue.Queue[Optional[bytes]]") -> Non
     for line in stream:
         into.put(line)
     into.put(None)
-
-
-def _child_path() -> list[str]:
-    """The child's sys.path: the working directory first (as `python -m` puts it), then this one's."""
-    cwd = os.getcwd()
-    rest = [p for p in sys.path if p and os.path.abspath(p) != cwd]
-    return [cwd, *rest]
 
 
 def _exited(proc: "subprocess.Popen[bytes]", within: float) -> bool:
@@ -97,16 +87,8 @@ def _stop(proc: "subprocess.Popen[bytes]") -> None:
     proc.wait()
 
 
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
-def run(options: Options, progress: Optional[Callable[[Step], None]] = None, *, verbose: bool = False,
-        echo: Callable[[str], None] = _echo) -> Report:
-    """The report of a run in a supervised child; the child's output goes to `echo`."""
+def run(options: Options, progress: Optional[Callable[[Step], None]] = None, *, verbose: bool = False) -> Report:
+    """The report of a run in a supervised child; the child's output goes to stderr."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "-c", _BOOT, root], stdin=subprocess.PIPE,
@@ -115,7 +97,7 @@ def run(options: Options, progress: Optional[Callable[[Step], None]] = None, *, 
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     events: queue.Queue[Optional[bytes]] = queue.Queue()
     readers = [threading.Thread(target=_read_events, args=(proc.stdout, events), daemon=True),
-               threading.Thread(target=_pass_on, args=(proc.stderr, echo), daemon=True)]
+               threading.Thread(target=_pass_on, args=(proc.stderr,), daemon=True)]
     for reader in readers:
         reader.start()
     steps: list[Step] = []
@@ -130,7 +112,10 @@ def run(options: Options, progress: Optional[Callable[[Step], None]] = None, *, 
     payload: Optional[dict[str, Any]] = None
     reason: Optional[str] = None
     try:
-        job = {"options": options.to_dict(), "sys_path": _child_path(), "verbose": verbose}
+        # The child's sys.path: the working directory first (as `python -m` puts it), then this one's.
+        cwd = os.getcwd()
+        path = [cwd] + [p for p in sys.path if p and os.path.abspath(p) != cwd]
+        job = {"options": options.to_dict(), "sys_path": path, "verbose": verbose}
         try:
             proc.stdin.write(json.dumps(job).encode("utf-8") + b"\n")
             proc.stdin.flush()
@@ -163,22 +148,25 @@ def run(options: Options, progress: Optional[Callable[[Step], None]] = None, *, 
             pass
         for reader in readers:
             reader.join(timeout=2.0)
-    if payload is None and reason is None:
+    if payload is not None:
+        report = Report.from_dict(payload["report"])
+        report.traceback = payload.get("traceback", "")
+        return report
+    if reason is None:
         status = proc.returncode
         during = f"during {current}" if current is not None else "before its first step"
         if not exited:
             reason = f"the verify process stopped answering but did not exit {during}"
         elif status < 0:
-            reason = f"killed by {_signal_name(-status)} {during}"
+            try:
+                name = signal.Signals(-status).name
+            except ValueError:
+                name = f"signal {-status}"
+            reason = f"killed by {name} {during}"
         elif current is None:
             reason = f"the verify process exited with status {status} {during}"
         else:
             reason = f"the model's code ended the process with exit status {status} {during}"
-    if payload is not None:
-        report = Report.from_dict(payload["report"])
-        report.traceback = payload.get("traceback", "")
-        return report
-    assert reason is not None
     if current is not None and (not steps or steps[-1].name != current):
         record(Step(current, "error", round(time.monotonic() - started, 4), reason))
     return Report(options.target, steps=steps, reason=reason)
