@@ -149,7 +149,8 @@ class RunSteps(RunState):
             if x.is_floating_point():
                 x.requires_grad_(True)
             h: Any = x
-            with self._fresh_tracker():
+            assert self.lib is not None
+            with self.lib.use_skip_tracker(self.lib.SkipTracker()):
                 for name, layer in model.named_children():
                     cls = self.reach.layers[name]
                     try:

@@ -180,7 +180,3 @@ class RunState:
                 if name not in layer.stashable_names:
                     open_.pop((ns, name), None)
         return [(child, key[1]) for key, child in open_.items()]
-
-    def _fresh_tracker(self) -> Any:
-        assert self.lib is not None
-        return self.lib.use_skip_tracker(self.lib.SkipTracker())
