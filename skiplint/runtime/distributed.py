@@ -364,10 +364,8 @@ def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, 
         if runner.rejected is None:
             runner.build()
         if runner.rejected is not None:  # the target's own pipe rejected the model: joined, no stage runs
-            _stop_plan(board)
             runner.static()
             runner.finish()
-            board.note("report", False)
             return report
         layers = len(runner.model)
         if ctx.world > layers:
@@ -385,9 +383,7 @@ def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, 
         runner.verify()
         runner.split()
         reference = runner.plain()
-        go = reference is not None and runner.verified and runner.balanced
-        if not go:
-            board.set("plan", "stop")
+        if reference is None or not runner.verified or not runner.balanced:
             runner.steps.add(name, "skipped", 0.0, "an earlier step failed")
         else:
             board.note("waiting for every rank to build the model", False)
@@ -400,23 +396,13 @@ def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, 
             _lead_stage(ctx, runner, reference, name, shared)
         runner.finish()
     except CannotRun as error:
-        _stop_plan(board)
         report.reason = str(error)
         report.cause = error.__cause__ or error
-    except _Posted:
-        raise
-    except Exception as error:
-        _stop_plan(board)
-        step = report.steps[-1].name if report.steps else STEP_IMPORT
-        report.reason = f"unexpected error after step '{step}': {one_line(error)}"
-        report.cause = error
-    board.note("report", False)
+    finally:  # any other error is the watching thread's to report (`_unexpected`)
+        if board.get("plan") is None:  # the ranks waiting for the plan: no stage runs
+            board.set("plan", "stop")
+        board.note("report", False)
     return report
-
-
-def _stop_plan(board: Board) -> None:
-    if board.get("plan") is None:
-        board.set("plan", "stop")
 
 
 def _lead_stage(ctx: Context, runner: Any, reference: Any, name: str, shared: dict[str, Any]) -> None:
