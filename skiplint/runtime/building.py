@@ -26,6 +26,7 @@ def devices_here() -> list[str]:
         found.extend(f"cuda:{i}" for i in range(torch.cuda.device_count()))
     return found
 
+
 def check_devices(names: tuple[str, ...]) -> None:
     """--devices names only devices that exist here, before any of the model's code runs:
     CannotRun (a usage error) with the one line that names the devices there are."""
@@ -45,11 +46,13 @@ def check_devices(names: tuple[str, ...]) -> None:
         if _full(device) not in here:
             raise CannotRun(f"--devices {shown}: there is no {_full(device)} here; {listed}")
 
+
 def default_partitions() -> int:
     """How many partitions a run without --balance or --devices splits the model into: one per
     GPU, and never fewer than two, so that skips cross a partition boundary (on one GPU or on the
     CPU both partitions share the device)."""
     return max(int(torch.cuda.device_count()), 2)
+
 
 def _full(device: torch.device) -> str:
     return f"{device.type}:{device.index or 0}"
@@ -60,16 +63,11 @@ def even_balance(layers: int, partitions: int) -> tuple[int, ...]:
     base, extra = divmod(layers, partitions)
     return tuple(base + (1 if i < extra else 0) for i in range(partitions))
 
+
 def _here(name: str) -> bool:
     """Whether a device of this name exists here."""
     device = torch.device(name)
     return device.type == "cpu" or _full(device) in devices_here()
-
-def _default_devices(partitions: int) -> list[torch.device]:
-    if torch.cuda.is_available():
-        count = torch.cuda.device_count()
-        return [torch.device("cuda", i % count) for i in range(partitions)]
-    return [torch.device("cpu")] * partitions
 
 
 def _rejected_module(error: BaseException) -> tuple[Optional[str], Optional[nn.Sequential]]:
@@ -84,6 +82,7 @@ def _rejected_module(error: BaseException) -> tuple[Optional[str], Optional[nn.S
             return library, model if isinstance(model, nn.Sequential) else None
         tb = tb.tb_next
     return None, None
+
 
 def _wrapped_class(layer: nn.Module, lib: Optional[backends.SkipLibrary]) -> type:
     if lib is not None and isinstance(layer, lib.Skippable):
@@ -204,8 +203,10 @@ class BuildSteps(RunState):
                 and all(_here(d) for d in pipe.devices):
             devices = [torch.device(d) for d in pipe.devices]
             taken.append("devices")
+        elif torch.cuda.is_available():  # every CUDA device, round-robin
+            devices = [torch.device("cuda", i % torch.cuda.device_count()) for i in range(len(balance))]
         else:
-            devices = _default_devices(len(balance))
+            devices = [torch.device("cpu")] * len(balance)
         notes = [f"{', '.join(taken)} from {origin}"] if taken else []
         if pipe is not None and "devices" not in taken and not opts.devices:
             wanted = ", ".join(pipe.devices or ()) or "none"
@@ -240,10 +241,9 @@ class BuildSteps(RunState):
         total, count = sum(self.balance), len(self.model)
         if total == count or self.given.balance is None:
             return
-        for finding in self.report.static:
-            if finding.code == joining.BALANCE:
-                if finding.args.get("total") == str(total) and finding.args.get("count") == str(count):
-                    return
+        if any(f.code == joining.BALANCE and f.args.get("total") == str(total) and f.args.get("count") == str(count)
+               for f in self.report.static):
+            return
         shown = ",".join(map(str, self.balance))
         raise CannotRun(f"--balance {shown} sums to {total} but the model has {count} layers; "
                         f"give layers per partition that sum to {count}")

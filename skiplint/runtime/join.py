@@ -24,6 +24,7 @@ from skiplint.runtime.report import Observation, StaticFinding
 BALANCE = pipe.BALANCE_MISMATCH.code
 VERIFY_STEP = "verify_skippables"
 
+
 @dataclass
 class Reach:
     """What the run reached, so that an unconfirmed finding is told apart as not reproduced/exercised."""

@@ -277,6 +277,5 @@ def stage_process(folder: str, rank: int) -> int:
     return 0 if result["error"] is None else 1
 
 
-
 if __name__ == "__main__":
     sys.exit(stage_process(sys.argv[1], int(sys.argv[2])))

@@ -40,7 +40,6 @@ def _weights(output: Any) -> list[torch.Tensor]:
     return [torch.randn(o.shape, generator=gen) for o in outputs]
 
 
-
 def _pairs(a: Any, b: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
     a_t = a if isinstance(a, tuple) else (a,)
     b_t = b if isinstance(b, tuple) else (b,)

@@ -80,7 +80,6 @@ class Steps:
         self.add(name, out["status"], time.perf_counter() - start, out["detail"])
 
 
-
 def _raised_at(error: BaseException) -> str:
     """Where an exception was raised: the innermost frame, as `package/module.py:LINE`."""
     path, line = messages.innermost(error)

@@ -62,26 +62,23 @@ def _layer_of(d: Diagnostic, compositions: tuple[Composition, ...]) -> Optional[
     return found.pop() if len(found) == 1 else None
 
 
-def analyse(paths: Iterable[str], finder: Optional[config.Finder] = None) -> Analysis:
+def analyse(paths: Iterable[str]) -> Analysis:
     """The lint's diagnostics of the given files (configuration and noqa applied), with their
     owners, and the files' compositions. A file the configuration excludes is left out, as the lint
     leaves it out."""
-    finder = finder or config.Finder()
-    out = Analysis()
+    finder = config.Finder()
     models: dict[str, ModelFacts] = {}
     diagnostics: list[Diagnostic] = []
     session = engine.Session(kept=models)
     for path in sorted({shown_path(p) for p in paths}):
         settings = finder.for_file(path)
-        if settings.excludes_named(path):
-            continue
-        diagnostics.extend(parallel.check_one((path, settings), session).diagnostics)
-    out.compositions = {path: facts.compositions for path, facts in models.items()}
-    out.pipes = {path: facts.pipes for path, facts in models.items()}
-    out.findings = [finding_of(d, out.compositions.get(d.path, ())) for d in diagnostics]
+        if not settings.excludes_named(path):
+            diagnostics.extend(parallel.check_one((path, settings), session).diagnostics)
     for problem in finder.problems:
         print(problem, file=sys.stderr)
-    return out
+    compositions = {path: facts.compositions for path, facts in models.items()}
+    return Analysis([finding_of(d, compositions.get(d.path, ())) for d in diagnostics], compositions,
+                    {path: facts.pipes for path, facts in models.items()})
 
 
 # -- the target ---------------------------------------------------------------------------------
@@ -178,7 +175,6 @@ class Target:
         for finding in analysis.findings:
             (mine if self.owns(finding, compositions) else others).append(finding)
         return mine, others
-
 
     def routes(self, analysis: Analysis, balance: tuple[int, ...]) -> tuple[Optional[list[Route]], str]:
         """(routes, "") from the static route table of the target's compositions whose children are

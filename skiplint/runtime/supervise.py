@@ -228,4 +228,3 @@ def child() -> None:
             pass
     _send(events, "report", payload)
     os._exit(0)
-
