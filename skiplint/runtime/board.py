@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from skiplint.runtime.errors import one_line
+from skiplint.runtime.report import STEP_BUILD, STEP_IMPORT
 
 #: The variables torchrun (or any launcher using env:// rendezvous) sets for every rank.
 LAUNCHER_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")
-EXIT_CLEAN, EXIT_DISAGREE, EXIT_NOT_RUN = 0, 1, 2
 #: Seconds between two looks at the board.
 POLL = 0.05
 #: Seconds a rank other than 0 waits past the deadline for rank 0's status before it gives up alone.
@@ -34,8 +34,6 @@ MARK_WAIT = 5.0
 ENDED = "the process ended without a result and torchrun stopped every rank"
 PREFIX = "skiplint/verify/"
 
-#: The single-process run's first steps (skiplint.runtime.run, which imports torch).
-STEP_IMPORT, STEP_BUILD, STEP_STATIC = "import", "build", "static analysis"
 STEP_PLAN = "waiting for rank 0"
 #: A rank's mark, in place of "built", when the target's own pipe rejected the model there.
 REJECTED = "rejected"

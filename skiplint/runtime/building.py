@@ -12,7 +12,8 @@ from torch import nn
 from skiplint.runtime import backends, join as joining, messages, target
 from skiplint.runtime.errors import CannotRun
 from skiplint.runtime.options import CHECKPOINTS, DEFAULT_CHUNKS
-from skiplint.runtime.state import STEP_BUILD, STEP_IMPORT, RunState
+from skiplint.runtime.report import STEP_BUILD, STEP_IMPORT
+from skiplint.runtime.state import RunState
 
 
 def devices_here() -> list[str]:

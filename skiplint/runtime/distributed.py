@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Optional
 
 from skiplint.runtime import messages
-from skiplint.runtime.board import (ACK_WAIT, ENDED, EXIT_NOT_RUN, GRACE, LAUNCHER_ENV, MARK_WAIT, POLL,
-                                    PREFIX, REJECTED, STEP_BUILD, STEP_IMPORT, STEP_PLAN, Board, Fault, Watch,
-                                    ended, on_sigterm, one_gpu_per_rank, silent)
+from skiplint.runtime.board import (ACK_WAIT, ENDED, GRACE, LAUNCHER_ENV, MARK_WAIT, POLL, PREFIX, REJECTED,
+                                    STEP_PLAN, Board, Fault, Watch, ended, on_sigterm, one_gpu_per_rank, silent)
 from skiplint.runtime.errors import CannotRun, hide_library_notices, one_line
+from skiplint.runtime.report import EXIT_NOT_RUN, STEP_BUILD, STEP_IMPORT
 
 
 def launched_by_torchrun(environ: Optional[dict[str, str]] = None) -> bool:

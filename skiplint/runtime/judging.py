@@ -12,8 +12,8 @@ from typing import Any, Optional
 from skiplint.runtime import join as joining, static as static_pass, target
 from skiplint.runtime.building import _wrapped_class
 from skiplint.runtime.options import is_file_target as options_is_file
-from skiplint.runtime.report import Observation, StaticFinding
-from skiplint.runtime.state import STEP_IMPORT, STEP_STATIC, RunState
+from skiplint.runtime.report import STEP_IMPORT, STEP_STATIC, Observation, StaticFinding
+from skiplint.runtime.state import RunState
 
 _LIBRARY_MODULES = ("torch", "torchgpipe", "fairscale")
 

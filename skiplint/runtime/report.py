@@ -20,6 +20,8 @@ Verdict = Literal["confirmed", "not reproduced", "not exercised"]
 #: 0 verified clean; 1 findings confirmed or failures missed; 2 could not verify (usage, import,
 #: crash, timeout).
 EXIT_CLEAN, EXIT_DISAGREE, EXIT_NOT_RUN = 0, 1, 2
+#: The run's first steps, as their lines name them.
+STEP_IMPORT, STEP_BUILD, STEP_STATIC = "import", "build", "static analysis"
 
 
 @dataclass(frozen=True)

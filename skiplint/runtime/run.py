@@ -8,9 +8,9 @@ from __future__ import annotations
 from skiplint.runtime.building import BuildSteps
 from skiplint.runtime.errors import CannotRun, is_stop, stop_cause
 from skiplint.runtime.judging import JoinSteps
-from skiplint.runtime.report import Report
+from skiplint.runtime.report import STEP_IMPORT, Report
 from skiplint.runtime.running import RunSteps
-from skiplint.runtime.state import STEP_IMPORT, _failure_text
+from skiplint.runtime.state import _failure_text
 
 
 class Runner(BuildSteps, RunSteps, JoinSteps):

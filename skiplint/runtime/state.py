@@ -19,7 +19,6 @@ from skiplint.runtime.report import Observation, Report, Step
 
 #: Pipe against plain Sequential: outputs, then every gradient (parameters and the input).
 TOLERANCES = {"output rtol": 1e-5, "output atol": 1e-6, "gradient rtol": 1e-4, "gradient atol": 1e-5}
-STEP_IMPORT, STEP_BUILD, STEP_STATIC = "import", "build", "static analysis"
 
 
 @dataclass
