@@ -20,15 +20,13 @@ import sys
 import tempfile
 import time
 import warnings
-from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Callable, Optional
 
 import torch
 
-from skiplint.runtime import adapter, backends
+from skiplint.runtime import adapter
 from skiplint.runtime.errors import CannotRun
-from skiplint.runtime.report import Crossing, Observation, Route
 
 STEP_SPLIT = "stage plan"
 #: Called with (step, busy) as the stage starts and ends its own work; busy=False is a wait on a peer.
@@ -38,52 +36,6 @@ STAGE_BUILD, STAGE_FORWARD, STAGE_BACKWARD = "stage build", "stage forward", "st
 #: peer that failed because the peer went away (lost). What the backend cannot run never gets this
 #: far: it is decided from the model before the stage processes start (`check_carried`).
 RAISED, LOST = "raised", "lost"
-
-
-@dataclass
-class Split:
-    """What the stage plan gave: whether the model could be cut at the balance, and the values
-    that cross stage boundaries, beside the library's own skip layout at that balance."""
-
-    balanced: bool
-    #: One line for the step: why it failed, or what the plan made.
-    detail: str
-    observations: list[Observation] = field(default_factory=list)
-    crossings: Optional[list[Crossing]] = None
-    #: The skip routes as the library's inspect_skip_layout reads them.
-    routes: Optional[list[Route]] = None
-
-
-def split(model: torch.nn.Sequential, lib: Any, balance: tuple[int, ...]) -> Split:
-    """The stage plan at the balance: the skips each boundary carries (from the model's
-    structure), and the library's skip layout of the same partitions to compare them with."""
-    children = [name for name, _ in model.named_children()]
-    if sum(balance) != len(children):
-        from skiplint.runtime import join as joining
-
-        message = (f"module and sum of balance have different length "
-                   f"(module: {len(children)}, sum of balance: {sum(balance)})")
-        return Split(False, "balance does not fit the model",
-                     [Observation(joining.BALANCE, STEP_SPLIT, None, None, None, message)])
-    plan = adapter.plan(model, balance)
-    crossings = [Crossing(f"output of stage {b}", b, b + 1) for b in range(plan.stages - 1)]
-    for skip in plan.skips:
-        if skip.pop_stage is not None and skip.pop_stage != skip.stash_stage:
-            crossings.append(Crossing(f"layer {children[skip.stash_layer]} -> layer {children[skip.pop_layer or 0]}",
-                                      skip.stash_stage, skip.pop_stage, skip.name))
-    carried = sum(len(plan.carried(b)) for b in range(plan.stages - 1))
-    detail = (f"{plan.stages} stages, {len(crossings) - (plan.stages - 1)} skip(s) cross stages, "
-              f"{carried} carried value(s) at the boundaries")
-    layers = list(model.named_children())
-    partitions = [torch.nn.Sequential(OrderedDict(layers[sum(balance[:i]):sum(balance[:i + 1])]))
-                  for i in range(len(balance))]
-    return Split(True, detail, crossings=crossings, routes=backends.layout_routes(model, lib, partitions))
-
-
-def micro_batches(sample: torch.Tensor, chunks: int) -> int:
-    """How many micro-batches the library's pipe makes of the sample (torch.chunk: fewer than
-    `chunks` when the batch is smaller), which the schedule is given."""
-    return len(sample.chunk(chunks))
 
 
 def check_carried(model: torch.nn.Sequential, balance: tuple[int, ...], sample: torch.Tensor, chunks: int) -> None:

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import copy
 import math
+from collections import OrderedDict
 from typing import Any, Callable, Optional
 
 import torch
 from torch import nn
 
-from skiplint.runtime import backends, join as joining, messages
+from skiplint.runtime import adapter, backends, join as joining, messages
 from skiplint.runtime.errors import CannotRun, Stopped, is_stop, stop_cause, whole
-from skiplint.runtime.report import Comparison, Observation
+from skiplint.runtime.report import Comparison, Crossing, Observation
 from skiplint.runtime.state import TOLERANCES, RunResult, RunState, _failure_text
 
 
@@ -93,24 +94,38 @@ class RunSteps(RunState):
                 out["status"], out["detail"] = "failed", f"{len(found)} mismatch(es)"
 
     def split(self) -> None:
-        """The pipelining backend's partitioning: the stage plan at the balance (skiplint.runtime.adapter)."""
-        from skiplint.runtime import pipelining
+        """The pipelining backend's partitioning: the stage plan at the balance (skiplint.runtime.adapter),
+        the skips each boundary carries, beside the library's own skip layout of the same partitions."""
+        from skiplint.runtime.pipelining import STEP_SPLIT
 
         assert self.lib is not None
-        with self.steps.timed(pipelining.STEP_SPLIT) as out:
+        with self.steps.timed(STEP_SPLIT) as out:
             if not self.verified:
                 out["status"], out["detail"] = "skipped", "verify_skippables failed"
                 return
             self.reach.layout_ran = True
-            self.reach.performed("partition", pipelining.STEP_SPLIT)
-            done = pipelining.split(self.model, self.lib, self.balance)
-            self.raw.extend(done.observations)
-            self.balanced = done.balanced
-            if done.crossings is not None:
-                self.report.crossings, self.report.runtime_routes = done.crossings, done.routes
-            if not done.balanced:
-                out["status"] = "failed"
-            out["detail"] = done.detail
+            self.reach.performed("partition", STEP_SPLIT)
+            layers = list(self.model.named_children())
+            children, balance = [name for name, _ in layers], self.balance
+            if sum(balance) != len(children):
+                message = (f"module and sum of balance have different length "
+                           f"(module: {len(children)}, sum of balance: {sum(balance)})")
+                self.raw.append(Observation(joining.BALANCE, STEP_SPLIT, None, None, None, message))
+                out["status"], out["detail"] = "failed", "balance does not fit the model"
+                return
+            self.balanced = True
+            plan = adapter.plan(self.model, balance)
+            crossings = [Crossing(f"output of stage {b}", b, b + 1) for b in range(plan.stages - 1)]
+            crossings += [Crossing(f"layer {children[skip.stash_layer]} -> layer {children[skip.pop_layer or 0]}",
+                                   skip.stash_stage, skip.pop_stage, skip.name)
+                          for skip in plan.skips if skip.pop_stage is not None and skip.pop_stage != skip.stash_stage]
+            partitions = [nn.Sequential(OrderedDict(layers[sum(balance[:i]):sum(balance[:i + 1])]))
+                          for i in range(len(balance))]
+            self.report.crossings = crossings
+            self.report.runtime_routes = backends.layout_routes(self.model, self.lib, partitions)
+            carried = sum(len(plan.carried(b)) for b in range(plan.stages - 1))
+            out["detail"] = (f"{plan.stages} stages, {len(crossings) - (plan.stages - 1)} skip(s) cross stages, "
+                             f"{carried} carried value(s) at the boundaries")
 
     def layout(self) -> None:
         assert self.lib is not None
