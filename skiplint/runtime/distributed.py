@@ -187,37 +187,32 @@ def _stage(ctx: Context, model: Any, plan: dict[str, Any]) -> list[Any]:
 def _follower_work(ctx: Context) -> None:
     from skiplint.runtime import target
 
-    args = ctx.args
+    import torch.distributed as dist
+
+    args, board = ctx.args, ctx.board
     try:
         # Only the model's structure is needed here: rank 0 sends its parameters and sample.
         loaded = target.load(args.target)
-        ctx.board.note(STEP_BUILD, True)
+        board.note(STEP_BUILD, True)
         model = target.build(args.target, None, args.input_shape or (1,), loaded=loaded).model
+        board.set(f"built/{ctx.rank}", "1")
+        board.note(STEP_PLAN, False)
+        while board.get("plan") is None:
+            time.sleep(POLL)
+        if board.get("plan") == "go":
+            box: list[Any] = [None]
+            dist.broadcast_object_list(box, src=0, group=ctx.group)
+            _stage(ctx, model, box[0])
+            board.note("waiting for the report", False)
     except BaseException as error:
         cause = error.__cause__ if type(error) is CannotRun else None
         if cause is not None and messages.is_verify_error(cause):
             # The target's own pipe rejected the model: rank 0 meets the same and joins it.
-            ctx.board.set(f"built/{ctx.rank}", REJECTED)
-            ctx.board.note(STEP_PLAN, False)
+            board.set(f"built/{ctx.rank}", REJECTED)
+            board.note(STEP_PLAN, False)
             return
-        ctx.board.post_error(error)
+        board.post_error(error)
         raise
-    ctx.board.set(f"built/{ctx.rank}", "1")
-    ctx.board.note(STEP_PLAN, False)
-    while ctx.board.get("plan") is None:
-        time.sleep(POLL)
-    if ctx.board.get("plan") != "go":
-        return
-    try:
-        import torch.distributed as dist
-
-        box: list[Any] = [None]
-        dist.broadcast_object_list(box, src=0, group=ctx.group)
-        _stage(ctx, model, box[0])
-    except BaseException as error:
-        ctx.board.post_error(error)
-        raise
-    ctx.board.note("waiting for the report", False)
 
 
 def _follow(ctx: Context) -> int:
@@ -258,11 +253,7 @@ def _lead_ended(ctx: Context) -> int:
     if board.store.add(PREFIX + "reporter", 1) == 1:
         state = board.state(0)
         fault = Fault(0, board.host(0), state[2] if state is not None else STEP_IMPORT, "lost", ENDED)
-        report = Report(ctx.args.target, reason=fault.line())
-        if not ctx.text:
-            ctx.stream.write(report.to_json() + "\n")
-            ctx.stream.flush()
-        print(f"skiplint verify: {report.reason}", file=sys.stderr, flush=True)
+        _emit(ctx, Report(ctx.args.target, reason=fault.line()))
         board.set("status", str(EXIT_NOT_RUN))
     return EXIT_NOT_RUN
 
