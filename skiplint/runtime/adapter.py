@@ -62,8 +62,6 @@ class Skip:
 class Plan:
     """The stages of a model at a balance and the skips each boundary carries."""
 
-    #: The model's children, by name, in order.
-    children: tuple[str, ...]
     balance: tuple[int, ...]
     #: Every skip route, ordered by the layer that stashes it, then its name: the order in which a
     #: boundary carries them (the same in every process that builds the plan from the same model).
@@ -73,20 +71,10 @@ class Plan:
     def stages(self) -> int:
         return len(self.balance)
 
-    def bounds(self, stage: int) -> tuple[int, int]:
-        """The children of a stage: [start, stop)."""
-        start = sum(self.balance[:stage])
-        return start, start + self.balance[stage]
-
     def carried(self, boundary: int) -> tuple[Skip, ...]:
-        """The skips in flight across the boundary after stage `boundary`, in carrying order."""
+        """The skips in flight across the boundary after stage `boundary` (none before the first
+        stage or after the last), in carrying order."""
         return tuple(s for s in self.skips if s.crosses(boundary))
-
-    def incoming(self, stage: int) -> tuple[Skip, ...]:
-        return self.carried(stage - 1) if stage > 0 else ()
-
-    def outgoing(self, stage: int) -> tuple[Skip, ...]:
-        return self.carried(stage) if stage < self.stages - 1 else ()
 
 
 def _library_root(cls: type) -> Optional[str]:
@@ -128,7 +116,7 @@ def plan(model: nn.Sequential, balance: tuple[int, ...]) -> Plan:
     for (ns, name), src in open_.items():
         routes.append(Skip(name, src, stage_of[src], None, None, ns))
     routes.sort(key=lambda s: (s.stash_layer, s.name, s.pop_layer if s.pop_layer is not None else -1))
-    return Plan(tuple(children), tuple(balance), tuple(routes))
+    return Plan(tuple(balance), tuple(routes))
 
 
 class _Tracker:
@@ -178,12 +166,12 @@ class Stage(nn.Module):
 
     def __init__(self, model: nn.Sequential, stage_plan: Plan, index: int) -> None:
         super().__init__()
-        start, stop = stage_plan.bounds(index)
-        for name, layer in list(model.named_children())[start:stop]:
+        start = sum(stage_plan.balance[:index])
+        for name, layer in list(model.named_children())[start:start + stage_plan.balance[index]]:
             self.add_module(name, layer)
         self.index = index
-        self.incoming = stage_plan.incoming(index)
-        self.outgoing = stage_plan.outgoing(index)
+        self.incoming = stage_plan.carried(index - 1)
+        self.outgoing = stage_plan.carried(index)
         # The `use_skip_tracker` of each library whose skippable layers the stage holds.
         roots = {_library_root(type(layer)) for layer in self.children()} - {None}
         self._use_trackers = [importlib.import_module(f"{root}{_TRACKER_MODULE}").use_skip_tracker
