@@ -113,7 +113,6 @@ class RunSteps(RunState):
                 self.raw.append(Observation(joining.BALANCE, STEP_SPLIT, None, None, None, message))
                 out["status"], out["detail"] = "failed", "balance does not fit the model"
                 return
-            self.balanced = True
             plan = adapter.plan(self.model, balance)
             crossings = [Crossing(f"output of stage {b}", b, b + 1) for b in range(plan.stages - 1)]
             crossings += [Crossing(f"layer {children[skip.stash_layer]} -> layer {children[skip.pop_layer or 0]}",
@@ -123,6 +122,7 @@ class RunSteps(RunState):
                           for i in range(len(balance))]
             self.report.crossings = crossings
             self.report.runtime_routes = backends.layout_routes(self.model, self.lib, partitions)
+            self.balanced = True
             carried = sum(len(plan.carried(b)) for b in range(plan.stages - 1))
             out["detail"] = (f"{plan.stages} stages, {len(crossings) - (plan.stages - 1)} skip(s) cross stages, "
                              f"{carried} carried value(s) at the boundaries")
