@@ -120,8 +120,8 @@ class RunSteps(RunState):
                           for skip in plan.skips if skip.pop_stage is not None and skip.pop_stage != skip.stash_stage]
             partitions = [nn.Sequential(OrderedDict(layers[sum(balance[:i]):sum(balance[:i + 1])]))
                           for i in range(len(balance))]
-            self.report.crossings = crossings
-            self.report.runtime_routes = backends.layout_routes(self.model, self.lib, partitions)
+            routes = backends.layout_routes(self.model, self.lib, partitions)
+            self.report.crossings, self.report.runtime_routes = crossings, routes
             self.balanced = True
             carried = sum(len(plan.carried(b)) for b in range(plan.stages - 1))
             out["detail"] = (f"{plan.stages} stages, {len(crossings) - (plan.stages - 1)} skip(s) cross stages, "
