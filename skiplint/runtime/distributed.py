@@ -185,9 +185,9 @@ def _stage(ctx: Context, model: Any, plan: dict[str, Any]) -> list[Any]:
 
 
 def _follower_work(ctx: Context) -> None:
-    from skiplint.runtime import target
-
     import torch.distributed as dist
+
+    from skiplint.runtime import target
 
     args, board = ctx.args, ctx.board
     try:
