@@ -191,9 +191,7 @@ class Stage(nn.Module):
                 value = layer(value)
         if not self.outgoing:
             return value
-        values = list(value) if isinstance(value, tuple) else [value]
-        for skip in self.outgoing:
-            values.append(tracker.tensors[skip.key])
+        values = [*(value if isinstance(value, tuple) else (value,)), *(tracker.tensors[s.key] for s in self.outgoing)]
         first_skip = len(values) - len(self.outgoing)
         for position, item in enumerate(values):
             if not isinstance(item, torch.Tensor):
