@@ -67,7 +67,8 @@ def load(name: str) -> SkipLibrary:
 
 def layout_routes(model: Any, lib: SkipLibrary, partitions: list[Any]) -> list[Route]:
     """The skip routes of `model` cut into `partitions` as the library's inspect_skip_layout pairs
-    them, stash layer to pop layer."""
+    them, stash layer to pop layer, in the order of the layers and, within a layer, of the names
+    (the library keeps a layer's names in a set, whose order changes from run to run)."""
     layout = lib.inspect_skip_layout(partitions)
     stashed_at: dict[Any, str] = {}
     routes = []
@@ -76,7 +77,7 @@ def layout_routes(model: Any, lib: SkipLibrary, partitions: list[Any]) -> list[R
             continue
         for key in layer.stashable():
             stashed_at[key] = name
-        for key in layer.poppable():
+        for key in sorted(layer.poppable(), key=lambda key: key[1]):
             src, dst = layout.by_ns_name[key]
             routes.append(Route(key[1], stashed_at[key], name, src, dst))
     return routes
