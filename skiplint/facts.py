@@ -331,15 +331,18 @@ class Layer:
     #: For a plain layer: `requires_grad_(...)` was called on it, not certainly with True (its
     #: parameters may not require grad).
     frozen: bool = False
-    #: For a skippable layer: the facts of its class of the same names (SkippableClass: SKP303,
-    #: SKP305, SKP501), for the names it declares.
-    discarded: tuple[tuple[str, Site], ...] = ()
-    detached: tuple[tuple[str, Site], ...] = ()
-    output_stashes: tuple[str, ...] = ()
-    input_output_stashes: tuple[str, ...] = ()
-    inert_pops: tuple[str, ...] = ()
-    none_stashes: tuple[tuple[str, Site], ...] = ()
-    output_grad: GradKind = "no"
+    #: For a skippable layer whose names are known: its class, as the execution of its class
+    #: statement that made the layer (one record of what it does: SKP303, SKP305, SKP501 read it).
+    cls: Optional[SkippableClass] = None
+
+    def shares_output(self, input_grad: bool = False) -> frozenset[str]:
+        """The names the layer declares as stashed whose tensor shares an autograd node with its
+        output (SkippableClass.output_stashes); with `input_grad`, also those that share one only
+        when its input requires grad."""
+        if self.cls is None:
+            return frozenset()
+        shares = self.cls.output_stashes | (self.cls.input_output_stashes if input_grad else frozenset())
+        return shares & (self.cls.names("stash") or frozenset())
 
 
 @dataclass(frozen=True)
