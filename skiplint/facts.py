@@ -333,7 +333,7 @@ class Layer:
     frozen: bool = False
     #: For a skippable layer whose names are known: its class, as the execution of its class
     #: statement that made the layer (one record of what it does: SKP303, SKP305, SKP501 read it).
-    cls: Optional[SkippableClass] = None
+    cls: Optional[SkippableClass] = field(default=None, repr=False)
 
     def shares_output(self, input_grad: bool = False) -> frozenset[str]:
         """The names the layer declares as stashed whose tensor shares an autograd node with its
