@@ -15,6 +15,7 @@ from skiplint.apiimports import NO_ALIASES, alias_entries as alias_entries, ment
 
 if TYPE_CHECKING:
     from skiplint.diagnostics import Diagnostic, FileResult
+    from skiplint.findings import AnalyzerBug
     from skiplint.rules.base import Fact
     from skiplint.session import Session
 
@@ -80,10 +81,17 @@ def unchecked(path: str, reason: str, line: int = 1, col: int = 0) -> FileResult
 def internal_error(path: str, what: str, error: BaseException) -> FileResult:
     """SKP902 for an analyzer bug met while analysing `what`: the file counts as not checked
     (exit 2), the error is shown."""
-    from skiplint.diagnostics import FileResult, error_text, without_code
+    from skiplint.diagnostics import error_text
     from skiplint.findings import AnalyzerBug
 
-    found = reported(path, "bug", AnalyzerBug(what, error_text(error)))
+    return analyzer_bug(path, AnalyzerBug(what, error_text(error)))
+
+
+def analyzer_bug(path: str, bug: AnalyzerBug) -> FileResult:
+    """What the rules report of an analyzer bug (SKP902), and its text as the file's error."""
+    from skiplint.diagnostics import FileResult, without_code
+
+    found = reported(path, "bug", bug)
     return FileResult(path, found, without_code(found[0].code, found[0].message))
 
 
