@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Optional, Union
 
 from skiplint import sources
 from skiplint.apiimports import NO_ALIASES, alias_entries as alias_entries, mentions_api as mentions_api, readable
+from skiplint.session import Session
 
 if TYPE_CHECKING:
     from skiplint.diagnostics import Diagnostic, FileResult
     from skiplint.findings import AnalyzerBug
     from skiplint.rules.base import Fact
-    from skiplint.session import Session
 
 
 def wanted(data: Union[bytes, str], path: str, session: Optional[Session] = None) -> bool:
@@ -34,8 +34,6 @@ def wanted(data: Union[bytes, str], path: str, session: Optional[Session] = None
     if word not in data:  # type: ignore[operator]
         return False
     if session is None:
-        from skiplint.session import Session
-
         session = Session()
     return session.scan.imports_project_skippables(path, data, aliases)
 
