@@ -8,18 +8,19 @@ here imports libcst before a file needs the analyzer.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import sys
 from collections import Counter
 from typing import TYPE_CHECKING, Counter as CounterType, Mapping, Optional, Sequence
 
-from skiplint import __version__, config, rules
+from skiplint import __version__, config, filenoqa, prefilter, rules, sources
+from skiplint.session import Session
 from skiplint.streams import OutputFailed, say as _say, write_stdout
 
 if TYPE_CHECKING:
     from skiplint.engine import FileResult
-    from skiplint.session import Session
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_UNCHECKED = 0, 1, 2
 
@@ -181,7 +182,7 @@ def _check_stdin(name: str, settings: config.Config, session: Session) -> tuple[
     """The result for the source read from standard input, and its text (None: unreadable).
     The same guards and verdicts as a file of the same bytes (parallel.check_data): at most the
     size limit is read, an analyzer bug is SKP902."""
-    from skiplint import parallel, prefilter, sources
+    from skiplint import parallel
 
     try:
         data = sources.read_stream(sys.stdin.buffer)
@@ -237,8 +238,7 @@ def run_check(argv: Sequence[str], prog: str = "skiplint") -> int:
         # Not an error (a hook may run where there is nothing to check), but never a silent pass.
         _say(f"skiplint: no Python files to check in {' '.join(args.paths)}")
 
-    from skiplint import filenoqa, formats, parallel, sources
-    from skiplint.session import Session
+    from skiplint import formats, parallel
 
     def read_text(path: str) -> str:
         return sources.decode(sources.read_bytes(path))
@@ -369,8 +369,6 @@ def run_rule(argv: Sequence[str]) -> int:
         return EXIT_UNCHECKED
     codes = [c for c in rules.RULES if args.all or not wanted or c.startswith(tuple(wanted))]
     if args.format == "json":
-        import json
-
         output = json.dumps([doc.rule_json(code) for code in codes], indent=2) + "\n"
     else:
         output = "\n".join(doc.rule_text(code) for code in codes)

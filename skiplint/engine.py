@@ -12,7 +12,6 @@ import libcst as cst
 from skiplint import checks, interpret, limits, noqa, parsing, prefilter, rules, skippables, sources
 from skiplint.diagnostics import Diagnostic, FileResult as FileResult, error_text, shown
 from skiplint.rules import Selection as Selection
-from skiplint.rules.analyzer import INTERNAL_ERROR
 from skiplint.parsing import ParseFailure as ParseFailure
 from skiplint.findings import AnalyzerBug, Owner, OwnerRef
 from skiplint.facts import Finding, Locator, ModelFacts, ModuleFacts, SkippableClass
@@ -91,7 +90,7 @@ def _analyze_models(module: cst.Module, text: str, path: str, session: Session, 
         if os.environ.get("SKIPLINT_DEBUG"):
             raise
         bug = AnalyzerBug("compositions", error_text(error))
-        facts = dataclasses.replace(facts, findings=facts.findings + tuple(rules.run("bug", bug)))
+        facts = dataclasses.replace(facts, findings=facts.findings + tuple(rules.run("bug", bug)), bug=bug)
         models = ModelFacts(path)
     return facts, models
 
@@ -104,12 +103,13 @@ def _specialized(facts: ModuleFacts, made: tuple[SkippableClass, ...]) -> Module
     return dataclasses.replace(facts, skippables=kept + made)
 
 
-def _internal_error(facts: ModuleFacts) -> Optional[str]:
-    """Why the file was not fully checked, when the analyzer failed on it (SKP902), else None."""
-    for finding in facts.findings:
-        if finding.code == INTERNAL_ERROR.code:
-            return INTERNAL_ERROR.text(**dict(finding.args))
-    return None
+def _internal_error(facts: ModuleFacts, path: str, selection: Selection) -> Optional[str]:
+    """Why the file was not fully checked, when the analyzer failed on it and the rule that reports
+    that (SKP902) is selected, in the rule's words; else None."""
+    if facts.bug is None:
+        return None
+    failure = prefilter.analyzer_bug(path, facts.bug)
+    return failure.error if all(selection(d.code) for d in failure.diagnostics) else None
 
 
 def _resolver(project: ProjectIndex, path: str, aliases: Aliases) -> Any:
@@ -176,14 +176,12 @@ def check_text(text: str, path: str, selection: Selection = Selection(), *, appl
     made when none is given."""
     session = session if session is not None else Session()
     try:
-        result = _check_text(text, path, selection, apply_noqa, prefiltered, max_unroll, session)
+        result, failed = _check_text(text, path, selection, apply_noqa, prefiltered, max_unroll, session)
     except Exception:
         refused = _refused_by_python(text, path)
         if refused is None:
             raise
         return refused
-    failed = any(d.code == INTERNAL_ERROR.code for d in result.diagnostics) or (
-        result.error is not None and result.error.startswith(INTERNAL_ERROR.template.split("{", 1)[0]))
     if failed:
         return _refused_by_python(text, path) or result
     return result
@@ -201,22 +199,24 @@ def _refused_by_python(text: str, path: str) -> Optional[FileResult]:
 
 
 def _check_text(text: str, path: str, selection: Selection, apply_noqa: bool, prefiltered: bool,
-                max_unroll: Optional[int], session: Session) -> FileResult:
+                max_unroll: Optional[int], session: Session) -> tuple[FileResult, bool]:
+    """The file's result, and whether the analyzer failed on it (with SKP902 selected)."""
     try:
         if not prefiltered and not prefilter.wanted(text, path, session):
-            return FileResult(path, ())
+            return FileResult(path, ()), False
         facts = analyze(text, path, prefiltered=True, max_unroll=max_unroll, session=session)
     except ParseFailure as failure:
-        return prefilter.unchecked(path, str(failure), failure.line, failure.col)
+        return prefilter.unchecked(path, str(failure), failure.line, failure.col), False
     if facts is None:
-        return FileResult(path, ())
+        return FileResult(path, ()), False
     found = checks.module_findings(facts)
     try:
         diagnostics = with_room(session.parts.needs_room(text),
                                 lambda: _diagnostics(found, path, text, selection, apply_noqa))
     except ParseFailure as failure:
-        return prefilter.unchecked(path, str(failure))
-    return FileResult(path, diagnostics, _internal_error(facts) if selection(INTERNAL_ERROR.code) else None)
+        return prefilter.unchecked(path, str(failure)), False
+    error = _internal_error(facts, path, selection)
+    return FileResult(path, diagnostics, error), error is not None
 
 
 def check_file(path: str, selection: Selection = Selection(), *, max_unroll: Optional[int] = None,

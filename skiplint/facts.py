@@ -12,7 +12,7 @@ from typing import Literal, Optional
 
 import libcst as cst
 
-from skiplint.findings import Finding as Finding
+from skiplint.findings import AnalyzerBug, Finding as Finding
 # Site holds a Locator; both stay importable from here for the modules that take them with the
 # data model (engine, interpret.core, skippables).
 from skiplint.positions import Locator as Locator, with_room as with_room
@@ -306,6 +306,8 @@ class ModuleFacts:
     removed_imports: tuple[RemovedImport, ...] = ()
     #: `Cls(...).isolate(ns, only=[...])` of a class the module declares, naming a skip it never declares.
     isolate_names: tuple[IsolateName, ...] = ()
+    #: The analyzer's failure on the module's compositions (its SKP902 finding is among `findings`), or None.
+    bug: Optional[AnalyzerBug] = None
 
 
 # -- compositions and pipes (SKP2xx, SKP3xx, `skiplint layout`) ----------------------------------

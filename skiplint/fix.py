@@ -26,8 +26,8 @@ import tokenize
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Optional, Sequence, TypeVar
 
-from skiplint import apiimports, config, engine, filenoqa, parallel, parsing, rules, sources, streams
-from skiplint.diagnostics import Diagnostic, error_text, without_code
+from skiplint import apiimports, config, engine, filenoqa, parallel, parsing, prefilter, rules, sources, streams
+from skiplint.diagnostics import Diagnostic, without_code
 from skiplint.edits import TARGETS as TARGETS, Edit as Edit, NotFixable as NotFixable, Source as Source
 from skiplint.rules import analyzer, one_class, portability
 from skiplint.writes import EXIT_CHANGES, EXIT_OK, EXIT_UNCHECKED, Unwritten, inside, write_fix
@@ -353,7 +353,7 @@ def _analyzer_bug(path: str, error: Exception) -> FileFix:
     never a traceback (unless SKIPLINT_DEBUG is set)."""
     if os.environ.get("SKIPLINT_DEBUG"):
         raise error
-    return FileFix(path, "", "", (), (), analyzer.INTERNAL_ERROR.text(what="this file", error=error_text(error)))
+    return FileFix(path, "", "", (), (), prefilter.internal_error(path, "this file", error).error)
 
 
 def fix_file(path: str, settings: config.Config, target: str, codes: Sequence[str],

@@ -147,7 +147,7 @@ class SkiplintChecker:
             if filenoqa.skips_file(text, flake8=False):
                 return  # `# skiplint: noqa` (flake8 reads its own `# flake8: noqa`)
             from skiplint import engine
-            from skiplint.rules import Selection
+            from skiplint.rules import Selection, analyzer
 
             selection = Selection(select=self.selected_codes)
             result = engine.check_text(text, self.filename, selection, apply_noqa=False, prefiltered=True,
@@ -158,10 +158,8 @@ class SkiplintChecker:
             for diagnostic in prefilter.internal_error(self.filename, "this file", error).diagnostics:
                 yield diagnostic.line, diagnostic.col, diagnostic.message, type(self)
             return
-        from skiplint.rules.analyzer import UNCHECKED_FILE
-
         for diagnostic in result.diagnostics:
-            if diagnostic.code == UNCHECKED_FILE.code and not _python_accepts(text):
+            if diagnostic.code == analyzer.UNCHECKED_FILE.code and not _python_accepts(text):
                 continue  # flake8 reports what Python cannot compile itself (E999); the rest is ours to say
             yield diagnostic.line, diagnostic.col, diagnostic.message, type(self)
 

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import ast
 import bisect
+import io
 import re
+import tokenize
 import warnings
-from typing import TYPE_CHECKING, Optional, Protocol, Sequence, Union
+from typing import Optional, Protocol, Sequence, Union
 
-from skiplint import guard, limits, textlines
+import libcst as cst
+
+from skiplint import guard, limits, syntax, textlines
 from skiplint.guard import Scanned
-
-if TYPE_CHECKING:
-    import libcst as cst
 
 
 class ParseFailure(Exception):
@@ -153,8 +154,6 @@ class StatementParts:
 
     def _part(self, chunk: str, used: set[int]) -> Optional[cst.Module]:
         """The module of one statement's text: the one kept, unless this text already used it."""
-        import libcst as cst
-
         part = self.parts.get(chunk)
         if part is not None and id(part) not in used:
             self.reused += 1
@@ -181,8 +180,6 @@ class StatementParts:
     def _assemble(self, chunks: list[str]) -> Optional[cst.Module]:
         """The module of the text made of these statement texts, as libcst's whole parse builds
         it, or None when one cannot be told to be that (then the text is parsed whole)."""
-        import libcst as cst
-
         body: list[Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]] = []
         used: set[int] = set()
         first: Optional[cst.Module] = None
@@ -240,8 +237,6 @@ def _statement_texts(text: str, tops: list[int]) -> Optional[list[str]]:
 def _opens_block(statement: cst.BaseStatement) -> Optional[bool]:
     """Whether libcst meets an indented block in this top-level statement, found by its first
     clause; None when that cannot tell (a one-line clause before an indented one)."""
-    import libcst as cst
-
     if not isinstance(statement, cst.BaseCompoundStatement):
         return False
     if isinstance(statement.body, cst.IndentedBlock):
@@ -259,11 +254,6 @@ def _parse_with_blanks_after_keywords(text: str) -> Optional[cst.Module]:
     whitespace; the module's code then differs from the text by those blanks, which the positions of
     findings allow for (skiplint.positions aligns the two). Only the analysis reads this tree: fix
     edits the text itself."""
-    import io
-    import tokenize
-
-    import libcst as cst
-
     lines = io.StringIO(text, newline="").readlines()
     starts = [0]
     for line in lines:
@@ -291,8 +281,6 @@ def _parse_with_blanks_after_keywords(text: str) -> Optional[cst.Module]:
 
 def _libcst_parse(text: str) -> cst.Module:
     """libcst's own parse of a text, as it ships."""
-    import libcst as cst
-
     return cst.parse_module(text)
 
 
@@ -307,8 +295,6 @@ class Memo(Protocol):
 def parse_fragment(text: str) -> cst.Module:
     """The libcst module of a run of whole top-level statements cut from a text that the guard
     accepted (skiplint.reparse); ParseFailure when libcst cannot parse it alone."""
-    import libcst as cst
-
     try:
         return _libcst_parse(text)
     except (cst.ParserSyntaxError, cst.CSTValidationError, RecursionError, ValueError, TypeError) as error:
@@ -339,8 +325,6 @@ def parse_module(text: str, parts: Optional[StatementParts] = None, memo: Option
 
 def _parse_checked(text: str, parts: StatementParts, starts: list[int]) -> cst.Module:
     """parse_module past the guard."""
-    import libcst as cst
-
     try:
         return parts.parse(text, starts)
     except cst.ParserSyntaxError as error:
@@ -360,8 +344,6 @@ def _parse_checked(text: str, parts: StatementParts, starts: list[int]) -> cst.M
     python_error = python_syntax_error(text)
     if python_error is not None:
         raise python_failure(python_error, text) from None
-    from skiplint import syntax
-
     module = syntax.parse_bridging_gaps(text)
     if module is not None:
         return module

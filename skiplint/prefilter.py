@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Optional, Union
 
 from skiplint import sources
 from skiplint.apiimports import NO_ALIASES, alias_entries as alias_entries, mentions_api as mentions_api, readable
+from skiplint.session import Session
 
 if TYPE_CHECKING:
     from skiplint.diagnostics import Diagnostic, FileResult
+    from skiplint.findings import AnalyzerBug
     from skiplint.rules.base import Fact
-    from skiplint.session import Session
 
 
 def wanted(data: Union[bytes, str], path: str, session: Optional[Session] = None) -> bool:
@@ -33,8 +34,6 @@ def wanted(data: Union[bytes, str], path: str, session: Optional[Session] = None
     if word not in data:  # type: ignore[operator]
         return False
     if session is None:
-        from skiplint.session import Session
-
         session = Session()
     return session.scan.imports_project_skippables(path, data, aliases)
 
@@ -80,10 +79,17 @@ def unchecked(path: str, reason: str, line: int = 1, col: int = 0) -> FileResult
 def internal_error(path: str, what: str, error: BaseException) -> FileResult:
     """SKP902 for an analyzer bug met while analysing `what`: the file counts as not checked
     (exit 2), the error is shown."""
-    from skiplint.diagnostics import FileResult, error_text, without_code
+    from skiplint.diagnostics import error_text
     from skiplint.findings import AnalyzerBug
 
-    found = reported(path, "bug", AnalyzerBug(what, error_text(error)))
+    return analyzer_bug(path, AnalyzerBug(what, error_text(error)))
+
+
+def analyzer_bug(path: str, bug: AnalyzerBug) -> FileResult:
+    """What the rules report of an analyzer bug (SKP902), and its text as the file's error."""
+    from skiplint.diagnostics import FileResult, without_code
+
+    found = reported(path, "bug", bug)
     return FileResult(path, found, without_code(found[0].code, found[0].message))
 
 

@@ -8,6 +8,7 @@ failure becomes a SourceError whose message is the one-line reason reported as S
 
 from __future__ import annotations
 
+import ast
 import bisect
 import codecs
 import errno
@@ -16,6 +17,7 @@ import os
 import re
 import stat
 import tokenize
+import warnings
 from typing import BinaryIO, Callable, Iterable, Iterator, Optional
 
 # Re-exported for the many readers of source lines.
@@ -235,9 +237,6 @@ def _python_refuses_decoding(data: bytes) -> Optional[str]:
     """Python's own reason for not decoding source in an encoding other than UTF-8, or None: its
     tokenizer decodes such a file its own way (line by line for some codecs), so only its
     compiler says for sure. A decoding error is a SyntaxError without a line."""
-    import ast
-    import warnings
-
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

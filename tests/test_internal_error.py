@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 import pytest
 
 from skiplint import cli, engine
+from skiplint.findings import AnalyzerBug
 from skiplint.flake8_plugin import SkiplintChecker
 from tests.messages import said
 
@@ -51,6 +52,18 @@ def test_an_analyzer_bug_is_reported_at_line_1_and_the_rest_still_is(broken: Non
         (9, 14, said("SKP101", name="b")),
     ]
     assert result.error == "internal error while analysing compositions: KeyError: 'enc'; please report"
+
+
+def test_the_failure_is_a_fact_of_the_module_and_the_file_error_is_its_rules_text(broken: None) -> None:
+    """The module's facts carry the failure itself (no finding is read back by its code); the file's
+    error is what SKP902 says of it, under `# noqa` too, and nothing when SKP902 is not selected."""
+    facts = engine.analyze(SOURCE, "m.py")
+    assert facts is not None and facts.bug == AnalyzerBug("compositions", "KeyError: 'enc'")
+    silenced = engine.check_text("# noqa: SKP902\n" + SOURCE, "m.py")
+    assert "SKP902" not in [d.code for d in silenced.diagnostics]
+    assert silenced.error == MESSAGE[len("SKP902 "):]
+    ignored = engine.check_text(SOURCE, "m.py", engine.Selection(ignore=("SKP902",)))
+    assert ignored.error is None and "SKP902" not in [d.code for d in ignored.diagnostics]
 
 
 def test_only_the_first_line_of_the_message_is_shown(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,6 +21,7 @@ from skiplint.diagnostics import Diagnostic
 from skiplint.lsp import features
 from skiplint.lsp.diagnostics import Published, as_range
 from skiplint.lsp.documents import Document
+from skiplint.parsing import ParseFailure
 from skiplint.rules.portability import REMOVED_TORCH_PIPELINE
 
 if TYPE_CHECKING:
@@ -201,8 +202,6 @@ class Layouts(PerSnapshot):
         return out
 
     def _lenses(self, document: Document, settings: config.Config, path: str) -> list[features.Lens]:
-        from skiplint.parsing import ParseFailure
-
         if not features.readable(document.text):
             return []
         try:
@@ -228,8 +227,6 @@ class Layouts(PerSnapshot):
         return text
 
     def _layout(self, document: Document, settings: config.Config, path: str, line: int) -> str:
-        from skiplint.parsing import ParseFailure
-
         display = self.server.display(path)
         if not features.readable(document.text):
             return f"{display}: cannot draw the layout of a text the CLI would not read as it is"

@@ -17,6 +17,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from lsprotocol import types
+from pygls.io_ import StdoutWriter
 
 from skiplint.lsp import transport
 from skiplint.lsp.transport import Rejected
@@ -53,8 +54,6 @@ class Connection:
 
     async def serve(self) -> None:
         """Read and handle messages until the input ends."""
-        from pygls.io_ import StdoutWriter
-
         loop = asyncio.get_running_loop()
         read: Callable[[], Awaitable[bytes]]
         reader = asyncio.StreamReader()

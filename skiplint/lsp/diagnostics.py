@@ -22,6 +22,7 @@ from skiplint import formats, reparse, rules
 from skiplint.diagnostics import Diagnostic, FileResult, without_code
 from skiplint.lsp import features
 from skiplint.lsp.documents import Document, path_of
+from skiplint.rules import doc
 
 if TYPE_CHECKING:
     from skiplint.lsp.server import SkiplintServer
@@ -240,7 +241,5 @@ class Analyses:
         if self.server.markdown:
             text = "\n\n---\n\n".join(features.hover_markdown(code) for code in codes)
             return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
-        from skiplint.rules import doc
-
         text = "\n".join(doc.rule_text(code) for code in codes)
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.PlainText, value=text))

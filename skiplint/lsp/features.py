@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Optional, Union
 
 from skiplint import config, edits, filenoqa, noqa, parallel, prefilter, rules, sources
 from skiplint.diagnostics import Diagnostic, FileResult
+from skiplint.rules import doc
 from skiplint.rules.analyzer import INTERNAL_ERROR, UNCHECKED_FILE
 from skiplint.session import Session
 
@@ -187,8 +188,6 @@ def _ends_in_string(text: str, line: int) -> bool:
 
 def hover_markdown(code: str) -> str:
     """The rule in Markdown: what it finds, the run-time failure it prevents, the fixed example."""
-    from skiplint.rules import doc
-
     rule = rules.RULES[code]
     lines = [f"**{code}** `{rule.name}`" + (" (opt-in)" if rule.opt_in else ""), "",
              f"Finds: {doc.sentence(rule.summary)}", "",
