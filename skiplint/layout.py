@@ -20,7 +20,6 @@ from typing import Any, Hashable, Iterable, Optional, Sequence
 
 from skiplint import checks, config, engine, parsing, pipes, prefilter, rules, sources
 from skiplint.facts import Composition, Layer, ModelFacts, ModuleFacts, SkipRoute
-from skiplint.rules.analyzer import INTERNAL_ERROR
 from skiplint.rules.composition import REPOP_WITHOUT_NAMESPACE, STASH_NEVER_POPPED
 from skiplint.session import Session
 
@@ -472,9 +471,8 @@ def main(argv: Sequence[str]) -> int:
                   file=sys.stderr)
             status = EXIT_UNCHECKED
             continue
-        bug = next((f for f in module.findings if f.code == INTERNAL_ERROR.code), None)
-        if bug is not None:  # the compositions could not be analysed: what is drawn may be partial
-            print(f"{path}: {INTERNAL_ERROR.format(**dict(bug.args))}", file=sys.stderr)
+        if module.bug is not None:  # the compositions could not be analysed: what is drawn may be partial
+            print(f"{path}: {prefilter.analyzer_bug(path, module.bug).error}", file=sys.stderr)
             status = EXIT_UNCHECKED
         if not found:
             if named:

@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from skiplint import cli, engine
+from skiplint import cli, engine, layout
 from skiplint.findings import AnalyzerBug
 from skiplint.flake8_plugin import SkiplintChecker
 from tests.messages import said
@@ -113,3 +113,13 @@ def test_no_fixture_meets_an_analyzer_bug(path: str) -> None:
         result = engine.check_text(text, path, engine.EVERYTHING, max_unroll=unroll)
         assert "SKP902" not in {d.code for d in result.diagnostics}, result.diagnostics
         assert result.error is None or "internal error" not in result.error
+
+
+def test_layout_says_the_failure_in_one_line_and_exits_2(broken: None, tmp_path: Path, capsys: Any) -> None:
+    """`skiplint layout` of a file whose compositions could not be analysed: SKP902's text on
+    standard error, from the module's fact, and exit status 2 (what is drawn may be partial)."""
+    model = tmp_path / "m.py"
+    model.write_text(SOURCE)
+    status = layout.main([str(model)])
+    assert (status, capsys.readouterr().err.splitlines()[0]) == (
+        2, f"{model}: internal error while analysing compositions: KeyError: 'enc'; please report")
