@@ -346,19 +346,24 @@ class Layer:
     #: For a plain layer: `requires_grad_(...)` was called on it, not certainly with True (its
     #: parameters may not require grad).
     frozen: bool = False
-    #: For a skippable layer: the facts of its class of the same names (SkippableClass: SKP303,
-    #: SKP305, SKP501), for the names it declares.
-    discarded: tuple[tuple[str, Site], ...] = ()
-    detached: tuple[tuple[str, Site], ...] = ()
-    output_stashes: tuple[str, ...] = ()
-    input_output_stashes: tuple[str, ...] = ()
-    inert_pops: tuple[str, ...] = ()
-    none_stashes: tuple[tuple[str, Site], ...] = ()
-    output_grad: GradKind = "no"
+    #: For a skippable layer whose names are known: its class, as the execution of its class
+    #: statement that made the layer (one record of what it does: SKP303, SKP305, SKP501 read it).
+    cls: Optional[SkippableClass] = field(default=None, repr=False)
     #: For a nested layer: its input certainly holds a node that saved tensors, made before it in
-    #: its direct child; the stashed names that carry that history to the child's output with it.
+    #: its direct child (a stash that carries its input's history then shares it with the child's output).
     input_saves: bool = False
-    input_history_stashes: tuple[str, ...] = ()
+
+    def shares_output(self, input_grad: bool = False) -> frozenset[str]:
+        """The names the layer declares as stashed whose tensor shares an autograd node with its
+        output (SkippableClass.output_stashes); with `input_grad`, also those that share one only
+        when its input requires grad; where `input_saves`, also those that carry its input's history
+        (SkippableClass.input_history_stashes)."""
+        if self.cls is None:
+            return frozenset()
+        shares = self.cls.output_stashes | (self.cls.input_output_stashes if input_grad else frozenset())
+        if self.input_saves:
+            shares |= self.cls.input_history_stashes
+        return shares & (self.cls.names("stash") or frozenset())
 
 
 @dataclass(frozen=True)

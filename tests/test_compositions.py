@@ -57,6 +57,35 @@ def test_literal_children_and_kinds():
     assert comp.complete
 
 
+def test_a_layer_reads_its_class_facts_for_the_names_it_declares():
+    """One record of what a class does (issue 37): a skippable layer holds its class's facts
+    (no copy); what its stashes share with its output counts only the names it declares."""
+    text = HEADER + textwrap.dedent('''
+        @skippable(stash=["a", "c"])
+        class Two(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(2, 2)
+
+            def forward(self, x):
+                h = self.lin(x)
+                g = x * 2
+                yield stash("a", h)
+                yield stash("b", h)
+                yield stash("c", g)
+                return h + g
+
+        model = nn.Sequential(Two(), nn.ReLU(), P())
+    ''')
+    both = engine.analyze_models(text, "t.py")
+    assert both is not None
+    two, relu, popping = next(c for c in both[1].compositions if c.name == "model").layers
+    assert two.cls is both[0].skippables[-1] and popping.cls is both[0].skippables[1] and relu.cls is None
+    assert two.cls.output_stashes == {"a", "b"} and two.cls.input_output_stashes == {"c"}
+    assert two.shares_output() == {"a"}
+    assert two.shares_output(input_grad=True) == {"a", "c"}
+
+
 def test_namespace_identity_through_list_and_reversed_loop():
     comp = only('''
         nss = [Namespace() for _ in range(3)]

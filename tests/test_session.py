@@ -48,7 +48,7 @@ TABLES = {
     "skiplint.rules.one_class._VERB", "skiplint.rules.one_class._UNDECLARED", "skiplint.rules.one_class._UNUSED",
     "skiplint.rules.pipe._PIPE_LABEL", "skiplint.rules.port._PIPE_NAMES", "skiplint.runtime.backends.SKIP_ROOTS",
     "skiplint.runtime.backends._PIP", "skiplint.runtime.join.RULES", "skiplint.runtime.messages.RULES",
-    "skiplint.runtime.report.RULES", "skiplint.runtime.run.TOLERANCES", "skiplint.runtime.running.TOLERANCES",
+    "skiplint.runtime.report.RULES", "skiplint.runtime.running.TOLERANCES",
     "skiplint.runtime.state.TOLERANCES", "skiplint.rules.portability._ADVICE", "skiplint.tokenscan._STRING_REST",
     "skiplint.tokenscan._FSTRING_TEXT",
 }

@@ -140,12 +140,7 @@ class Conversion:
                 return tuple(out)
 
             return Layer(index, key, value.label, "skippable", keys(stash), keys(pop),
-                         tuple(sorted(both)), site, discarded=info.discarded, detached=info.detached,
-                         output_stashes=tuple(sorted(info.output_stashes & stash)),
-                         input_output_stashes=tuple(sorted(info.input_output_stashes & stash)),
-                         inert_pops=tuple(sorted(info.inert_pops & pop)), output_grad=info.output_grad,
-                         input_history_stashes=tuple(sorted(info.input_history_stashes & stash)),
-                         none_stashes=tuple((name, at) for name, at in info.none_stashes if name in stash))
+                         tuple(sorted(both)), site, cls=info)
         label = code(node) if node is not None else "?"
         return Layer(index, key, label, "unknown", site=site)
 

@@ -18,24 +18,10 @@ from typing import Any, Callable, Optional
 
 #: The schedules `--schedule` names, with torch.distributed.pipelining's class for each.
 SCHEDULES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B", "interleaved": "ScheduleInterleaved1F1B"}
-#: Stages each rank holds under the interleaved schedule (its virtual stages).
-INTERLEAVED_STAGES_PER_RANK = 2
 
 
 class CannotPort(Exception):
     """The model cannot be ported as asked (exit status 2); str() says why in one line."""
-
-
-def ranks_for(schedule_kind: str, stage_count: int) -> int:
-    """How many processes run `stage_count` stages: one each, or two each when interleaved."""
-    if schedule_kind == "interleaved":
-        return stage_count // INTERLEAVED_STAGES_PER_RANK
-    return stage_count
-
-
-def stage_indices(rank: int, ranks: int, stage_count: int) -> list[int]:
-    """The stages rank `rank` holds: rank, rank + ranks, ... (the interleaved schedules' layout)."""
-    return list(range(rank, stage_count, ranks))
 
 
 def build(target: str) -> Any:
@@ -70,12 +56,12 @@ def build(target: str) -> Any:
 
 
 def rank_stages(model: Any, balance: tuple[int, ...], rank: int, ranks: int, device: Any) -> list[Any]:
-    """This rank's stages of `model` at `balance`, on `device`."""
+    """This rank's stages of `model` at `balance`, on `device`: rank, rank + ranks, ... (the
+    interleaved schedules' layout; one stage per rank otherwise)."""
     from skiplint.runtime import adapter
 
     plan = adapter.plan(model, tuple(balance))
-    indices = stage_indices(rank, ranks, plan.stages)
-    return [stage.to(device) for stage in adapter.stages(model, plan, indices)]
+    return [stage.to(device) for stage in adapter.stages(model, plan, list(range(rank, plan.stages, ranks)))]
 
 
 def schedule(kind: str, stages: list[Any], stage_count: int, chunks: int, loss_fn: Callable[..., Any],

@@ -18,31 +18,16 @@ import os
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from typing import Any, Optional
+
+from skiplint.port import CannotPort, user_key
+from skiplint.runtime.errors import one_line
 
 #: (rtol, atol) per dtype: float32 as the issue sets it; float64 leaves room for the order of sums only.
 TOLERANCES = {"float32": (1e-5, 1e-6), "float64": (1e-9, 1e-12)}
 DTYPES = tuple(TOLERANCES)
 #: Lines of a failed rank's output that the one-line reason keeps.
 TAIL = 1
-
-
-@dataclass(frozen=True)
-class Difference:
-    """The first tensor the port and GPipe disagree on."""
-
-    dtype: str
-    what: str
-    max_abs: float
-    index: tuple[int, ...]
-    ported: float
-    reference: float
-
-    def line(self) -> str:
-        where = f" at {list(self.index)}" if self.index else ""
-        return (f"{self.what} differs in {self.dtype}: max |diff| {self.max_abs:.3g}{where} "
-                f"(ported {self.ported:.9g}, GPipe {self.reference:.9g})")
 
 
 def _loss(output: Any, weights: Any) -> Any:
@@ -53,7 +38,6 @@ def reference(settings: Any, model: Any, sample: Any, weights: Any) -> dict[str,
     """GPipe's (or fairscale Pipe's) output, loss and gradients by the user's names, on the CPU."""
     import torch
 
-    from skiplint.port import user_key
     from skiplint.runtime import backends
 
     lib = backends.load(settings.library)
@@ -61,8 +45,6 @@ def reference(settings: Any, model: Any, sample: Any, weights: Any) -> dict[str,
                     chunks=settings.chunks, checkpoint=settings.checkpoint or "except_last")
     output = pipe(sample)
     if not isinstance(output, torch.Tensor):
-        from skiplint.port import CannotPort
-
         raise CannotPort(f"--check compares a model whose output is one tensor, not a {type(output).__name__}")
     loss = _loss(output, weights)
     loss.backward()
@@ -70,8 +52,9 @@ def reference(settings: Any, model: Any, sample: Any, weights: Any) -> dict[str,
     return {"output": output.detach(), "loss": loss.detach(), "grads": grads}
 
 
-def compare(dtype: str, ported: dict[str, Any], expected: dict[str, Any]) -> Optional[Difference]:
-    """The first of output, loss and each gradient (in the model's order) that differs, or None."""
+def compare(dtype: str, ported: dict[str, Any], expected: dict[str, Any]) -> Optional[str]:
+    """The first of output, loss and each gradient (in the model's order) that differs, in one line
+    (where, how far, both values), or None."""
     import torch
 
     rtol, atol = TOLERANCES[dtype]
@@ -83,19 +66,20 @@ def compare(dtype: str, ported: dict[str, Any], expected: dict[str, Any]) -> Opt
               if name not in expected["grads"]]
     for what, mine, theirs in pairs:
         if mine is None or theirs is None:
-            missing = "the port" if mine is None else "GPipe"
-            return Difference(dtype, f"{what} (missing from {missing})", float("inf"), (), float("nan"), float("nan"))
-        if mine.shape != theirs.shape:
-            return Difference(dtype, f"{what} (shape {tuple(mine.shape)}, GPipe {tuple(theirs.shape)})",
-                              float("inf"), (), float("nan"), float("nan"))
-        if torch.allclose(mine, theirs, rtol=rtol, atol=atol, equal_nan=True):
+            what += f" (missing from {'the port' if mine is None else 'GPipe'})"
+        elif mine.shape != theirs.shape:
+            what += f" (shape {tuple(mine.shape)}, GPipe {tuple(theirs.shape)})"
+        elif torch.allclose(mine, theirs, rtol=rtol, atol=atol, equal_nan=True):
             continue
-        diff = (mine - theirs).abs()
-        diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
-        flat = int(torch.argmax(diff))
-        index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), mine.shape)) if mine.dim() else ()
-        return Difference(dtype, what, float(diff.max()), index, float(mine.reshape(-1)[flat]),
-                          float(theirs.reshape(-1)[flat]))
+        else:
+            diff = (mine - theirs).abs()
+            diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
+            flat = int(torch.argmax(diff))
+            index = [int(i) for i in torch.unravel_index(torch.tensor(flat), mine.shape)] if mine.dim() else []
+            where = f" at {index}" if index else ""
+            return (f"{what} differs in {dtype}: max |diff| {float(diff.max()):.3g}{where} "
+                    f"(ported {float(mine.reshape(-1)[flat]):.9g}, GPipe {float(theirs.reshape(-1)[flat]):.9g})")
+        return f"{what} differs in {dtype}: max |diff| inf (ported nan, GPipe nan)"
     return None
 
 
@@ -103,15 +87,11 @@ def run(settings: Any, built: Any, timeout: float) -> int:
     """The check: 0 equal, 1 different (the line says which tensor and how far), 2 could not run."""
     import torch
 
-    from skiplint.port import CannotPort
-
     if built.sample is None:
         raise CannotPort("--check needs a sample input: return (model, sample) from the factory")
     sample = built.sample
     if not isinstance(sample, torch.Tensor):
         raise CannotPort(f"--check needs a tensor sample, not a {type(sample).__name__}")
-    from skiplint.runtime.errors import one_line
-
     model = built.model.cpu()
     try:
         with torch.no_grad():
@@ -156,7 +136,7 @@ def run(settings: Any, built: Any, timeout: float) -> int:
     for dtype in DTYPES:
         difference = compare(dtype, ported[dtype], expected[dtype])
         if difference is not None:
-            print(f"skiplint port: --check: {difference.line()}")
+            print(f"skiplint port: --check: {difference}")
             return 1
     count = len(expected["float32"]["grads"])
     print(f"skiplint port: --check: the {settings.schedule} port over {settings.ranks} processes equals "
@@ -196,7 +176,6 @@ def worker(folder: str) -> int:
     import torch.distributed as dist
 
     from skiplint import port
-    from skiplint.runtime.errors import one_line
 
     torch.set_num_threads(1)
     rank = int(os.environ["RANK"])

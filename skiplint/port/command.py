@@ -12,7 +12,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
-from skiplint.port import SCHEDULES, CannotPort, ranks_for
+from skiplint.port import SCHEDULES, CannotPort
+from skiplint.runtime.options import is_file_target, split_target
 
 EXIT_EQUAL, EXIT_DIFFERENT, EXIT_CANNOT = 0, 1, 2
 #: Stages when neither --balance nor the factory's pipe gives a balance: two processes.
@@ -36,11 +37,6 @@ class Settings:
     checkpoint: Optional[str]
     #: Where each setting came from, for the script's header ("--balance", "the pipe", "even split").
     origin: tuple[tuple[str, str], ...] = ()
-
-
-def _even(layers: int, stages: int) -> tuple[int, ...]:
-    base, extra = divmod(layers, stages)
-    return tuple(base + (1 if i < extra else 0) for i in range(stages))
 
 
 def _library(built: Any) -> str:
@@ -69,65 +65,42 @@ def _verified(model: Any, library: str) -> None:
                          "`skiplint check` says where") from None
 
 
-def _carried(model: Any, balance: tuple[int, ...], sample: Any, chunks: int) -> None:
-    """CannotPort when a stage would send a value that is not a tensor: the stages run one after the
-    other here on the sample's first micro-batch, as torch.distributed.pipelining would cut them."""
-    import copy
-
-    import torch
-
-    from skiplint.runtime import adapter
-    from skiplint.runtime.errors import one_line
-
-    twin = copy.deepcopy(model)
-    try:
-        with torch.no_grad():
-            for _ in adapter.run_in_sequence(adapter.stages(twin, adapter.plan(twin, balance)),
-                                             sample.chunk(chunks)[0]):
-                pass
-    except adapter.NotCarried as error:
-        raise CannotPort(f"{error}: torch.distributed.pipelining carries only tensors between stages; stash a "
-                         "tensor, or keep the stash and its pop in one stage (SKP501)") from None
-    except Exception as error:
-        raise CannotPort(f"the model fails on its sample: {one_line(error)}") from error
-
-
 def settle(target: str, balance: Optional[tuple[int, ...]], chunks: Optional[int], schedule: str,
            built: Any) -> Settings:
     """The settings of the port: given options first, then the factory's pipe's, then defaults;
     CannotPort when the model's structure or the schedule rules the port out (before any run)."""
     from skiplint.runtime import adapter
+    from skiplint.runtime.building import even_balance
+    from skiplint.runtime.errors import one_line
 
     layers = len(built.model)
-    origin = []
-    if balance is not None:
-        origin.append(("balance", "--balance"))
-    elif built.balance is not None:
-        balance = tuple(built.balance)
-        origin.append(("balance", f"the factory's {built.library} pipe"))
-    else:
-        stages = min(DEFAULT_STAGES[schedule], layers)
-        balance = _even(layers, stages)
-        origin.append(("balance", f"an even split into {stages} stages"))
-    if chunks is not None:
-        origin.append(("chunks", "--chunks"))
-    elif built.chunks is not None:
-        chunks = int(built.chunks)
-        origin.append(("chunks", f"the factory's {built.library} pipe"))
-    else:
-        chunks = max(2, len(balance))
-        origin.append(("chunks", "one micro-batch per stage, at least 2"))
+    piped = f"the factory's {built.library} pipe"
+    stages = min(DEFAULT_STAGES[schedule], layers)
+    origin = (("balance", "--balance" if balance is not None else piped if built.balance is not None
+               else f"an even split into {stages} stages"),
+              ("chunks", "--chunks" if chunks is not None else piped if built.chunks is not None
+               else "one micro-batch per stage, at least 2"))
+    if balance is None:
+        balance = tuple(built.balance) if built.balance is not None else even_balance(layers, stages)
+    if chunks is None:
+        chunks = int(built.chunks) if built.chunks is not None else max(2, len(balance))
     if chunks < 1:
         raise CannotPort(f"--chunks must be at least 1, not {chunks}")
     library = _library(built)
     _verified(built.model, library)
     try:
         adapter.plan(built.model, balance)
+        if built.sample is not None:
+            adapter.check_carried(built.model, balance, built.sample, chunks)
     except adapter.NoPlan as error:
         raise CannotPort(str(error)) from None
-    if built.sample is not None:
-        _carried(built.model, balance, built.sample, chunks)
+    except adapter.NotCarried as error:
+        raise CannotPort(f"{error}: torch.distributed.pipelining carries only tensors between stages; stash a "
+                         "tensor, or keep the stash and its pop in one stage (SKP501)") from None
+    except Exception as error:
+        raise CannotPort(f"the model fails on its sample: {one_line(error)}") from error
     stages = len(balance)
+    ranks = stages // 2 if schedule == "interleaved" else stages  # interleaved: two stages per process
     if schedule == "1f1b" and chunks < stages:
         raise CannotPort(f"the 1f1b schedule needs at least as many micro-batches as stages: --chunks {stages} "
                          f"or more, not {chunks}")
@@ -135,13 +108,25 @@ def settle(target: str, balance: Optional[tuple[int, ...]], chunks: Optional[int
         if stages < 4 or stages % 2:
             raise CannotPort(f"the interleaved schedule runs two stages on each of at least two processes: give "
                              f"--balance an even number of stages, at least 4, not {stages}")
-        ranks = ranks_for(schedule, stages)
         rounds = max(1, chunks // ranks)
         if chunks % rounds:
             raise CannotPort(f"the interleaved schedule over {ranks} processes splits the micro-batches into "
                              f"{rounds} equal rounds: --chunks {chunks} does not divide into them")
-    return Settings(target, tuple(balance), int(chunks), schedule, ranks_for(schedule, stages), library,
-                    built.checkpoint, tuple(origin))
+    return Settings(target, tuple(balance), int(chunks), schedule, ranks, library, built.checkpoint, origin)
+
+
+def blockers(target: str) -> list[str]:
+    """What blocks a port, said before anything runs: the findings of the opt-in SKP5xx family
+    (skiplint.rules.port) in the target's file, one `path:line:col: message` line each (noqa
+    comments apply); [] for a module target, whose file is not named."""
+    from skiplint import engine, rules
+
+    where, _ = split_target(target)
+    if not is_file_target(where):
+        return []
+    codes = tuple(code for code in rules.RULES if code.startswith("SKP5"))
+    result = engine.check_file(where, engine.Selection(select=codes))
+    return [f"{d.path}:{d.line}:{d.col + 1}: {d.message}" for d in result.diagnostics if d.code.startswith("SKP5")]
 
 
 def _ints(value: str) -> tuple[int, ...]:
@@ -189,10 +174,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"skiplint port: torch is not installed ({error}); install it with: pip install 'skiplint[runtime]'",
               file=sys.stderr)
         return EXIT_CANNOT
-    from skiplint.port import blockers, build, script
+    from skiplint.port import build, script
 
     try:
-        found = blockers.static(args.target)
+        found = blockers(args.target)
         if found:
             more = f" (and {len(found) - 1} more: skiplint check --select SKP5)" if len(found) > 1 else ""
             raise CannotPort(found[0] + more)

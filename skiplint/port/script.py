@@ -119,5 +119,4 @@ def render(settings: Any, script_path: str) -> str:
     return _TEMPLATE.format(
         model=name, target=settings.target, stages=len(settings.balance), balance=list(settings.balance),
         ranks=settings.ranks, schedule=settings.schedule, chunks=settings.chunks, origin=origin,
-        script=os.path.basename(script_path), target_path=target_path, balance_tuple=tuple(settings.balance),
-        )
+        script=os.path.basename(script_path), target_path=target_path, balance_tuple=tuple(settings.balance))

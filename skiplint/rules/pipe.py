@@ -263,11 +263,11 @@ def partition_routes(pipe: Pipe) -> Iterator[Finding]:
             yield CROSS_PARTITION_SKIP.at(pipe.site, skip=skip_text((route.ns, route.name), composition),
                                           src=route.stash_partition, dst=route.pop_partition,
                                           src_layer=route.stash_layer, dst_layer=route.pop_layer)
-            if route.pop_partition is not None and route.pop_layer is not None:
+            popping = composition.layers[route.pop_layer].cls if route.pop_layer is not None else None
+            if route.pop_partition is not None and popping is not None:
                 # The pop's portal has no gradient to carry back across the partition boundary.
-                pop_layer = composition.layers[route.pop_layer]
-                for how, pops in (("is discarded", pop_layer.discarded),
-                                  ("reaches the output only detached", pop_layer.detached)):
+                for how, pops in (("is discarded", popping.discarded),
+                                  ("reaches the output only detached", popping.detached)):
                     for name, site in pops:
                         if name == route.name:
                             yield DISCARDED_CROSS_PARTITION_POP.at(site, name=name, how=how, src=route.stash_partition,
@@ -305,21 +305,17 @@ def _fails_profiling(composition: Composition, sample_grad: bool = False) -> boo
         for candidate in (layer, *layer.nested):
             # A direct child is profiled whole: a nested layer counts where its own output is the
             # child's (only history-keeping torch.nn layers follow it).
-            if candidate.kind != "skippable" or not (candidate is layer or candidate.feeds_output):
+            if candidate.cls is None or not (candidate is layer or candidate.feeds_output):
                 continue
-            inert = set(candidate.inert_pops) | {name for name, _site in candidate.discarded}
+            inert = candidate.cls.inert_pops | {name for name, _site in candidate.cls.discarded}
             if any(stashed.get(key[1], layer.index) != layer.index and key[1] not in inert for key in candidate.pop):
                 return True
-            history = candidate.input_history_stashes if candidate.input_saves else ()
-            for name in (*candidate.output_stashes, *history):
+            for name in candidate.shares_output(input_grad and candidate is layer):
                 stashed[name] = layer.index
-            if input_grad and candidate is layer:
-                for name in candidate.input_output_stashes:
-                    stashed[name] = layer.index
         if layer.kind == "plain" and layer.label in gradflow.PARAM_LAYERS and not layer.frozen:
             input_grad = True  # with parameters: requires grad
-        elif layer.kind == "skippable" and layer.output_grad != "no":
-            input_grad = input_grad or layer.output_grad == "yes"
+        elif layer.cls is not None and layer.cls.output_grad != "no":
+            input_grad = input_grad or layer.cls.output_grad == "yes"
         elif not (layer.kind == "plain" and (layer.label in keeping or layer.label in gradflow.PARAM_LAYERS)):
             input_grad = False  # what a layer of another kind makes of requires_grad is not followed
     return False

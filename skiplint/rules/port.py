@@ -89,7 +89,8 @@ def none_across_partitions(pipe: Pipe) -> Iterator[Finding]:
     for route in pipes.routes(composition, pipe.balance):
         if route.stash_layer is None or route.pop_partition is None or route.stash_partition == route.pop_partition:
             continue
-        for name, site in composition.layers[route.stash_layer].none_stashes:
+        stashing = composition.layers[route.stash_layer].cls
+        for name, site in stashing.none_stashes if stashing is not None else ():
             if name == route.name:
                 yield NON_TENSOR_SKIP.at(site, name=name, src=route.stash_partition, dst=route.pop_partition)
 

@@ -19,6 +19,7 @@ the library's `use_skip_tracker`, so the library's checks and messages are its o
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
@@ -61,8 +62,6 @@ class Skip:
 class Plan:
     """The stages of a model at a balance and the skips each boundary carries."""
 
-    #: The model's children, by name, in order.
-    children: tuple[str, ...]
     balance: tuple[int, ...]
     #: Every skip route, ordered by the layer that stashes it, then its name: the order in which a
     #: boundary carries them (the same in every process that builds the plan from the same model).
@@ -72,28 +71,14 @@ class Plan:
     def stages(self) -> int:
         return len(self.balance)
 
-    def bounds(self, stage: int) -> tuple[int, int]:
-        """The children of a stage: [start, stop)."""
-        start = sum(self.balance[:stage])
-        return start, start + self.balance[stage]
-
     def carried(self, boundary: int) -> tuple[Skip, ...]:
-        """The skips in flight across the boundary after stage `boundary`, in carrying order."""
+        """The skips in flight across the boundary after stage `boundary` (none before the first
+        stage or after the last), in carrying order."""
         return tuple(s for s in self.skips if s.crosses(boundary))
-
-    def incoming(self, stage: int) -> tuple[Skip, ...]:
-        return self.carried(stage - 1) if stage > 0 else ()
-
-    def outgoing(self, stage: int) -> tuple[Skip, ...]:
-        return self.carried(stage) if stage < self.stages - 1 else ()
-
-
-def is_skippable(layer: nn.Module) -> bool:
-    """A layer of any of the libraries' `@skippable` classes (recognised by its base's module)."""
-    return _library_root(type(layer)) is not None
 
 
 def _library_root(cls: type) -> Optional[str]:
+    """The package of the library whose `@skippable` class `cls` is (by its base's module), or None."""
     for base in cls.__mro__:
         module = getattr(base, "__module__", "") or ""
         if base.__name__ == "Skippable" and module.endswith(_SKIPPABLE_MODULE):
@@ -113,7 +98,7 @@ def plan(model: nn.Sequential, balance: tuple[int, ...]) -> Plan:
     open_: dict[tuple[Any, str], int] = {}
     routes: list[Skip] = []
     for index, child in enumerate(model.children()):
-        if not is_skippable(child):
+        if _library_root(type(child)) is None:
             continue
         layer: Any = child
         # The library's forward loads every pop before it runs and saves every stash after.
@@ -131,7 +116,7 @@ def plan(model: nn.Sequential, balance: tuple[int, ...]) -> Plan:
     for (ns, name), src in open_.items():
         routes.append(Skip(name, src, stage_of[src], None, None, ns))
     routes.sort(key=lambda s: (s.stash_layer, s.name, s.pop_layer if s.pop_layer is not None else -1))
-    return Plan(tuple(children), tuple(balance), tuple(routes))
+    return Plan(tuple(balance), tuple(routes))
 
 
 class _Tracker:
@@ -167,23 +152,9 @@ class _ContiguousGrad(torch.autograd.Function):
         return grad.contiguous()
 
 
-def _contiguous_grad(value: Any) -> Any:
-    if isinstance(value, torch.Tensor) and value.requires_grad:
-        return _ContiguousGrad.apply(value)  # type: ignore[no-untyped-call, unused-ignore]
-    return value
-
-
 class NotCarried(TypeError):
     """A value a stage would send to the next one is not a tensor (a `stash(name, None)`, a layer's
     output that is no tensor): torch.distributed.pipelining carries tensors only."""
-
-
-def _trackers(layers: list[nn.Module]) -> list[Any]:
-    """The `use_skip_tracker` of each library whose skippable layers the stage holds."""
-    found = []
-    for root in sorted({r for r in (_library_root(type(layer)) for layer in layers) if r is not None}):
-        found.append(importlib.import_module(root + _TRACKER_MODULE).use_skip_tracker)
-    return found
 
 
 class Stage(nn.Module):
@@ -195,17 +166,21 @@ class Stage(nn.Module):
 
     def __init__(self, model: nn.Sequential, stage_plan: Plan, index: int) -> None:
         super().__init__()
-        start, stop = stage_plan.bounds(index)
-        for name, layer in list(model.named_children())[start:stop]:
+        start = sum(stage_plan.balance[:index])
+        for name, layer in list(model.named_children())[start:start + stage_plan.balance[index]]:
             self.add_module(name, layer)
         self.index = index
-        self.incoming = stage_plan.incoming(index)
-        self.outgoing = stage_plan.outgoing(index)
-        self._use_trackers = _trackers(list(self.children()))
+        self.incoming = stage_plan.carried(index - 1)
+        self.outgoing = stage_plan.carried(index)
+        # The `use_skip_tracker` of each library whose skippable layers the stage holds.
+        roots = {_library_root(type(layer)) for layer in self.children()} - {None}
+        self._use_trackers = [importlib.import_module(f"{root}{_TRACKER_MODULE}").use_skip_tracker
+                              for root in sorted(roots)]  # type: ignore[type-var]
 
     def forward(self, *inputs: Any) -> Any:
         count = len(self.incoming)
-        inputs = tuple(_contiguous_grad(t) for t in inputs)
+        contiguous: Any = _ContiguousGrad.apply
+        inputs = tuple(contiguous(t) if isinstance(t, torch.Tensor) and t.requires_grad else t for t in inputs)
         data, carried = (inputs[:len(inputs) - count], inputs[len(inputs) - count:]) if count else (inputs, ())
         value: Any = data[0] if len(data) == 1 else tuple(data)
         tracker = _Tracker({skip.key: tensor for skip, tensor in zip(self.incoming, carried)})
@@ -216,9 +191,7 @@ class Stage(nn.Module):
                 value = layer(value)
         if not self.outgoing:
             return value
-        values = list(value) if isinstance(value, tuple) else [value]
-        for skip in self.outgoing:
-            values.append(tracker.tensors[skip.key])
+        values = [*(value if isinstance(value, tuple) else (value,)), *(tracker.tensors[s.key] for s in self.outgoing)]
         first_skip = len(values) - len(self.outgoing)
         for position, item in enumerate(values):
             if not isinstance(item, torch.Tensor):
@@ -232,6 +205,16 @@ class Stage(nn.Module):
 def stages(model: nn.Sequential, stage_plan: Plan, indices: Optional[list[int]] = None) -> list[Stage]:
     """The stages of `model` (all, or those at `indices`), holding its own children."""
     return [Stage(model, stage_plan, i) for i in (range(stage_plan.stages) if indices is None else indices)]
+
+
+def check_carried(model: nn.Sequential, balance: tuple[int, ...], sample: torch.Tensor, chunks: int) -> None:
+    """NotCarried when a stage would send a value that is not a tensor: the stages of a copy of the
+    model run one after the other here, on the sample's first micro-batch, before any stage process
+    starts."""
+    twin = copy.deepcopy(model)
+    with torch.no_grad():
+        for _ in run_in_sequence(stages(twin, plan(twin, balance)), sample.chunk(chunks)[0]):
+            pass
 
 
 def run_in_sequence(all_stages: list[Stage], sample: Any) -> Iterator[tuple[int, Any]]:

@@ -15,9 +15,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from skiplint.runtime.errors import one_line
+from skiplint.runtime.report import STEP_BUILD, STEP_IMPORT
+
 #: The variables torchrun (or any launcher using env:// rendezvous) sets for every rank.
 LAUNCHER_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")
-EXIT_CLEAN, EXIT_DISAGREE, EXIT_NOT_RUN = 0, 1, 2
 #: Seconds between two looks at the board.
 POLL = 0.05
 #: Seconds a rank other than 0 waits past the deadline for rank 0's status before it gives up alone.
@@ -32,8 +34,6 @@ MARK_WAIT = 5.0
 ENDED = "the process ended without a result and torchrun stopped every rank"
 PREFIX = "skiplint/verify/"
 
-#: The single-process run's first steps (skiplint.runtime.run, which imports torch).
-STEP_IMPORT, STEP_BUILD, STEP_STATIC = "import", "build", "static analysis"
 STEP_PLAN = "waiting for rank 0"
 #: A rank's mark, in place of "built", when the target's own pipe rejected the model there.
 REJECTED = "rejected"
@@ -83,17 +83,6 @@ def one_gpu_per_rank(torch: Any, store: Any, rank: int, world: int, local_rank: 
     return "cpu" not in seats and len(set(seats)) == world
 
 
-def one_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
-
-
-def is_oom(error: BaseException) -> bool:
-    import torch
-
-    return isinstance(error, (MemoryError, torch.cuda.OutOfMemoryError))
-
-
 class Board:
     """The rendezvous store, read and written by every rank under one prefix."""
 
@@ -129,10 +118,13 @@ class Board:
     def post_error(self, error: BaseException) -> None:
         state = self.state(self.rank) or (0, True, STEP_IMPORT)
         _, busy, step = state
-        from skiplint.runtime import stage
+        import torch
 
-        error = stage.root_cause(error)  # the schedule wraps the stage's own error
-        kind = "oom" if is_oom(error) else stage.ending(busy)
+        from skiplint.runtime import pipelining
+
+        error = pipelining.root_cause(error)  # the schedule wraps the stage's own error
+        oom = isinstance(error, (MemoryError, torch.cuda.OutOfMemoryError))
+        kind = "oom" if oom else pipelining.RAISED if busy else pipelining.LOST
         self.set(f"error/{self.rank}", json.dumps({"kind": kind, "step": step, "error": one_line(error)}))
 
     def error(self, rank: int) -> Optional[dict[str, str]]:

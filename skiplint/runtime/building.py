@@ -1,4 +1,5 @@
-"""The steps that make the model: import, build (with the settings the run uses) and the balance's check."""
+"""The steps that make the model: import, build (with the settings the run uses: the devices there
+are, the partitions) and the balance's check."""
 
 from __future__ import annotations
 
@@ -9,10 +10,65 @@ import torch
 from torch import nn
 
 from skiplint.runtime import backends, join as joining, messages, target
-from skiplint.runtime.devices import _default_devices, _even_balance, _here, check_devices, default_partitions
 from skiplint.runtime.errors import CannotRun
 from skiplint.runtime.options import CHECKPOINTS, DEFAULT_CHUNKS
-from skiplint.runtime.state import STEP_BUILD, STEP_IMPORT, RunState
+from skiplint.runtime.report import STEP_BUILD, STEP_IMPORT
+from skiplint.runtime.state import RunState
+
+
+def devices_here() -> list[str]:
+    """The devices this torch can run a model on: the CPU, then each device of the accelerator."""
+    found = ["cpu"]
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None and accelerator.is_available():
+        kind = accelerator.current_accelerator().type
+        found.extend(f"{kind}:{i}" for i in range(accelerator.device_count()))
+    elif torch.cuda.is_available():
+        found.extend(f"cuda:{i}" for i in range(torch.cuda.device_count()))
+    return found
+
+
+def check_devices(names: tuple[str, ...]) -> None:
+    """--devices names only devices that exist here, before any of the model's code runs:
+    CannotRun (a usage error) with the one line that names the devices there are."""
+    shown = ",".join(names)
+    here = devices_here()
+    listed = f"the devices here are: {', '.join(here)}"
+    for name in names:
+        try:
+            device = torch.device(name)
+        except (RuntimeError, ValueError):
+            raise CannotRun(f"--devices {shown}: {name!r} is not a device name; {listed}") from None
+        if device.type == "cpu":
+            continue
+        if device.type == "meta":
+            raise CannotRun(f"--devices {shown}: a meta tensor holds no data, so no model runs on '{name}'; "
+                            f"{listed}")
+        if _full(device) not in here:
+            raise CannotRun(f"--devices {shown}: there is no {_full(device)} here; {listed}")
+
+
+def default_partitions() -> int:
+    """How many partitions a run without --balance or --devices splits the model into: one per
+    GPU, and never fewer than two, so that skips cross a partition boundary (on one GPU or on the
+    CPU both partitions share the device)."""
+    return max(int(torch.cuda.device_count()), 2)
+
+
+def _full(device: torch.device) -> str:
+    return f"{device.type}:{device.index or 0}"
+
+
+def even_balance(layers: int, partitions: int) -> tuple[int, ...]:
+    partitions = max(1, min(partitions, layers))
+    base, extra = divmod(layers, partitions)
+    return tuple(base + (1 if i < extra else 0) for i in range(partitions))
+
+
+def _here(name: str) -> bool:
+    """Whether a device of this name exists here."""
+    device = torch.device(name)
+    return device.type == "cpu" or _full(device) in devices_here()
 
 
 def _rejected_module(error: BaseException) -> tuple[Optional[str], Optional[nn.Sequential]]:
@@ -21,14 +77,13 @@ def _rejected_module(error: BaseException) -> tuple[Optional[str], Optional[nn.S
     tb = error.__traceback__
     while tb is not None:
         frame = tb.tb_frame
-        module = str(frame.f_globals.get("__name__", ""))
-        if frame.f_code.co_name == "verify_skippables":
-            for library, root in backends.SKIP_ROOTS.items():
-                if module == root or module.startswith(root + "."):
-                    model = frame.f_locals.get("module")
-                    return library, model if isinstance(model, nn.Sequential) else None
+        library = backends.library_of_module(str(frame.f_globals.get("__name__", "")))
+        if frame.f_code.co_name == "verify_skippables" and library is not None:
+            model = frame.f_locals.get("module")
+            return library, model if isinstance(model, nn.Sequential) else None
         tb = tb.tb_next
     return None, None
+
 
 def _wrapped_class(layer: nn.Module, lib: Optional[backends.SkipLibrary]) -> type:
     if lib is not None and isinstance(layer, lib.Skippable):
@@ -101,7 +156,7 @@ class BuildSteps(RunState):
                 raise CannotRun(f"the model's skippable layers come from {library}; "
                                 f"--backend {backend} would not see them")
             if backend == "pipelining":
-                backends.require_pipelining()
+                backends.require("torch.distributed.pipelining", "pipelining")
             self.lib = backends.load(library or (backend if backend != "pipelining" else "torchgpipe"))
             self.report.backend = backend
             for name, layer in self.model.named_children():
@@ -136,7 +191,7 @@ class BuildSteps(RunState):
                 taken.append("checkpoint")
         if balance is None:
             given = len(opts.devices) if opts.devices and len(opts.devices) > 1 else 0
-            balance = _even_balance(layers, given or default_partitions())
+            balance = even_balance(layers, given or default_partitions())
         if opts.devices:
             devices = [torch.device(d) for d in opts.devices]  # names checked by check_devices
             if len(devices) == 1:
@@ -149,8 +204,10 @@ class BuildSteps(RunState):
                 and all(_here(d) for d in pipe.devices):
             devices = [torch.device(d) for d in pipe.devices]
             taken.append("devices")
+        elif torch.cuda.is_available():  # every CUDA device, round-robin
+            devices = [torch.device("cuda", i % torch.cuda.device_count()) for i in range(len(balance))]
         else:
-            devices = _default_devices(len(balance))
+            devices = [torch.device("cpu")] * len(balance)
         notes = [f"{', '.join(taken)} from {origin}"] if taken else []
         if pipe is not None and "devices" not in taken and not opts.devices:
             wanted = ", ".join(pipe.devices or ()) or "none"
@@ -185,10 +242,9 @@ class BuildSteps(RunState):
         total, count = sum(self.balance), len(self.model)
         if total == count or self.given.balance is None:
             return
-        for finding in self.report.static:
-            if finding.code == joining.BALANCE:
-                if finding.args.get("total") == str(total) and finding.args.get("count") == str(count):
-                    return
+        if any(f.code == joining.BALANCE and f.args.get("total") == str(total) and f.args.get("count") == str(count)
+               for f in self.report.static):
+            return
         shown = ",".join(map(str, self.balance))
         raise CannotRun(f"--balance {shown} sums to {total} but the model has {count} layers; "
                         f"give layers per partition that sum to {count}")

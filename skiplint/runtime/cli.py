@@ -65,34 +65,19 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    given_chunks = args.chunks
-    if args.chunks is None:  # a torchrun rank reads the number itself
-        args.chunks = DEFAULT_CHUNKS
-    # -- torchrun: this process is one rank of a distributed verify (skiplint/runtime/distributed.py) --
     from skiplint.runtime import distributed
-    if distributed.launched_by_torchrun():
+    if distributed.launched_by_torchrun():  # this process is one rank of a distributed verify
+        if args.chunks is None:
+            args.chunks = DEFAULT_CHUNKS
         return distributed.main(args)
-    # -- end torchrun --
     try:
-        return _run(args, given_chunks)
+        return _run(args)
     except BrokenPipeError:  # `skiplint verify ... | head`
         sys.stderr.close()
         return 1
 
 
-def _stop(args: argparse.Namespace, report: Report) -> int:
-    """The report of a run that could not verify: one line on stderr, the JSON document on stdout."""
-    if args.verbose and report.traceback:
-        sys.stderr.write(report.traceback)
-    if args.format == "json":
-        print(report.to_json(), flush=True)
-    elif report.observations or report.static:  # what the steps before found, joined
-        print(report.summary_text(), flush=True)
-    print(f"skiplint verify: {report.reason}", file=sys.stderr, flush=True)
-    return EXIT_NOT_RUN
-
-
-def _run(args: argparse.Namespace, chunks: Optional[int]) -> int:
+def _run(args: argparse.Namespace) -> int:
     from skiplint.runtime import verify
 
     text = args.format == "text"
@@ -105,15 +90,23 @@ def _run(args: argparse.Namespace, chunks: Optional[int]) -> int:
         print(f"skiplint verify {args.target}", flush=True)
     try:
         report = verify(args.target, sample=args.sample, input_shape=args.input_shape, backend=args.backend,
-                        balance=args.balance, chunks=chunks,
+                        balance=args.balance, chunks=args.chunks,
                         checkpoint=tuple(args.checkpoint) if args.checkpoint else None,
                         devices=args.devices, timeout=args.timeout, progress=progress, verbose=args.verbose)
     except ValueError as error:
-        return _stop(args, Report(args.target, reason=str(error)))
+        report = Report(args.target, reason=str(error))
     except KeyboardInterrupt:
         print("skiplint verify: interrupted", file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED
-    if report.reason is not None:
-        return _stop(args, report)
-    print(report.summary_text() if text else report.to_json(), flush=True)
-    return report.exit_code
+    if report.reason is None:
+        print(report.summary_text() if text else report.to_json(), flush=True)
+        return report.exit_code
+    # A run that could not verify: one line on stderr, the JSON document on stdout.
+    if args.verbose and report.traceback:
+        sys.stderr.write(report.traceback)
+    if not text:
+        print(report.to_json(), flush=True)
+    elif report.observations or report.static:  # what the steps before found, joined
+        print(report.summary_text(), flush=True)
+    print(f"skiplint verify: {report.reason}", file=sys.stderr, flush=True)
+    return EXIT_NOT_RUN

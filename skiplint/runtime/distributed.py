@@ -24,14 +24,14 @@ import threading
 import time
 import traceback
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Optional
 
 from skiplint.runtime import messages
-from skiplint.runtime.board import (ACK_WAIT, ENDED, EXIT_NOT_RUN, GRACE, LAUNCHER_ENV, MARK_WAIT, POLL,
-                                    PREFIX, REJECTED, STEP_BUILD, STEP_IMPORT, STEP_PLAN, Board, Fault, Watch,
-                                    ended, on_sigterm, one_gpu_per_rank, one_line, silent)
-from skiplint.runtime.errors import CannotRun, hide_library_notices
+from skiplint.runtime.board import (ACK_WAIT, ENDED, GRACE, LAUNCHER_ENV, MARK_WAIT, POLL, PREFIX, REJECTED,
+                                    STEP_PLAN, Board, Fault, Watch, ended, on_sigterm, one_gpu_per_rank, silent)
+from skiplint.runtime.errors import CannotRun, hide_library_notices, one_line
+from skiplint.runtime.report import EXIT_NOT_RUN, STEP_BUILD, STEP_IMPORT
 
 
 def launched_by_torchrun(environ: Optional[dict[str, str]] = None) -> bool:
@@ -47,13 +47,12 @@ class Context:
     args: argparse.Namespace
     rank: int
     world: int
-    local_rank: int
     board: Board
     device: Any
     #: The gloo group objects travel on (None: the default group is gloo).
     group: Any
     stream: IO[str]
-    lock: threading.Lock
+    lock: threading.Lock = field(default_factory=threading.Lock)
     #: Set once rank 0's report is settled; later step lines from the worker are dropped.
     closed: bool = False
 
@@ -125,7 +124,7 @@ def main(args: argparse.Namespace) -> int:
     board.set(f"host/{rank}", socket.gethostname())
     board.set(f"device/{rank}", str(device))
     board.note(STEP_IMPORT, True)
-    ctx = Context(args, rank, world, local_rank, board, device, group, stream, threading.Lock())
+    ctx = Context(args, rank, world, board, device, group, stream)
     if rank == 0:
         status = _lead(ctx)
     else:
@@ -167,67 +166,53 @@ class _Worker(threading.Thread):
             self.error = error
 
 
-def _plan_of(ctx: Context) -> Any:
-    """Rank 0's broadcast: parameters, sample, loss weights and balance (or None when there is no run)."""
+def _stage(ctx: Context, model: Any, plan: dict[str, Any]) -> list[Any]:
+    """This rank's stage of the plan rank 0 broadcast (parameters, sample, loss weights, balance),
+    its result gathered on rank 0: every rank's result there, [] elsewhere."""
     import torch.distributed as dist
 
-    box: list[Any] = [None]
-    dist.broadcast_object_list(box, src=0, group=ctx.group)
-    return box[0]
-
-
-def _stage(ctx: Context, model: Any, plan: dict[str, Any]) -> dict[str, Any]:
-    from skiplint.runtime.stage import run_stage
+    from skiplint.runtime.pipelining import run_stage
 
     model.load_state_dict(plan["state"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         grads, output = run_stage(model, plan["sample"], plan["weights"][0], plan["balance"], plan["chunks"],
                                   ctx.rank, ctx.world, ctx.device, ctx.board.note)
-    return {"grads": grads, "output": output}
-
-
-def _gather(ctx: Context, mine: Optional[dict[str, Any]]) -> list[Any]:
-    import torch.distributed as dist
-
     ctx.board.note("sending results to rank 0", False)
     out: Optional[list[Any]] = [None] * ctx.world if ctx.rank == 0 else None
-    dist.gather_object(mine, out, dst=0, group=ctx.group)
+    dist.gather_object({"grads": grads, "output": output}, out, dst=0, group=ctx.group)
     return out or []
 
 
 def _follower_work(ctx: Context) -> None:
+    import torch.distributed as dist
+
     from skiplint.runtime import target
 
-    args = ctx.args
+    args, board = ctx.args, ctx.board
     try:
         # Only the model's structure is needed here: rank 0 sends its parameters and sample.
         loaded = target.load(args.target)
-        ctx.board.note(STEP_BUILD, True)
+        board.note(STEP_BUILD, True)
         model = target.build(args.target, None, args.input_shape or (1,), loaded=loaded).model
+        board.set(f"built/{ctx.rank}", "1")
+        board.note(STEP_PLAN, False)
+        while board.get("plan") is None:
+            time.sleep(POLL)
+        if board.get("plan") == "go":
+            box: list[Any] = [None]
+            dist.broadcast_object_list(box, src=0, group=ctx.group)
+            _stage(ctx, model, box[0])
+            board.note("waiting for the report", False)
     except BaseException as error:
         cause = error.__cause__ if type(error) is CannotRun else None
         if cause is not None and messages.is_verify_error(cause):
             # The target's own pipe rejected the model: rank 0 meets the same and joins it.
-            ctx.board.set(f"built/{ctx.rank}", REJECTED)
-            ctx.board.note(STEP_PLAN, False)
+            board.set(f"built/{ctx.rank}", REJECTED)
+            board.note(STEP_PLAN, False)
             return
-        ctx.board.post_error(error)
+        board.post_error(error)
         raise
-    ctx.board.set(f"built/{ctx.rank}", "1")
-    ctx.board.note(STEP_PLAN, False)
-    while ctx.board.get("plan") is None:
-        time.sleep(POLL)
-    if ctx.board.get("plan") != "go":
-        return
-    try:
-        plan = _plan_of(ctx)
-        result = _stage(ctx, model, plan)
-        _gather(ctx, result)
-    except BaseException as error:
-        ctx.board.post_error(error)
-        raise
-    ctx.board.note("waiting for the report", False)
 
 
 def _follow(ctx: Context) -> int:
@@ -268,11 +253,7 @@ def _lead_ended(ctx: Context) -> int:
     if board.store.add(PREFIX + "reporter", 1) == 1:
         state = board.state(0)
         fault = Fault(0, board.host(0), state[2] if state is not None else STEP_IMPORT, "lost", ENDED)
-        report = Report(ctx.args.target, reason=fault.line())
-        if not ctx.text:
-            ctx.stream.write(report.to_json() + "\n")
-            ctx.stream.flush()
-        print(f"skiplint verify: {report.reason}", file=sys.stderr, flush=True)
+        _emit(ctx, Report(ctx.args.target, reason=fault.line()))
         board.set("status", str(EXIT_NOT_RUN))
     return EXIT_NOT_RUN
 
@@ -308,7 +289,10 @@ def _lead(ctx: Context) -> int:
             break
         fault = watch.look()
         if stop.is_set() and (fault is None or fault.kind == "lost"):
-            fault = _stopped(ctx)
+            # The launcher stopped the run because a process ended: the one that did not hear the
+            # stop, else the one still busy on the board.
+            fault = (ended(ctx.board, ctx.world) or silent(ctx.board, ctx.world, ENDED)
+                     or Fault(0, ctx.board.host(0), "the run", "lost", "torchrun stopped every rank"))
         if fault is not None:
             with ctx.lock:
                 ctx.closed = True
@@ -334,17 +318,12 @@ class _Posted(Exception):
     """The rank's error is on the board already: the watching thread reports it from there."""
 
 
-def _stopped(ctx: Context) -> Fault:
-    """The launcher stopped the run because a process ended: the one that did not hear the stop,
-    else the one still busy on the board."""
-    return (ended(ctx.board, ctx.world) or silent(ctx.board, ctx.world, ENDED)
-            or Fault(0, ctx.board.host(0), "the run", "lost", "torchrun stopped every rank"))
-
-
 def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, Any]) -> Any:
     import torch
 
-    from skiplint.runtime.run import Options, Runner, _even_balance
+    from skiplint.runtime.building import even_balance
+    from skiplint.runtime.options import Options
+    from skiplint.runtime.run import Runner
 
     args = ctx.args
     board = ctx.board
@@ -376,17 +355,15 @@ def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, 
         if runner.rejected is None:
             runner.build()
         if runner.rejected is not None:  # the target's own pipe rejected the model: joined, no stage runs
-            _stop_plan(board)
             runner.static()
             runner.finish()
-            board.note("report", False)
             return report
         layers = len(runner.model)
         if ctx.world > layers:
             raise CannotRun(f"torchrun started {ctx.world} ranks but the model has {layers} layers: "
                             f"one stage per rank needs at most {layers} ranks")
         if args.balance is None:
-            runner.balance = _even_balance(layers, ctx.world)
+            runner.balance = even_balance(layers, ctx.world)
         runner.devices = [torch.device(board.get(f"device/{r}") or "cpu") for r in range(ctx.world)]
         runner.devices[0] = ctx.device
         report.balance = tuple(runner.balance)
@@ -397,9 +374,7 @@ def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, 
         runner.verify()
         runner.split()
         reference = runner.plain()
-        go = reference is not None and runner.verified and runner.balanced
-        if not go:
-            board.set("plan", "stop")
+        if reference is None or not runner.verified or not runner.balanced:
             runner.steps.add(name, "skipped", 0.0, "an earlier step failed")
         else:
             board.note("waiting for every rank to build the model", False)
@@ -412,23 +387,13 @@ def _lead_work(ctx: Context, progress: Callable[[Any], None], shared: dict[str, 
             _lead_stage(ctx, runner, reference, name, shared)
         runner.finish()
     except CannotRun as error:
-        _stop_plan(board)
         report.reason = str(error)
         report.cause = error.__cause__ or error
-    except _Posted:
-        raise
-    except Exception as error:
-        _stop_plan(board)
-        step = report.steps[-1].name if report.steps else STEP_IMPORT
-        report.reason = f"unexpected error after step '{step}': {one_line(error)}"
-        report.cause = error
-    board.note("report", False)
+    finally:  # any other error is the watching thread's to report (`_unexpected`)
+        if board.get("plan") is None:  # the ranks waiting for the plan: no stage runs
+            board.set("plan", "stop")
+        board.note("report", False)
     return report
-
-
-def _stop_plan(board: Board) -> None:
-    if board.get("plan") is None:
-        board.set("plan", "stop")
 
 
 def _lead_stage(ctx: Context, runner: Any, reference: Any, name: str, shared: dict[str, Any]) -> None:
@@ -448,18 +413,11 @@ def _lead_stage(ctx: Context, runner: Any, reference: Any, name: str, shared: di
             ctx.board.note("sending the model to every rank", False)
             ctx.board.set("plan", "go")
             dist.broadcast_object_list([plan], src=0, group=ctx.group)
-            mine = _stage(ctx, copy.deepcopy(runner.model), plan)
-            results = _gather(ctx, mine)
+            results = _stage(ctx, copy.deepcopy(runner.model), plan)
         except BaseException as error:
             ctx.board.post_error(error)
             raise _Posted() from error
-        grads: dict[str, Any] = {}
-        output = None
-        for result in results:
-            grads.update(result["grads"])
-            if result.get("output") is not None:
-                output = result["output"]
-        pipelining.compare(runner, reference, output, grads, out)
+        pipelining.compare(runner, reference, results, out)
 
 
 def _fault_report(ctx: Context, shared: dict[str, Any], fault: Fault, progress: Callable[[Any], None]) -> Any:
@@ -505,15 +463,12 @@ def _unexpected(ctx: Context, shared: dict[str, Any], error: BaseException) -> A
 
 def _emit(ctx: Context, report: Any) -> int:
     """The report on rank 0's stdout (text or one JSON document); the reason line on stderr."""
-    text = ctx.text
-    if report.reason is not None:
-        if ctx.args.verbose and report.cause is not None:
-            traceback.print_exception(report.cause)
-        if not text:
-            ctx.stream.write(report.to_json() + "\n")
-        ctx.stream.flush()
-        print(f"skiplint verify: {report.reason}", file=sys.stderr, flush=True)
-        return int(report.exit_code)
-    ctx.stream.write((report.summary_text() if text else report.to_json()) + "\n")
+    cause = report.cause
+    if report.reason is not None and ctx.args.verbose and cause is not None:
+        traceback.print_exception(type(cause), cause, cause.__traceback__)
+    if report.reason is None or not ctx.text:
+        ctx.stream.write((report.summary_text() if ctx.text else report.to_json()) + "\n")
     ctx.stream.flush()
+    if report.reason is not None:
+        print(f"skiplint verify: {report.reason}", file=sys.stderr, flush=True)
     return int(report.exit_code)

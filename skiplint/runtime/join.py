@@ -24,6 +24,7 @@ from skiplint.runtime.report import Observation, StaticFinding
 BALANCE = pipe.BALANCE_MISMATCH.code
 VERIFY_STEP = "verify_skippables"
 
+
 @dataclass
 class Reach:
     """What the run reached, so that an unconfirmed finding is told apart as not reproduced/exercised."""
@@ -135,23 +136,17 @@ def _unconfirmed(s: StaticFinding, reach: Reach) -> tuple[str, str, str]:
     """(verdict, note, the step that exercised it) of a finding no failure confirms."""
     if not observable(s):
         return "not exercised", "its failure is silent at run time or happens before a run", ""
-    steps = _steps_of(s)
     classes = set(reach.layers.values())
-    step = steps[0]
+    step = _steps_of(s)[0]
     ran = _step_ran(step, reach)
-    if step == "pipe":
-        return ("not reproduced", "", ran) if ran else (
-            "not exercised", "no Pipe ran forward and backward", "")
-    if step == "partition":
-        return ("not reproduced", "", ran) if ran else (
-            "not exercised", "the partitioning step did not run", "")
-    if step == "verify":
-        if s.cls is not None and s.cls not in classes:
-            return "not exercised", f"'{s.cls}' is not a layer of this model", ""
-        return ("not reproduced", "", ran) if ran else (
-            "not exercised", "verify_skippables did not run", "")
-    if s.cls is None or s.cls not in classes:
-        return "not exercised", f"'{s.cls}' is not a layer of this model" if s.cls else "not about a layer of this model", ""
+    if step in ("verify", "forward") and s.cls is not None and s.cls not in classes:
+        return "not exercised", f"'{s.cls}' is not a layer of this model", ""
+    if step != "forward":
+        why = {"pipe": "no Pipe ran forward and backward", "partition": "the partitioning step did not run",
+               "verify": "verify_skippables did not run"}[step]
+        return ("not reproduced", "", ran) if ran else ("not exercised", why, "")
+    if s.cls is None:
+        return "not exercised", "not about a layer of this model", ""
     if s.cls in reach.failed:
         return "not exercised", f"the forward of '{s.cls}' failed first with another error", ""
     if s.cls in reach.completed:

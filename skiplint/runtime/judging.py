@@ -12,8 +12,8 @@ from typing import Any, Optional
 from skiplint.runtime import join as joining, static as static_pass, target
 from skiplint.runtime.building import _wrapped_class
 from skiplint.runtime.options import is_file_target as options_is_file
-from skiplint.runtime.report import Observation, StaticFinding
-from skiplint.runtime.state import STEP_IMPORT, STEP_STATIC, RunState
+from skiplint.runtime.report import STEP_IMPORT, STEP_STATIC, Observation, StaticFinding
+from skiplint.runtime.state import RunState
 
 _LIBRARY_MODULES = ("torch", "torchgpipe", "fairscale")
 
@@ -53,13 +53,6 @@ class JoinSteps(RunState):
         self.report.static = own + [f for f in ran_findings if _key(f) not in mine]
         joined = {_key(f) for f in self.report.static}
         self.report.elsewhere = [f for f in self.report.elsewhere if _key(f) not in joined]
-
-    def _unrun(self, finding: StaticFinding) -> StaticFinding:
-        """A finding of a composition that never ran (its build came after the failed import)."""
-        if finding.verdict == "confirmed" or _key(finding) not in self.unrun:
-            return finding
-        return replace(finding, verdict="not exercised", step="",
-                       note="its composition never ran: importing the module failed first")
 
     def _static_target(self) -> static_pass.Target:
         """The target as the static pass tells its findings apart: its file and factory, and the
@@ -112,34 +105,25 @@ class JoinSteps(RunState):
                 files.add(os.path.abspath(path))
         return sorted(files)
 
-    def compare_routes(self) -> None:
-        """The static route table of the composition the target builds, from the static pass's
-        own analysis (no file is analysed again)."""
-        from skiplint.runtime import routes as static_routes
-        own = [c for _, c in self.static_target.compositions(self.analysis)]
-        every = [c for found in self.analysis.compositions.values() for c in found]
-        routes, note = static_routes.static_routes(own, every, self.static_target.children, self.balance)
-        self.report.static_routes, self.report.static_routes_note = routes, note
-
-    def _unexplained(self) -> list[Observation]:
-        """A failed step that no observation comes from is a failure of its own (missed unless a
-        static finding predicts it): a Pipe result that differs, a stage that failed."""
-        explained = {o.step for o in self.raw}
-        return [Observation(None, step.name, None, None, None, step.detail or "failed")
-                for step in self.report.steps if step.status == "failed" and step.name not in explained]
-
     def _join(self) -> None:
-        """The observations joined with the static findings, into the report."""
-        self.raw.extend(self._unexplained())
+        """The observations joined with the static findings, into the report. A failed step that no
+        observation comes from is a failure of its own (missed unless a static finding predicts it):
+        a Pipe result that differs, a stage that failed."""
+        explained = {o.step for o in self.raw}
+        self.raw.extend(Observation(None, step.name, None, None, None, step.detail or "failed")
+                        for step in self.report.steps if step.status == "failed" and step.name not in explained)
         observations, static = joining.join(self.raw, self.report.static, self.reach)
-        if self.rejected == STEP_IMPORT:
-            static = [self._unrun(s) for s in static]
-        self.report.observations, self.report.static = observations, static
+        # A finding of a composition that never ran (its build came after the failed import).
+        never = "its composition never ran: importing the module failed first"
+        self.report.observations = observations
+        self.report.static = [replace(s, verdict="not exercised", step="", note=never)
+                              if s.verdict != "confirmed" and _key(s) in self.unrun else s for s in static]
 
     def finish(self) -> None:
         with self.steps.timed("join") as out:
-            if self.report.runtime_routes is not None:
-                self.compare_routes()
+            if self.report.runtime_routes is not None:  # the static pass's own analysis, no file again
+                self.report.static_routes, self.report.static_routes_note = self.static_target.routes(
+                    self.analysis, self.balance)
             self._join()
             observations, static = self.report.observations, self.report.static
             confirmed = sum(s.verdict == "confirmed" for s in static)

@@ -1,11 +1,9 @@
 """Read the libraries' own run-time failures back into skiplint codes (R1-R6, V1-V5 in
-docs/runtime.md).
+docs/runtime.md); no torch.
 
-Pure string work: no torch. The failures each rule predicts are the rule's own contract
-(`Rule.predicts`, in skiplint/rules/): a failure is described as the library words it (`Type:
-message`, or one line of verify_skippables' TypeError) and read by the first rule, in the order of
-the codes, that predicts it at that step. Each parser returns `Failure`s carrying that rule's code, the layer (child name in the
-Sequential) when the message names one, and the skip name.
+The failures each rule predicts are its own contract (`Rule.predicts`, in skiplint/rules/): a
+failure is described as the library words it (`Type: message`, or one line of verify_skippables'
+TypeError) and read by the first rule, in the order of the codes, that predicts it at that step.
 """
 
 from __future__ import annotations
@@ -62,11 +60,6 @@ def _read(described: str, verify_line: bool) -> Optional[tuple[str, dict[str, st
     return None
 
 
-def predicting(code: str) -> bool:
-    """Whether a run can show the failure of this code (its rule predicts a library failure)."""
-    return code in RULES and bool(RULES[code].predicts)
-
-
 def steps(code: str) -> frozenset[str]:
     """The steps where the failures this code's rule predicts appear (its contract)."""
     rule = RULES.get(code)
@@ -83,11 +76,6 @@ def names_skip(code: str) -> bool:
     """Whether the failures of this code name the skip (their patterns read a name)."""
     return any(reading.code == code and ({"name", "names"} & set(reading.pattern.groupindex))
                for reading in _readings())
-
-
-def _split_names(text: str) -> list[str]:
-    """`'a', 'b'` as the library joins several names."""
-    return re.findall(r"'([^']*)'", text)
 
 
 def is_verify_error(error: BaseException) -> bool:
@@ -111,14 +99,14 @@ def parse_verify(message: str) -> list[Failure]:
     return failures
 
 
-def _innermost_file(error: BaseException) -> str:
-    """The file of the innermost frame of the error's traceback, with / separators ("" if none)."""
+def innermost(error: BaseException) -> tuple[str, int]:
+    """The file (with / separators) and line of the innermost frame of the error's traceback."""
     tb = error.__traceback__
     if tb is None:
-        return ""
+        return "", 0
     while tb.tb_next is not None:
         tb = tb.tb_next
-    return tb.tb_frame.f_code.co_filename.replace("\\", "/")
+    return tb.tb_frame.f_code.co_filename.replace("\\", "/"), tb.tb_lineno
 
 
 def _described(error: BaseException) -> str:
@@ -129,7 +117,7 @@ def _described(error: BaseException) -> str:
         return f"{kind}: '{error.args[0]}'"
     text = str(error)
     if not text:
-        return f"{kind} (raised in {_innermost_file(error)})"
+        return f"{kind} (raised in {innermost(error)[0]})"
     return f"{kind}: {text}"
 
 
@@ -154,13 +142,13 @@ def parse_forward(error: BaseException, poppable: frozenset[str] = frozenset()) 
     if isinstance(error, KeyError):
         return [Failure(code, error.args[0], message=f"KeyError: {error.args[0]!r}")]
     if "names" in groups:
-        return [Failure(code, n, message=text) for n in sorted(_split_names(groups["names"]))]
+        return [Failure(code, n, message=text) for n in sorted(re.findall(r"'([^']*)'", groups["names"]))]
     if "op" in groups:
         op = groups["op"].strip()
         if "\n" in op or len(op) > 60:
             op = op.splitlines()[0][:40].rstrip(", ") + " ...)"
         text = f"{op} is not a command from @skippable"
     if not text:  # the library said nothing: where it was raised is what tells the failure
-        place = "/".join(_innermost_file(error).split("/")[-2:])
+        place = "/".join(innermost(error)[0].split("/")[-2:])
         text = f"{type(error).__name__} in {place}"
     return [Failure(code, groups.get("name"), groups.get("layer"), text)]

@@ -6,7 +6,7 @@ Plain frozen data and two renderers (text, json); no torch.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, Optional
 
 from skiplint.diagnostics import shown, without_code
@@ -20,6 +20,8 @@ Verdict = Literal["confirmed", "not reproduced", "not exercised"]
 #: 0 verified clean; 1 findings confirmed or failures missed; 2 could not verify (usage, import,
 #: crash, timeout).
 EXIT_CLEAN, EXIT_DISAGREE, EXIT_NOT_RUN = 0, 1, 2
+#: The run's first steps, as their lines name them.
+STEP_IMPORT, STEP_BUILD, STEP_STATIC = "import", "build", "static analysis"
 
 
 @dataclass(frozen=True)
@@ -185,11 +187,7 @@ class Report:
     # -- rendering ------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Every field but `cause` and `traceback`, as plain JSON values; `from_dict` reads it back."""
-        cause, self.cause = self.cause, None
-        try:
-            payload = asdict(self)
-        finally:
-            self.cause = cause
+        payload = asdict(replace(self, cause=None))
         del payload["cause"], payload["traceback"]
         return payload
 
@@ -226,24 +224,19 @@ class Report:
 
     def summary_text(self) -> str:
         """Everything after the step lines (which a live run shows as they end)."""
-        lines = []
+        lines: list[str] = []
         if self.backend:
-            lines.append("")
-            lines.append(f"backend {self.backend}, balance {list(self.balance)}, chunks {self.chunks}, "
-                         f"checkpoint {', '.join(self.checkpoints)}, devices {', '.join(self.devices)}")
+            lines += ["", f"backend {self.backend}, balance {list(self.balance)}, chunks {self.chunks}, "
+                          f"checkpoint {', '.join(self.checkpoints)}, devices {', '.join(self.devices)}"]
             if self.settings:
                 lines.append(f"settings: {self.settings}")
         if self.comparisons:
-            lines.append("")
-            lines.append("compared with the plain Sequential (output and every gradient; "
-                         + ", ".join(f"{k} {v:g}" for k, v in self.tolerances.items()) + "):")
-            for c in self.comparisons:
-                lines.append(f"  {c.mode:<12} output max |diff| {c.output_max_abs:.2e}, "
-                             f"gradient max |diff| {c.grad_max_abs:.2e}  {'ok' if c.ok else 'MISMATCH'}")
+            lines += ["", "compared with the plain Sequential (output and every gradient; "
+                          + ", ".join(f"{k} {v:g}" for k, v in self.tolerances.items()) + "):"]
+            lines.extend(f"  {c.mode:<12} output max |diff| {c.output_max_abs:.2e}, gradient max |diff| "
+                         f"{c.grad_max_abs:.2e}  {'ok' if c.ok else 'MISMATCH'}" for c in self.comparisons)
         if self.runtime_routes is not None:
-            lines.append("")
-            source = "runtime SkipLayout"
-            lines.append(f"skip routes ({source}):" if self.runtime_routes else f"skip routes ({source}): none")
+            lines += ["", "skip routes (runtime SkipLayout):" + ("" if self.runtime_routes else " none")]
             lines.extend(f"  {r}" for r in self.runtime_routes)
             if self.static_routes is not None:
                 lines.append("  static route table: " + ("agrees" if self.routes_agree else "DIFFERS"))
@@ -252,8 +245,7 @@ class Report:
             elif self.static_routes_note:
                 lines.append(f"  static route table: {self.static_routes_note}")
         if self.crossings is not None:
-            lines.append("")
-            lines.append("values crossing stages (carried by the stage adapter):")
+            lines += ["", "values crossing stages (carried by the stage adapter):"]
             for x in self.crossings:
                 what = f"skip '{x.skip}'" if x.skip else "activation"
                 lines.append(f"  {x.value}: partition {x.src_partition} -> {x.dst_partition} ({what})")
@@ -263,19 +255,17 @@ class Report:
             note = f" ({s.note})" if s.note else ""
             step = {"confirmed": f" by {s.step}", "not reproduced": f": {s.step} ran without it"}.get(
                 s.verdict, "") if s.step else ""
-            lines.append(f"{s.path}:{s.line}:{s.col + 1}: {s.message}")
-            lines.append(f"  static finding {s.verdict}{step}{note}")
+            lines += [f"{s.path}:{s.line}:{s.col + 1}: {s.message}", f"  static finding {s.verdict}{step}{note}"]
         for o in self.observations:
             where = f"layer '{o.layer}'" if o.layer is not None else "the pipe"
             if o.cls:
                 where += f" ({o.cls})"
             what = o.code or "a failure that is no known skip failure"
-            lines.append(f"{what} at run time in {o.step}, {where}: {o.message}")
-            lines.append(f"  {'predicted by the static pass' if o.predicted else 'MISSED by the static pass'}")
+            lines += [f"{what} at run time in {o.step}, {where}: {o.message}",
+                      f"  {'predicted by the static pass' if o.predicted else 'MISSED by the static pass'}"]
         if self.elsewhere:
-            lines.append("")
-            lines.append(f"not part of this target ({len(self.elsewhere)} static finding(s) of its files, "
-                         "not joined; they change neither the verdict nor the exit status):")
+            lines += ["", f"not part of this target ({len(self.elsewhere)} static finding(s) of its files, "
+                          "not joined; they change neither the verdict nor the exit status):"]
             lines.extend(f"  {s.path}:{s.line}:{s.col + 1}: {s.message}" for s in self.elsewhere)
         lines.append("")
         if self.reason is not None:

@@ -1,23 +1,16 @@
 """The run itself: import, build, static pass, verify_skippables, layout, plain reference, pipe per
-checkpoint mode, join. Imports torch; runs in the supervised child process (skiplint.runtime.child),
+checkpoint mode, join. Imports torch; runs in the supervised child process (skiplint.runtime.supervise),
 or in the caller's process with skiplint.runtime.verify(..., isolate=False). The steps live in
 skiplint.runtime.building, .running and .judging; `Runner` runs them in order."""
 
 from __future__ import annotations
 
 from skiplint.runtime.building import BuildSteps
-from skiplint.runtime.devices import _even_balance, check_devices, default_partitions, devices_here
 from skiplint.runtime.errors import CannotRun, is_stop, stop_cause
 from skiplint.runtime.judging import JoinSteps
-from skiplint.runtime.options import CHECKPOINTS, Options
-from skiplint.runtime.report import Report
-from skiplint.runtime.result import RunResult
+from skiplint.runtime.report import STEP_IMPORT, Report
 from skiplint.runtime.running import RunSteps
-from skiplint.runtime.state import STEP_IMPORT, TOLERANCES
-from skiplint.runtime.steps import _failure_text
-
-__all__ = ["CHECKPOINTS", "Options", "Runner", "RunResult", "TOLERANCES", "_even_balance", "check_devices",
-           "default_partitions", "devices_here"]
+from skiplint.runtime.state import _failure_text
 
 
 class Runner(BuildSteps, RunSteps, JoinSteps):

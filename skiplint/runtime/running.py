@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import copy
 import math
+from collections import OrderedDict
 from typing import Any, Callable, Optional
 
 import torch
 from torch import nn
 
-from skiplint.runtime import join as joining, messages
+from skiplint.runtime import adapter, backends, join as joining, messages
 from skiplint.runtime.errors import CannotRun, Stopped, is_stop, stop_cause, whole
-from skiplint.runtime.report import Comparison, Observation, Route
-from skiplint.runtime.result import RunResult
-from skiplint.runtime.state import TOLERANCES, RunState
-from skiplint.runtime.steps import _failure_text
+from skiplint.runtime.report import Comparison, Crossing, Observation
+from skiplint.runtime.state import TOLERANCES, RunResult, RunState, _failure_text
 
 
 class _Escaped(Exception):
@@ -27,9 +26,11 @@ class _Escaped(Exception):
         self.layer = layer
         self.stop = stop
 
-def _loss(output: Any, weights: list[torch.Tensor]) -> torch.Tensor:
+
+def _loss(output: Any, weights: list[torch.Tensor]) -> Any:
     outputs = output if isinstance(output, tuple) else (output,)
     return sum(((o.float().cpu() * w).sum() for o, w in zip(outputs, weights)), torch.zeros(()))
+
 
 def _weights(output: Any) -> list[torch.Tensor]:
     outputs = output if isinstance(output, tuple) else (output,)
@@ -39,13 +40,12 @@ def _weights(output: Any) -> list[torch.Tensor]:
     gen = torch.Generator().manual_seed(1)
     return [torch.randn(o.shape, generator=gen) for o in outputs]
 
-def _backward(loss: Any) -> None:
-    loss.backward()
 
 def _pairs(a: Any, b: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
     a_t = a if isinstance(a, tuple) else (a,)
     b_t = b if isinstance(b, tuple) else (b,)
     return [(x.detach().float().cpu(), y.detach().float().cpu()) for x, y in zip(a_t, b_t)]
+
 
 def _max_diff(a: Any, b: Any) -> float:
     """The largest absolute difference; equal values (NaN with NaN, inf with inf) differ by 0."""
@@ -58,6 +58,7 @@ def _max_diff(a: Any, b: Any) -> float:
             diff = torch.where(same, torch.zeros_like(x), (x - y).abs())
             worst = max(worst, float(torch.nan_to_num(diff, nan=math.inf).max()))
     return worst
+
 
 def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
     """Elementwise close, NaN equal to NaN: a deterministic model's NaN is the same NaN in a pipe."""
@@ -93,24 +94,38 @@ class RunSteps(RunState):
                 out["status"], out["detail"] = "failed", f"{len(found)} mismatch(es)"
 
     def split(self) -> None:
-        """The pipelining backend's partitioning: the stage plan at the balance (skiplint.runtime.adapter)."""
-        from skiplint.runtime import pipelining
+        """The pipelining backend's partitioning: the stage plan at the balance (skiplint.runtime.adapter),
+        the skips each boundary carries, beside the library's own skip layout of the same partitions."""
+        from skiplint.runtime.pipelining import STEP_SPLIT
 
         assert self.lib is not None
-        with self.steps.timed(pipelining.STEP_SPLIT) as out:
+        with self.steps.timed(STEP_SPLIT) as out:
             if not self.verified:
                 out["status"], out["detail"] = "skipped", "verify_skippables failed"
                 return
             self.reach.layout_ran = True
-            self.reach.performed("partition", pipelining.STEP_SPLIT)
-            done = pipelining.split(self.model, self.lib, self.balance)
-            self.raw.extend(done.observations)
-            self.balanced = done.balanced
-            if done.crossings is not None:
-                self.report.crossings, self.report.runtime_routes = done.crossings, done.routes
-            if not done.balanced:
-                out["status"] = "failed"
-            out["detail"] = done.detail
+            self.reach.performed("partition", STEP_SPLIT)
+            layers = list(self.model.named_children())
+            children, balance = [name for name, _ in layers], self.balance
+            if sum(balance) != len(children):
+                message = (f"module and sum of balance have different length "
+                           f"(module: {len(children)}, sum of balance: {sum(balance)})")
+                self.raw.append(Observation(joining.BALANCE, STEP_SPLIT, None, None, None, message))
+                out["status"], out["detail"] = "failed", "balance does not fit the model"
+                return
+            plan = adapter.plan(self.model, balance)
+            crossings = [Crossing(f"output of stage {b}", b, b + 1) for b in range(plan.stages - 1)]
+            crossings += [Crossing(f"layer {children[skip.stash_layer]} -> layer {children[skip.pop_layer or 0]}",
+                                   skip.stash_stage, skip.pop_stage, skip.name)
+                          for skip in plan.skips if skip.pop_stage is not None and skip.pop_stage != skip.stash_stage]
+            partitions = [nn.Sequential(OrderedDict(layers[sum(balance[:i]):sum(balance[:i + 1])]))
+                          for i in range(len(balance))]
+            routes = backends.layout_routes(self.model, self.lib, partitions)
+            self.report.crossings, self.report.runtime_routes = crossings, routes
+            self.balanced = True
+            carried = sum(len(plan.carried(b)) for b in range(plan.stages - 1))
+            out["detail"] = (f"{plan.stages} stages, {len(crossings) - (plan.stages - 1)} skip(s) cross stages, "
+                             f"{carried} carried value(s) at the boundaries")
 
     def layout(self) -> None:
         assert self.lib is not None
@@ -133,25 +148,10 @@ class RunSteps(RunState):
             if not self.verified:
                 out["status"], out["detail"] = "skipped", "verify_skippables failed"
                 return
-            layout = self.lib.inspect_skip_layout(partitions)
-            self.report.runtime_routes = self._routes(layout)
+            self.report.runtime_routes = backends.layout_routes(self.model, self.lib, partitions)
             crossing = sum(r.src_partition != r.dst_partition for r in self.report.runtime_routes)
             out["detail"] = (f"balance {list(self.balance)}: {len(self.report.runtime_routes)} skip(s), "
                              f"{crossing} crossing partitions")
-
-    def _routes(self, layout: Any) -> list[Route]:
-        assert self.lib is not None
-        stashed_at: dict[Any, str] = {}
-        routes = []
-        for name, layer in self.model.named_children():
-            if not isinstance(layer, self.lib.Skippable):
-                continue
-            for key in layer.stashable():
-                stashed_at[key] = name
-            for key in layer.poppable():
-                src_j, dst_j = layout.by_ns_name[key]
-                routes.append(Route(key[1], stashed_at[key], name, src_j, dst_j))
-        return routes
 
     def plain(self) -> Optional[RunResult]:
         """The plain Sequential, layer by layer on the first device: the reference every run is compared with."""
@@ -163,7 +163,8 @@ class RunSteps(RunState):
             if x.is_floating_point():
                 x.requires_grad_(True)
             h: Any = x
-            with self._fresh_tracker():
+            assert self.lib is not None
+            with self.lib.use_skip_tracker(self.lib.SkipTracker()):
                 for name, layer in model.named_children():
                     cls = self.reach.layers[name]
                     try:
@@ -185,7 +186,7 @@ class RunSteps(RunState):
                         raise Stopped(f"layer '{name}' ({cls}) {stop_cause(error)}") from error
                     self.reach.completed.add(cls)
             self.weights = _weights(h)
-            _backward(_loss(h, self.weights))
+            _loss(h, self.weights).backward()
             grads = {n: p.grad.detach().cpu().clone() for n, p in model.named_parameters() if p.grad is not None}
             if x.grad is not None:
                 grads["<input>"] = x.grad.detach().cpu().clone()
@@ -197,7 +198,7 @@ class RunSteps(RunState):
         name = f"Pipe forward+backward [{mode}]"
         with self.steps.timed(name) as out:
             model = copy.deepcopy(self.model)
-            labels = _label_layers(model)
+            labels = _Labels(model)
             self.reach.pipe_ran = True
             self.reach.performed("forward", name)
             self.reach.performed("pipe", name)
@@ -208,7 +209,7 @@ class RunSteps(RunState):
                 if x.is_floating_point():
                     x.requires_grad_(True)
                 output = pipe(x)
-                _backward(_loss(output, self.weights))
+                _loss(output, self.weights).backward()
             except (torch.cuda.OutOfMemoryError, CannotRun):
                 raise
             except _Escaped as escaped:
@@ -281,6 +282,3 @@ class _Labels:
     def close(self) -> None:
         for _name, layer in self.layers:
             layer.__dict__.pop("forward", None)
-
-def _label_layers(model: nn.Sequential) -> _Labels:
-    return _Labels(model)

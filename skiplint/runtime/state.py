@@ -1,22 +1,107 @@
 """What a run knows as its steps go (the model, the library, the settings, the failures met and
-what was reached), and how a failure of a step is read into observations."""
+what was reached), how each step is timed and shown, and how a failure is read into observations."""
 
 from __future__ import annotations
 
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 from torch import nn
 
 from skiplint.runtime import backends, join as joining, messages, static as static_pass, target
+from skiplint.runtime.errors import CannotRun, Stopped, is_stop, one_line, stop_cause, whole
 from skiplint.runtime.options import CHECKPOINTS, DEFAULT_CHUNKS, Options
 from skiplint.runtime.report import Observation, Report, Step
-from skiplint.runtime.steps import Steps
 
 #: Pipe against plain Sequential: outputs, then every gradient (parameters and the input).
 TOLERANCES = {"output rtol": 1e-5, "output atol": 1e-6, "gradient rtol": 1e-4, "gradient atol": 1e-5}
-STEP_IMPORT, STEP_BUILD, STEP_STATIC = "import", "build", "static analysis"
+
+
+@dataclass
+class RunResult:
+    """One forward and backward (the plain reference, a Pipe run, a pipelining run): what every
+    backend compares."""
+
+    #: The model's output (a tensor or a tuple of tensors).
+    output: Any
+    #: Parameter name (and "<input>" for the sample) -> gradient, on the CPU.
+    grads: dict[str, torch.Tensor]
+
+
+class Steps:
+    """Times each step, records it and shows it as soon as it ends; `begin` hears of each start."""
+
+    def __init__(self, report: Report, progress: Optional[Callable[[Step], None]],
+                 begin: Optional[Callable[[str], None]] = None) -> None:
+        self.report = report
+        self.progress = progress
+        self.begin = begin
+        #: The step running now, or the last one that ran.
+        self.current = ""
+
+    def add(self, name: str, status: str, seconds: float, detail: str = "") -> None:
+        step = Step(name, status, round(seconds, 4), detail)  # type: ignore[arg-type]
+        self.report.steps.append(step)
+        if self.progress is not None:
+            self.progress(step)
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[dict[str, str]]:
+        """Runs a step; the body sets out['status'] / out['detail']; CannotRun ends the run, and so
+        does a sys.exit or KeyboardInterrupt of the model's code, named with the step."""
+        out = {"status": "ok", "detail": ""}
+        self.current = name
+        if self.begin is not None:
+            self.begin(name)
+        start = time.perf_counter()
+        try:
+            yield out
+        except Stopped as error:
+            self.add(name, "error", time.perf_counter() - start, str(error))
+            raise Stopped(f"{error} during {name}") from error.__cause__
+        except CannotRun as error:
+            self.add(name, "error", time.perf_counter() - start, str(error))
+            raise
+        except torch.cuda.OutOfMemoryError:
+            self.add(name, "error", time.perf_counter() - start, "CUDA out of memory")
+            raise CannotRun(f"CUDA out of memory in step '{name}': use more --chunks, a smaller sample "
+                            "or more --devices") from None
+        except BaseException as error:
+            if not is_stop(error):
+                raise
+            reason = f"the model's code {stop_cause(error)} during {name}"
+            self.add(name, "error", time.perf_counter() - start, reason)
+            raise CannotRun(reason) from error
+        self.add(name, out["status"], time.perf_counter() - start, out["detail"])
+
+
+def _raised_at(error: BaseException) -> str:
+    """Where an exception was raised: the innermost frame, as `package/module.py:LINE`."""
+    path, line = messages.innermost(error)
+    if not path:
+        return ""
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in path:
+            path = path.rsplit(marker, 1)[1]
+            break
+    else:
+        path = target.shown_path(path)
+    return f"{path}:{line}"
+
+
+def _failure_text(error: BaseException, every_line: bool = False) -> str:
+    """A failure: its type and message (its first line, or every line), and where it was raised
+    when it says nothing."""
+    text = whole(error) if every_line else one_line(error)
+    if text == type(error).__name__:
+        where = _raised_at(error)
+        if where:
+            text += f" (raised at {where})"
+    return text
 
 
 class RunState:
@@ -93,7 +178,3 @@ class RunState:
                 if name not in layer.stashable_names:
                     open_.pop((ns, name), None)
         return [(child, key[1]) for key, child in open_.items()]
-
-    def _fresh_tracker(self) -> Any:
-        assert self.lib is not None
-        return self.lib.use_skip_tracker(self.lib.SkipTracker())

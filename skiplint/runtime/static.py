@@ -6,7 +6,8 @@ Each file is checked as the lint checks it: with the project's configuration fou
 (selection, per-file-ignores, api-aliases, max-unroll), and reported under the path the lint prints.
 Each file is analysed once: the compositions are those of the analysis that gave its findings.
 
-`Target` tells the findings of the target (`FILE:FACTORY`) apart from the rest of its files."""
+`Target` tells the findings of the target (`FILE:FACTORY`) apart from the rest of its files, and
+gives the route table of its composition, to compare with the runtime SkipLayout."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from skiplint import config, engine, parallel
 from skiplint.diagnostics import Diagnostic
-from skiplint.pipes import layer_text
-from skiplint.runtime.report import LayerRef, StaticFinding
+from skiplint.pipes import layer_text, routes as pipe_routes
+from skiplint.runtime.report import LayerRef, Route, StaticFinding
 from skiplint.runtime.target import shown_path
 
 if TYPE_CHECKING:
@@ -61,26 +62,23 @@ def _layer_of(d: Diagnostic, compositions: tuple[Composition, ...]) -> Optional[
     return found.pop() if len(found) == 1 else None
 
 
-def analyse(paths: Iterable[str], finder: Optional[config.Finder] = None) -> Analysis:
+def analyse(paths: Iterable[str]) -> Analysis:
     """The lint's diagnostics of the given files (configuration and noqa applied), with their
     owners, and the files' compositions. A file the configuration excludes is left out, as the lint
     leaves it out."""
-    finder = finder or config.Finder()
-    out = Analysis()
+    finder = config.Finder()
     models: dict[str, ModelFacts] = {}
     diagnostics: list[Diagnostic] = []
     session = engine.Session(kept=models)
     for path in sorted({shown_path(p) for p in paths}):
         settings = finder.for_file(path)
-        if settings.excludes_named(path):
-            continue
-        diagnostics.extend(parallel.check_one((path, settings), session).diagnostics)
-    out.compositions = {path: facts.compositions for path, facts in models.items()}
-    out.pipes = {path: facts.pipes for path, facts in models.items()}
-    out.findings = [finding_of(d, out.compositions.get(d.path, ())) for d in diagnostics]
+        if not settings.excludes_named(path):
+            diagnostics.extend(parallel.check_one((path, settings), session).diagnostics)
     for problem in finder.problems:
         print(problem, file=sys.stderr)
-    return out
+    compositions = {path: facts.compositions for path, facts in models.items()}
+    return Analysis([finding_of(d, compositions.get(d.path, ())) for d in diagnostics], compositions,
+                    {path: facts.pipes for path, facts in models.items()})
 
 
 # -- the target ---------------------------------------------------------------------------------
@@ -177,3 +175,26 @@ class Target:
         for finding in analysis.findings:
             (mine if self.owns(finding, compositions) else others).append(finding)
         return mine, others
+
+    def routes(self, analysis: Analysis, balance: tuple[int, ...]) -> tuple[Optional[list[Route]], str]:
+        """(routes, "") from the static route table of the target's compositions whose children are
+        the live model's (when none is, of any composition of its files whose children are), or
+        (None, why they could not be compared)."""
+        every = [c for found in analysis.compositions.values() for c in found]
+        found = [c for _, c in self.compositions(analysis) if matches_children(c, self.children)]
+        found = found or [c for c in every if matches_children(c, self.children)]
+        if not found:
+            return None, "not compared: no composition in the source files matches the model's children"
+        tables = [_table(composition, balance) for composition in found]
+        if any(t != tables[0] for t in tables[1:]):
+            return None, f"not compared: {len(found)} compositions match the model and their routes differ"
+        return tables[0], ""
+
+
+def _table(composition: Composition, balance: tuple[int, ...]) -> list[Route]:
+    key_of: dict[Optional[int], str] = {layer.index: layer.key for layer in composition.layers}
+    table = [Route(r.name, key_of.get(r.stash_layer, "?"), key_of.get(r.pop_layer, "?"),
+                   -1 if r.stash_partition is None else r.stash_partition,
+                   -1 if r.pop_partition is None else r.pop_partition)
+             for r in pipe_routes(composition, balance)]
+    return sorted(table, key=str)

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from skiplint.runtime import userpipe
 from skiplint.runtime.errors import CannotRun, Stopped, is_stop, one_line, stop_cause, whole
+from skiplint.runtime.messages import is_verify_error
 from skiplint.runtime.userpipe import UserPipe
 from skiplint.runtime.options import is_file_target, split_target as _split
 
@@ -109,13 +110,14 @@ def _callables(module: ModuleType) -> list[str]:
     return sorted(names)
 
 
-def attribute(module: ModuleType, name: str, spec: str, where: Optional[str] = None) -> Any:
+def attribute(module: ModuleType, name: str, where: str) -> Any:
+    """The object `name` (dotted) of the module imported from `where`."""
     obj: Any = module
     for part in name.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            owner = where or module.__name__
+            owner = shown_path(where) if is_file_target(where) else module.__name__
             found = _callables(module)
             listed = ", ".join(found[:_LISTED]) + (", ..." if len(found) > _LISTED else "")
             have = f"; it has: {listed}" if found else "; it defines no callable"
@@ -153,11 +155,11 @@ def _call(factory: Callable[[], Any], role: str, spec: str, argv0: str) -> Any:
         raise Stopped(f"{role} {stop_cause(error)}") from error
 
 
-def load(spec: str) -> tuple[ModuleType, Any]:
-    """The step `import`: the target's module and the object it names."""
+def load(spec: str, role: str = "the target module") -> tuple[ModuleType, Any]:
+    """The step `import`: the module of `spec` (the target's, or the sample's) and the object it names."""
     where, name = split_target(spec)
-    module = import_module(where)
-    return module, attribute(module, name, spec, shown_path(where) if is_file_target(where) else None)
+    module = import_module(where, role)
+    return module, attribute(module, name, where)
 
 
 def build(spec: str, sample_spec: Optional[str] = None,
@@ -179,7 +181,7 @@ def build(spec: str, sample_spec: Optional[str] = None,
             # A pipe the factory built, whose constructor raised (on a machine without the devices
             # it names, or with a balance that does not fit): the run builds that pipe itself.
             cause = error.__cause__
-            got = userpipe.failed_pipe(cause) if cause is not None and not _rejects(cause) else None
+            got = userpipe.failed_pipe(cause) if cause is not None and not is_verify_error(cause) else None
             if got is None or cause is None:
                 raise
             failure = one_line(cause)
@@ -194,10 +196,7 @@ def build(spec: str, sample_spec: Optional[str] = None,
     if len(obj) == 0:
         raise CannotRun(f"{spec} gave an empty nn.Sequential: it has no layer to check")
     if sample_spec is not None:
-        sample_where, sample_name = split_target(sample_spec)
-        factory: Callable[[], Any] = attribute(
-            import_module(sample_where, "the sample's module"), sample_name, sample_spec,
-            shown_path(sample_where) if is_file_target(sample_where) else None)
+        factory: Callable[[], Any] = load(sample_spec, "the sample's module")[1]
         sample = _call(factory, "the sample factory", sample_spec, where) if callable(factory) else factory
     elif input_shape is not None:
         sample = torch.randn(*input_shape, generator=torch.Generator().manual_seed(0))
@@ -208,10 +207,3 @@ def build(spec: str, sample_spec: Optional[str] = None,
         raise CannotRun(f"the sample is a {type(sample).__name__}, not a tensor")
     source = getattr(module, "__file__", None)
     return Built(obj, sample, origin, source, got if got.is_pipe else None, failure)
-
-
-def _rejects(error: BaseException) -> bool:
-    """verify_skippables' TypeError: the pipe rejected the model itself (what verify joins)."""
-    from skiplint.runtime.messages import is_verify_error
-
-    return is_verify_error(error)

@@ -14,7 +14,7 @@ here; torch itself is imported only by the functions that need it.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 #: The pipe classes a factory may return: (the library's top-level package, the class name).
@@ -58,12 +58,6 @@ def pipe_library(obj: Any) -> Optional[str]:
     return None
 
 
-def _sequential(layers: list[tuple[str, Any]]) -> Any:
-    from torch import nn
-
-    return nn.Sequential(OrderedDict(layers))
-
-
 def _device_names(devices: Any) -> tuple[str, ...]:
     import torch
 
@@ -72,13 +66,15 @@ def _device_names(devices: Any) -> tuple[str, ...]:
 
 def _of_pipe(pipe: Any, library: str, sample: Any) -> UserPipe:
     """The pipe's layers and settings, from its public attributes."""
+    from torch import nn
+
     partitions = list(pipe.partitions)
     layers = [(name, layer) for partition in partitions for name, layer in partition.named_children()]
     balance = getattr(pipe, "balance", None)
     if balance is None:  # torch's Pipe: the partitions are its balance
         balance = [len(partition) for partition in partitions]
     devices = getattr(pipe, "devices", None)
-    return UserPipe(_sequential(layers), sample, library, tuple(int(n) for n in balance),
+    return UserPipe(nn.Sequential(OrderedDict(layers)), sample, library, tuple(int(n) for n in balance),
                     int(pipe.chunks), str(pipe.checkpoint),
                     _device_names(devices) if devices is not None else None)
 
@@ -126,7 +122,6 @@ def failed_pipe(error: BaseException) -> Optional[UserPipe]:
         elif found is not None and frame.f_code.co_name == "split_module" and found.balance is None:
             balance = local.get("balance")  # the constructor's balance was an iterator: read it listed
             if isinstance(balance, list):
-                found = UserPipe(found.model, None, found.library, tuple(int(n) for n in balance),
-                                 found.chunks, found.checkpoint, found.devices)
+                found = replace(found, balance=tuple(int(n) for n in balance))
         tb = tb.tb_next
     return found

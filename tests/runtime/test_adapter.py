@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 from skiplint import layout  # noqa: E402
-from skiplint.runtime import adapter, pipelining  # noqa: E402
+from skiplint.runtime import adapter, backends, pipelining  # noqa: E402
 
 LIBRARIES = {"torchgpipe": "torchgpipe.skip", "fairscale": "fairscale.nn.pipe.skip"}
 
@@ -260,3 +260,39 @@ def test_a_skip_that_is_no_tensor_is_the_backends_limit_before_the_run():
         "the pipelining backend cannot run this model: stage 0 would send its skip 'mask' as a NoneType, not a "
         "tensor; torch.distributed.pipelining carries only tensors between stages")
     pipelining.check_carried(model, (3,), torch.ones(4, 2), 2)  # one stage sends nothing
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARIES))
+def test_routes_of_a_layer_with_two_pops_come_in_the_order_of_their_names(name: str) -> None:
+    """The libraries keep a layer's names in a set, whose iteration order follows the hash seed:
+    the routes are given by name, whatever order poppable() yields them in (both orders tried)."""
+    from skiplint.runtime import backends
+
+    skip = importlib.import_module(LIBRARIES[name])
+    torch.set_num_threads(1)
+
+    @skip.skippable(stash=["a", "b"])
+    class Two(nn.Module):
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            yield skip.stash("a", x)
+            yield skip.stash("b", x)
+            return x
+
+    @skip.skippable(pop=["a", "b"])
+    class Both(nn.Module):
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            a = yield skip.pop("a")
+            b = yield skip.pop("b")
+            return x + a + b
+
+    lib = backends.load(name)
+    for reverse in (False, True):
+        model = nn.Sequential(Two(), Both())
+        tmpl = model[1].poppable
+
+        def poppable(tmpl=tmpl, reverse=reverse):  # type: ignore[no-untyped-def]
+            return iter(sorted(tmpl(), key=lambda key: key[1], reverse=reverse))
+
+        model[1].poppable = poppable
+        routes = backends.layout_routes(model, lib, [nn.Sequential(model[0]), nn.Sequential(model[1])])
+        assert [(r.name, r.src_layer, r.dst_layer) for r in routes] == [("a", "0", "1"), ("b", "0", "1")]

@@ -9,7 +9,7 @@ import warnings
 import pytest
 import torch
 
-from skiplint.runtime import pipelining, run
+from skiplint.runtime import building, pipelining
 from skiplint.runtime.errors import hide_library_notices
 
 torch.set_num_threads(1)
@@ -20,8 +20,8 @@ def test_a_run_without_balance_or_devices_has_at_least_two_partitions(
         monkeypatch: pytest.MonkeyPatch, gpus: int, partitions: int) -> None:
     # One GPU used to give one partition: no skip crossed a boundary, and the run checked nothing.
     monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
-    assert run.default_partitions() == partitions
-    assert run._even_balance(6, run.default_partitions()) == ((3, 3) if partitions == 2 else (2, 2, 1, 1))
+    assert building.default_partitions() == partitions
+    assert building.even_balance(6, building.default_partitions()) == ((3, 3) if partitions == 2 else (2, 2, 1, 1))
 
 
 def test_stages_that_would_share_a_gpu_run_on_the_cpu() -> None:

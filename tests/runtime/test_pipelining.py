@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from skiplint.runtime import pipelining, stage, verify
+from skiplint.runtime import pipelining, verify
 
 from .conftest import FIXTURES
 from .test_pipelining_verdict import verdict
@@ -138,8 +138,8 @@ def test_a_skip_that_is_no_tensor_is_the_backends_limit(tmp_path):
 
 
 def test_the_culprit_is_the_stage_that_says_why():
-    lost = (stage.LOST, 0, "stage forward", "RuntimeError: Connection closed by peer [127.0.0.1]:6272")
-    raised = (stage.RAISED, 2, "stage backward", "ValueError: the stage's own error")
+    lost = (pipelining.LOST, 0, "stage forward", "RuntimeError: Connection closed by peer [127.0.0.1]:6272")
+    raised = (pipelining.RAISED, 2, "stage backward", "ValueError: the stage's own error")
     assert pipelining.culprit([lost, raised]) == raised
     assert pipelining.culprit([raised, lost]) == raised
     assert pipelining.culprit([lost]) == lost

@@ -68,8 +68,13 @@ PLANTED = textwrap.dedent('''\
     if os.environ.get("SKIPLINT_PLANT") == "swap":
         from skiplint.runtime import adapter
 
-        _incoming = adapter.Plan.incoming
-        adapter.Plan.incoming = lambda self, stage: tuple(reversed(_incoming(self, stage)))
+        _init = adapter.Stage.__init__
+
+        def _swapped(self, *args):  # each stage reads its incoming skips in the wrong order
+            _init(self, *args)
+            self.incoming = tuple(reversed(self.incoming))
+
+        adapter.Stage.__init__ = _swapped
 ''')
 
 #: The factory returns the pipe: GPipe cannot be built here (no CUDA), and its settings still count.
