@@ -108,6 +108,31 @@ NESTED_SKIPPABLE = Rule(
 )
 
 
+DETACH_IN_PLACE_OF_A_VIEW = Rule(
+    code='SKP206', name='detach-in-place-of-a-view',
+    template="layer {layer} detaches {skip} in place, but layer {stasher} stashes {what}: a view cannot be "
+             "detached in place; bind the result of `.detach()` instead",
+    summary='a layer detaches a popped tensor in place (`skip.detach_()`) that its stashing layer stashes as a view',
+    failure="RuntimeError: Can't detach views in-place. Use detach() instead.",
+    reported_at='the `.detach_()` call',
+    when="the pop is `name = yield pop(...)`, a statement of forward's own body after none that may leave it, "
+         'and the next statement is `name.detach_()`; the stash the pop takes (the latest earlier one of its '
+         'name) is certainly a view on every path: made by a view operation (slicing with two or more indices, '
+         'indexing a view, `view`, `view_as`, `t`, `.T`, `transpose`, `permute`, `narrow`, `select`, `squeeze`, '
+         '`unsqueeze`, `expand`, `expand_as`, `movedim`, `swapaxes`, `swapdims`, `diagonal`, `unfold`, '
+         '`as_strided`), which fails run plainly, profiled and in a pipe; or the stashing layer\'s untouched '
+         "input where that is a micro-batch, a chunk of the batch (so a view, `chunks=1` included): the layer "
+         'is the first of a composition given to a pipe that builds. Measured on torchgpipe and fairscale '
+         '(tests/runtime/test_detach_views.py): `reshape`/`flatten` (a copy where a view is impossible) and '
+         '`contiguous()`/`float()`/`to(...)` (the tensor itself, or a copy) are not certain and not reported; '
+         "nor is the input of a later layer (after layers that return their input it is still a micro-batch, "
+         'after any that computes it is not, and the first layer of a later partition gets a copy). With the '
+         "stash and the pop in different partitions the pop gets a portal's copy and backward fails as SKP305 "
+         'says instead',
+    predicts=(Fails("forward", r"RuntimeError: Can't detach views in-place.*", "layer"),),
+)
+
+
 # -- checks ----------------------------------------------------------------------------------------
 # A composition's checks replay verify_skippables over its direct children, in its order: a
 # layer's names declared both ways are skipped (SKP105 reports them), a second stash or pop of a
@@ -227,3 +252,30 @@ def _popped_keys(composition: Composition) -> set[SkipKey]:
             stashed.update(layer.stash)
             popped.update(key for key in layer.pop if key in stashed)
     return popped
+
+
+@checks("composition", DETACH_IN_PLACE_OF_A_VIEW)
+def detached_views(composition: Composition, verified: bool) -> Iterator[Finding]:
+    """Pops detached in place whose stash is a view: certainly, or the input where it is a micro-batch
+    (the first layer of a composition given to a pipe that builds)."""
+    from skiplint import pipes
+
+    if pipes.hides_skippables(composition):
+        return  # which tensor a skip takes across nested layers is not followed
+    builds = composition.piped and not any(True for check in (nested_skippables, direct_children)
+                                           for _ in check(composition, verified))
+    for route in pipes.pops(composition):
+        if route.stash_layer is None or route.pop_layer is None:
+            continue
+        stasher, popper = composition.layers[route.stash_layer], composition.layers[route.pop_layer]
+        if stasher.cls is None or popper.cls is None:
+            continue
+        site = popper.cls.detaches_in_place(route.name)
+        view = stasher.cls.stashed_view(route.name)
+        if site is None or view == "no" or (view == "input" and not (builds and stasher.index == 0)):
+            continue
+        what = ("a view of a tensor" if view == "yes"
+                else "its input, a micro-batch of the pipe (a chunk, so a view, of the batch)")
+        yield DETACH_IN_PLACE_OF_A_VIEW.at(site, layer=pipes.layer_text(popper),
+                                           skip=pipes.skip_text((route.ns, route.name), composition),
+                                           stasher=pipes.layer_text(stasher), what=what, name=route.name)

@@ -1,6 +1,5 @@
 """`skip.detach_()` on a popped tensor that is a view fails at run time ("Can't detach views
-in-place"), on torchgpipe and fairscale alike: no rule predicts it yet (the value model does not
-know which tensors are views; see issue 37). Pinned here so that a rule for it has its truth:
+in-place"), on torchgpipe and fairscale alike. Measured here:
 
 - a stash made by a view operation (slicing, indexing, `view`, `view_as`, `reshape` and `flatten`
   of a contiguous tensor, `t`, `transpose`, `permute`, `narrow`, `select`, `squeeze`, `unsqueeze`,
@@ -14,6 +13,8 @@ know which tensors are views; see issue 37). Pinned here so that a rule for it h
 - a computed tensor (`x * 2`, `x + 0`, `clone`, `cat`, `detach`) never fails;
 - with the stash and the pop in different partitions the pop gets a portal's copy, and backward
   raises the bare AssertionError of skip/portal.py instead (SKP305's failure), whatever is stashed.
+
+SKP206 predicts the first two where the view is certain statically (tests/detach_shapes.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torchgpipe")
 pytest.importorskip("fairscale")
 from torch import nn  # noqa: E402
+
+from tests import detach_shapes  # noqa: E402
 
 LIBRARIES = {"torchgpipe": ("torchgpipe", "torchgpipe", "GPipe"),
              "fairscale": ("fairscale.nn.pipe", "fairscale.nn", "Pipe")}
@@ -153,3 +156,19 @@ def test_across_partitions_the_pop_is_a_portal_copy(lib: str, stash: str) -> Non
     layers = model(LIBRARIES[lib][0], STASHED[stash][0])
     with pytest.raises(AssertionError):
         piped(lib, layers, [2, 1], 2)(torch.randn(8, 4, requires_grad=True)).sum().backward()
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("stash, before, mode", detach_shapes.CASES)
+def test_skp206_is_reported_only_where_the_run_fails(lib: str, stash: str, before: str, mode: str) -> None:
+    """The programs of tests/test_detach_views.py run: each fails as measured, and SKP206 (static,
+    on that program) only where it does."""
+    namespace: dict[str, Any] = {}
+    exec(compile(detach_shapes.source(stash, before, mode, lib), f"<{stash}-{before}-{mode}>", "exec"), namespace)
+    fails = detach_shapes.fails(stash, before, mode)
+    assert fails or not detach_shapes.reported(stash, before, mode)
+    if fails:
+        with pytest.raises(RuntimeError, match=VIEW):
+            namespace["run"]()
+    else:
+        namespace["run"]()
