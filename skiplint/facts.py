@@ -219,8 +219,8 @@ class SkippableClass:
     @property
     def views(self) -> bool:
         """Whether some yielded stash is certainly a view or the input, or some pop is detached in place."""
-        return any(c.view != "no" or c.detached_in_place is not None for _, c in (*self._yielded("stash"),
-                                                                                   *self._yielded("pop")))
+        commands = (*self._yielded("stash"), *self._yielded("pop"))
+        return any(c.view != "no" or c.detached_in_place is not None for _, c in commands)
 
     @property
     def discarded(self) -> tuple[tuple[str, Site], ...]:

@@ -29,3 +29,11 @@ def test_only_a_detach_right_after_a_pop_that_certainly_runs_is_read(tmp_path: P
         path = tmp_path / "model.py"
         path.write_text(changed)
         assert "SKP206" not in [d.code for d in engine.check_file(str(path), session=Session()).diagnostics]
+
+
+def test_across_partitions_it_is_skp305_alone(tmp_path: Path) -> None:
+    # Measured: the pop gets a portal's copy, and backward fails in skip/portal.py (SKP305's failure).
+    path = tmp_path / "model.py"
+    path.write_text(detach_shapes.source("slice", "first", "pipe").replace("balance=[3]", "balance=[2, 1]"))
+    found = [(d.line, d.code) for d in engine.check_file(str(path), session=Session()).diagnostics]
+    assert found == [(19, "SKP305")]

@@ -13,8 +13,8 @@ from skiplint import syntax
 from skiplint.facts import Key
 from skiplint.gradflow.attributes import Attributes, torch_layers, truth
 from skiplint.gradflow.model import (
-    BREAKING, Env, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, VIEWS, Value, YES, meet, saving,
-    union, unknown_call,
+    BREAKING, Env, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, VIEWS, Value, YES, meet,
+    saving, union, unknown_call,
 )
 from skiplint.gradflow.walker import Exits, ImportedFunction, Walker, constant_index, delegated
 

@@ -107,7 +107,8 @@ def detached_in_place(forward: cst.FunctionDef, pops: Sequence[cst.Call]) -> dic
                 and len(first.body) == 1 and len(second.body) == 1):
             continue
         assign, expr = first.body[0], second.body[0]
-        if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name)
+        if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+                and isinstance(assign.targets[0].target, cst.Name)
                 and isinstance(assign.value, cst.Yield) and id(assign.value.value) in wanted
                 and isinstance(expr, cst.Expr)):
             continue

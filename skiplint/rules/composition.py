@@ -3,7 +3,7 @@ the skip tracker raise."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from skiplint.findings import Finding
 from skiplint.rules.base import Rule, checks
@@ -126,9 +126,10 @@ DETACH_IN_PLACE_OF_A_VIEW = Rule(
          '(tests/runtime/test_detach_views.py): `reshape`/`flatten` (a copy where a view is impossible) and '
          '`contiguous()`/`float()`/`to(...)` (the tensor itself, or a copy) are not certain and not reported; '
          "nor is the input of a later layer (after layers that return their input it is still a micro-batch, "
-         'after any that computes it is not, and the first layer of a later partition gets a copy). With the '
-         "stash and the pop in different partitions the pop gets a portal's copy and backward fails as SKP305 "
-         'says instead',
+         'after any that computes it is not, and the first layer of a later partition gets a copy). A '
+         "composition given to a pipe is judged by each GPipe or fairscale Pipe with a literal balance, and only "
+         "where the stash and the pop are in one partition: across partitions the pop gets a portal's copy and "
+         'backward fails as SKP305 says instead',
     predicts=(Fails("forward", r"RuntimeError: Can't detach views in-place.*", "layer"),),
 )
 
@@ -256,23 +257,28 @@ def _popped_keys(composition: Composition) -> set[SkipKey]:
 
 @checks("composition", DETACH_IN_PLACE_OF_A_VIEW)
 def detached_views(composition: Composition, verified: bool) -> Iterator[Finding]:
-    """Pops detached in place whose stash is a view: certainly, or the input where it is a micro-batch
-    (the first layer of a composition given to a pipe that builds)."""
+    """Pops detached in place whose stash is certainly a view, in a composition run plainly or
+    profiled (one given to a pipe is judged by each pipe, with its partitions: skiplint.rules.pipe)."""
+    if not composition.piped:
+        yield from view_detaches(composition, None)
+
+
+def view_detaches(composition: Composition, balance: Optional[tuple[int, ...]]) -> Iterator[Finding]:
+    """Pops detached in place whose stash is certainly a view, or (in a pipe of `balance`) the input
+    of the first layer, a micro-batch; in a pipe, only those in the partition of their stash."""
     from skiplint import pipes
 
     if pipes.hides_skippables(composition):
         return  # which tensor a skip takes across nested layers is not followed
-    builds = composition.piped and not any(True for check in (nested_skippables, direct_children)
-                                           for _ in check(composition, verified))
-    for route in pipes.pops(composition):
-        if route.stash_layer is None or route.pop_layer is None:
+    for route in pipes.pops(composition, balance):
+        if route.stash_layer is None or route.pop_layer is None or route.stash_partition != route.pop_partition:
             continue
         stasher, popper = composition.layers[route.stash_layer], composition.layers[route.pop_layer]
         if stasher.cls is None or popper.cls is None:
             continue
         site = popper.cls.detaches_in_place(route.name)
         view = stasher.cls.stashed_view(route.name)
-        if site is None or view == "no" or (view == "input" and not (builds and stasher.index == 0)):
+        if site is None or view == "no" or (view == "input" and (balance is None or stasher.index != 0)):
             continue
         what = ("a view of a tensor" if view == "yes"
                 else "its input, a micro-batch of the pipe (a chunk, so a view, of the batch)")

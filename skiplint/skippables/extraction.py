@@ -269,7 +269,7 @@ def _with_gradflow(index: ModuleIndex, forward: cst.FunctionDef, flow: gradflow.
             out.append(dataclasses.replace(
                 command, shares_output=shares == gradflow.YES, shares_if_input_grad=shares == gradflow.INPUT,
                 shares_input_history=stashed is not None and gradflow.INPUT_SOURCE in stashed.sources
-                and keeps_input, view=_VIEWS[stashed.view if stashed is not None else gradflow.NO]))
+                and keeps_input, view=_view(stashed)))
         else:
             out.append(dataclasses.replace(command, grad_used=not command.discarded and flow.reaches_output(call),
                                            detached_only=call in detached,
@@ -282,7 +282,9 @@ def _with_gradflow(index: ModuleIndex, forward: cst.FunctionDef, flow: gradflow.
     return tuple(out), keeps_input, grad, saves
 
 
-_VIEWS: dict[int, ViewKind] = {gradflow.YES: "yes", gradflow.INPUT: "input", gradflow.NO: "no"}
+def _view(stashed: Optional[gradflow.Value]) -> ViewKind:
+    view = stashed.view if stashed is not None else gradflow.NO
+    return "yes" if view == gradflow.YES else "input" if view == gradflow.INPUT else "no"
 
 
 def computed(cls: SkippableClass) -> bool:
