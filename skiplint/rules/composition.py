@@ -111,9 +111,9 @@ NESTED_SKIPPABLE = Rule(
 DETACH_IN_PLACE_OF_A_VIEW = Rule(
     code='SKP206', name='detach-in-place-of-a-view',
     template="layer {layer} detaches {skip} in place, but layer {stasher} stashes {what}: a view cannot be "
-             "detached in place; bind the result of `.detach()` instead",
+             "detached in place; use detach(), which returns a new tensor",
     summary='a layer detaches a popped tensor in place (`skip.detach_()`) that its stashing layer stashes as a view',
-    failure="RuntimeError: Can't detach views in-place. Use detach() instead.",
+    failure="RuntimeError: Can't detach views in-place. Use detach() instead",
     reported_at='the `.detach_()` call',
     when="the pop is `name = yield pop(...)`, a statement of forward's own body after none that may leave it, "
          'and the next statement is `name.detach_()`; the stash the pop takes (the latest earlier one of its '
@@ -284,4 +284,5 @@ def view_detaches(composition: Composition, balance: Optional[tuple[int, ...]]) 
                 else "its input, a micro-batch of the pipe (a chunk, so a view, of the batch)")
         yield DETACH_IN_PLACE_OF_A_VIEW.at(site, layer=pipes.layer_text(popper),
                                            skip=pipes.skip_text((route.ns, route.name), composition),
-                                           stasher=pipes.layer_text(stasher), what=what, name=route.name)
+                                           stasher=pipes.layer_text(stasher), what=what, name=route.name,
+                                           cls=popper.cls.name)  # reported in its class, not at the layer

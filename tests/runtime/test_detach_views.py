@@ -172,3 +172,19 @@ def test_skp206_is_reported_only_where_the_run_fails(lib: str, stash: str, befor
             namespace["run"]()
     else:
         namespace["run"]()
+
+
+@pytest.mark.parametrize("lib", sorted(LIBRARIES))
+@pytest.mark.parametrize("stash", ["slice", "input"])
+def test_skiplint_verify_confirms_skp206(tmp_path: Any, lib: str, stash: str) -> None:
+    """`skiplint verify` joins the run's failure to the static finding, at the popping layer's class."""
+    from skiplint.runtime import verify
+
+    text = detach_shapes.source(stash, "first", "pipe", lib).replace("def run():", "def build():")
+    text = text.replace("    piped(torch.randn(8, 4, requires_grad=True)).sum().backward()",
+                        "    return model, torch.randn(8, 4, requires_grad=True)")
+    path = tmp_path / "model.py"
+    path.write_text(text)
+    report = verify(f"{path}:build", backend=lib, balance=(3,), chunks=2, checkpoint=("never",))
+    assert [(s.line, s.code, s.verdict) for s in report.static] == [(20, "SKP206", "confirmed")], report.to_text()
+    assert report.observations and all(o.predicted for o in report.observations), report.to_text()
