@@ -41,6 +41,11 @@ STASHED: dict[str, tuple[str, str, str]] = {
     "cat": ("torch.cat([x, x])", "no", "nowhere"),
     "detach": ("x.detach()", "no", "nowhere"),
     "row-slice": ("x[:2]", "no", "everywhere"),  # one slice: a tuple would take it too
+    "negative-index-and-slice": ("x[-1, 0:2]", "yes", "everywhere"),
+    "torch-narrow": ("torch.narrow(x, 1, 0, 2)", "yes", "everywhere"),
+    # Advanced indexing copies, even of a view.
+    "mask-of-view": ("x.t()[x.t() > 0]", "no", "nowhere"),
+    "list-index": ("x[:, [0, 1]]", "no", "nowhere"),
 }
 
 #: The layers before the stashing layer, the balance of a pipe of the model (its layers: these, the

@@ -108,7 +108,8 @@ class Calls(Walker):
         qualified = self.scope().qualified(func)
         if qualified is not None and qualified.startswith("torch."):
             name = qualified.rsplit(".", 1)[-1]
-            return viewed(self.operation(node, name, args, unknown_saves=True), name)
+            result = self.operation(node, name, args, unknown_saves=True)
+            return viewed(result, name) if qualified == "torch." + name else result  # not F.unfold
         found = self.imported_function(func)
         if found is not None and self.followed(found[1]) and len(positional) == len(args):
             return self.imported_call(found, args)

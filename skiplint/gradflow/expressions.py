@@ -181,17 +181,27 @@ class Expressions(Walker):
 
 
 def _subscript_view(node: cst.Subscript, whole: Value) -> int:
-    """Whether `whole[...]` is certainly a view: an index only an array takes (two or more parts,
-    one a slice, `...` or None), or any index of a certain view (a tensor); an integer index of
-    forward's input is an item of it (a tuple's) or a view of it, a view where the input is a
-    micro-batch (INPUT)."""
+    """Whether `whole[...]` is certainly a view: basic indexing (integers, slices, `...`, None; not
+    a tensor or list index, which copies) of a certain view (a tensor), or with an index only an array
+    takes (two or more parts, one a slice, `...` or None); an integer index of forward's input is
+    an item of it (a tuple's) or a view of it, a view where the input is a micro-batch (INPUT)."""
     parts = [element.slice for element in node.slice]
-    array_only = len(parts) > 1 and any(
-        isinstance(part, cst.Slice) or (isinstance(part, cst.Index) and (
-            isinstance(part.value, cst.Ellipsis) or (isinstance(part.value, cst.Name) and part.value.value == "None")))
-        for part in parts)
-    if whole.view == YES or array_only:
+    if not all(_basic(part) for part in parts):
+        return NO
+    if whole.view == YES or (len(parts) > 1 and any(
+            not isinstance(part, cst.Index) or not isinstance(part.value, (cst.Integer, cst.UnaryOperation))
+            for part in parts)):
         return YES
     if whole.view == INPUT and len(parts) == 1 and constant_index(node) is not None:
         return INPUT
     return NO
+
+
+def _basic(part: cst.BaseSlice) -> bool:
+    """An index part that basic indexing takes: a slice, an integer, `...` or None."""
+    if isinstance(part, cst.Slice):
+        return True
+    value = part.value if isinstance(part, cst.Index) else None
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        value = value.expression
+    return isinstance(value, (cst.Integer, cst.Ellipsis)) or (isinstance(value, cst.Name) and value.value == "None")
