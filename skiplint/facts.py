@@ -20,6 +20,9 @@ from skiplint.positions import Locator as Locator, with_room as with_room
 Kind = Literal["stash", "pop"]
 #: Whether a tensor requires grad: certainly, when the layer's input does, not certainly.
 GradKind = Literal["yes", "input", "no"]
+#: Whether a stashed tensor is a view: certainly ("yes"), certainly the layer's input itself (a view
+#: where that is a micro-batch: "input"), or not certainly either ("no").
+ViewKind = Literal["yes", "input", "no"]
 #: A command a forward performs: ("stash", "skip") or ("pop", "skip").
 Key = tuple[Kind, str]
 
@@ -105,6 +108,10 @@ class Command:
     #: `torch.no_grad()`), or not at all though it is assigned: as a discarded one, no gradient
     #: flows back through it (SKP305).
     detached_only: bool = False
+    #: For a yielded stash: whether its tensor is a view (skiplint.gradflow), SKP206.
+    view: ViewKind = "no"
+    #: For a yielded pop: the `name.detach_()` call that certainly follows it (SKP206).
+    detached_in_place: Optional[Site] = None
 
 
 @dataclass(frozen=True)
@@ -197,6 +204,23 @@ class SkippableClass:
         the name discarded, detached, used under no_grad or not followed)."""
         pops = self._yielded("pop")
         return frozenset(name for name, _ in pops) - frozenset(name for name, c in pops if c.grad_used)
+
+    def stashed_view(self, name: str) -> ViewKind:
+        """Whether every yielded stash of `name` is certainly a view ("yes"), certainly a view or
+        the input itself ("input"), or not certainly either ("no")."""
+        kinds = [c.view for stashed, c in self._yielded("stash") if stashed == name]
+        return "no" if not kinds or "no" in kinds else "input" if "input" in kinds else "yes"
+
+    def detaches_in_place(self, name: str) -> Optional[Site]:
+        """The `.detach_()` call that certainly follows a yielded pop of `name`, if one does."""
+        return next((c.detached_in_place for popped, c in self._yielded("pop")
+                     if popped == name and c.detached_in_place is not None), None)
+
+    @property
+    def views(self) -> bool:
+        """Whether some yielded stash is certainly a view or the input, or some pop is detached in place."""
+        commands = (*self._yielded("stash"), *self._yielded("pop"))
+        return any(c.view != "no" or c.detached_in_place is not None for _, c in commands)
 
     @property
     def discarded(self) -> tuple[tuple[str, Site], ...]:

@@ -23,7 +23,7 @@ holds no saving node, so that a report is certain. `detached` finds the pops use
 from __future__ import annotations
 
 from skiplint.gradflow.attributes import Attributes, torch_layers
-from skiplint.gradflow.detached import detached_pops
+from skiplint.gradflow.detached import detached_in_place, detached_pops
 from skiplint.gradflow.model import (
     BREAKING, INPUT, INPUT_SOURCE, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, YES,
     Flow, Value, meet,
@@ -32,4 +32,4 @@ from skiplint.gradflow.walker import FunctionResolver, ImportedFunction
 
 __all__ = ["Attributes", "BREAKING", "Flow", "FunctionResolver", "INPUT", "INPUT_SOURCE", "ImportedFunction", "NO",
            "NOTHING", "PARAM_LAYERS", "PASSING", "PASSING_LAYERS", "SAVING", "SAVING_LAYERS", "Value", "YES",
-           "detached_pops", "meet", "torch_layers"]
+           "detached_in_place", "detached_pops", "meet", "torch_layers"]

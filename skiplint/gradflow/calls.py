@@ -4,6 +4,7 @@ for the backward pass."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional, Sequence, Union
 
 import libcst as cst
@@ -12,8 +13,8 @@ from skiplint import syntax
 from skiplint.facts import Key
 from skiplint.gradflow.attributes import Attributes, torch_layers, truth
 from skiplint.gradflow.model import (
-    BREAKING, Env, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, Value, YES, meet, saving, union,
-    unknown_call,
+    BREAKING, Env, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, VIEWS, Value, YES, meet,
+    saving, union, unknown_call,
 )
 from skiplint.gradflow.walker import Exits, ImportedFunction, Walker, constant_index, delegated
 
@@ -107,7 +108,8 @@ class Calls(Walker):
         qualified = self.scope().qualified(func)
         if qualified is not None and qualified.startswith("torch."):
             name = qualified.rsplit(".", 1)[-1]
-            return self.operation(node, name, args, unknown_saves=True)
+            result = self.operation(node, name, args, unknown_saves=True)
+            return viewed(result, name) if qualified == "torch." + name else result  # not F.unfold
         found = self.imported_function(func)
         if found is not None and self.followed(found[1]) and len(positional) == len(args):
             return self.imported_call(found, args)
@@ -121,7 +123,8 @@ class Calls(Walker):
             self.assign(changed, self.grad_off(result), env)
             return result
         if isinstance(func, cst.Attribute) and qualified is None:  # a method of a tensor
-            return self.operation(node, func.attr.value, [self.eval(func.value, env), *args], unknown_saves=True)
+            name = func.attr.value
+            return viewed(self.operation(node, name, [self.eval(func.value, env), *args], unknown_saves=True), name)
         return unknown_call(args)
 
     def attributes_of(self, cls: str) -> Attributes:
@@ -191,3 +194,8 @@ class Calls(Walker):
         if name in SAVING or unknown_saves:
             return saving(node, args)
         return NOTHING
+
+
+def viewed(result: Value, name: str) -> Value:
+    """The result of torch's operation `name` (not in place): certainly a view for a view operation."""
+    return dataclasses.replace(result, view=YES) if name in VIEWS else result

@@ -91,3 +91,30 @@ def _reads_with_history(node: cst.CSTNode, name: str, scope: Scope, binding: cst
         return (any(_reads_with_history(item, name, scope, binding, no_grad) for item in node.items)
                 or _reads_with_history(node.body, name, scope, binding, no_grad or stops))
     return any(_reads_with_history(child, name, scope, binding, no_grad) for child in syntax.children(node))
+
+
+def detached_in_place(forward: cst.FunctionDef, pops: Sequence[cst.Call]) -> dict[int, cst.Call]:
+    """The pop calls (by id) whose tensor forward certainly detaches in place, each with that
+    `.detach_()` call: `name = yield pop(...)` is a statement of forward's own body, after no
+    statement that may leave it (`return`, `raise`), and the next one is `name.detach_()`."""
+    wanted = {id(call) for call in pops}
+    found: dict[int, cst.Call] = {}
+    statements = list(forward.body.body) if isinstance(forward.body, cst.IndentedBlock) else []
+    for first, second in zip(statements, statements[1:]):
+        if any(isinstance(node, (cst.Return, cst.Raise)) for node in syntax.walk(first)):
+            break
+        if not (isinstance(first, cst.SimpleStatementLine) and isinstance(second, cst.SimpleStatementLine)
+                and len(first.body) == 1 and len(second.body) == 1):
+            continue
+        assign, expr = first.body[0], second.body[0]
+        if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+                and isinstance(assign.targets[0].target, cst.Name)
+                and isinstance(assign.value, cst.Yield) and id(assign.value.value) in wanted
+                and isinstance(expr, cst.Expr)):
+            continue
+        call = expr.value
+        if (isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value == "detach_" and isinstance(call.func.value, cst.Name)
+                and call.func.value.value == assign.targets[0].target.value):
+            found[id(assign.value.value)] = call
+    return found

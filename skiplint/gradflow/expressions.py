@@ -3,13 +3,14 @@ what it stashes and pops); the branch a condition takes; what an assignment bind
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import libcst as cst
 
 from skiplint import syntax
 from skiplint.gradflow.model import (
-    Env, INPUT_SOURCE, NO, NOTHING, Value, container, meet, meet_all, saving, union,
+    INPUT, Env, INPUT_SOURCE, NO, NOTHING, YES, Value, container, meet, meet_all, saving, union,
 )
 from skiplint.gradflow.walker import Walker, constant_index
 
@@ -35,7 +36,9 @@ class Expressions(Walker):
             if node.attr.value in ("data",):
                 self.eval(node.value, env)
                 return NOTHING
-            if node.attr.value in ("T", "mT", "real"):
+            if node.attr.value in ("T", "mT"):
+                return dataclasses.replace(self.eval(node.value, env), view=YES)
+            if node.attr.value == "real":
                 return self.eval(node.value, env)
             self.eval(node.value, env)
             return NOTHING
@@ -58,7 +61,7 @@ class Expressions(Walker):
                 if index is not None and -len(whole.items) <= index < len(whole.items):
                     return whole.items[index]
                 return meet_all(whole.items)
-            return whole
+            return dataclasses.replace(whole, view=_subscript_view(node, whole))
         if isinstance(node, cst.IfExp):
             self.eval(node.test, env)
             decided = self.decide(node.test, env)
@@ -175,3 +178,30 @@ class Expressions(Walker):
         if value is not None:
             self.eval(value, env)
         return NOTHING
+
+
+def _subscript_view(node: cst.Subscript, whole: Value) -> int:
+    """Whether `whole[...]` is certainly a view: basic indexing (integers, slices, `...`, None; not
+    a tensor or list index, which copies) of a certain view (a tensor), or with an index only an array
+    takes (two or more parts, one a slice, `...` or None); an integer index of forward's input is
+    an item of it (a tuple's) or a view of it, a view where the input is a micro-batch (INPUT)."""
+    parts = [element.slice for element in node.slice]
+    if not all(_basic(part) for part in parts):
+        return NO
+    if whole.view == YES or (len(parts) > 1 and any(
+            not isinstance(part, cst.Index) or not isinstance(part.value, (cst.Integer, cst.UnaryOperation))
+            for part in parts)):
+        return YES
+    if whole.view == INPUT and len(parts) == 1 and constant_index(node) is not None:
+        return INPUT
+    return NO
+
+
+def _basic(part: cst.BaseSlice) -> bool:
+    """An index part that basic indexing takes: a slice, an integer, `...` or None."""
+    if isinstance(part, cst.Slice):
+        return True
+    value = part.value if isinstance(part, cst.Index) else None
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        value = value.expression
+    return isinstance(value, (cst.Integer, cst.Ellipsis)) or (isinstance(value, cst.Name) and value.value == "None")

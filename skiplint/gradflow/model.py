@@ -52,6 +52,15 @@ PASSING = frozenset({
 })
 
 
+#: ... that certainly return a view of their operand (measured: `tests/runtime/test_detach_views.py`).
+#: Not `reshape`/`flatten` (a copy where a view is impossible), nor `contiguous`/`to`/`float` (their
+#: operand itself, or a copy).
+VIEWS = frozenset({
+    "view", "view_as", "t", "transpose", "permute", "narrow", "select", "squeeze", "unsqueeze", "expand",
+    "expand_as", "movedim", "swapaxes", "swapdims", "diagonal", "unfold", "as_strided",
+})
+
+
 #: ... that start no history: detaching, constants.
 BREAKING = frozenset({
     "detach", "detach_", "zeros", "ones", "zeros_like", "ones_like", "empty", "empty_like", "full", "full_like",
@@ -64,12 +73,15 @@ BREAKING = frozenset({
 class Value:
     """What a value's history certainly holds: saving nodes, each (node id, YES or INPUT); its grad;
     the pops (by their call's id) and the input that it depends on differentiably; for a tuple
-    or list whose items are known, each item's value (the whole holds what all items hold)."""
+    or list whose items are known, each item's value (the whole holds what all items hold); whether
+    it is certainly a view (YES), certainly forward's input itself (INPUT: a view where that is a
+    micro-batch), or not certainly either (NO)."""
 
     ops: frozenset[tuple[int, int]] = frozenset()
     grad: int = NO
     sources: frozenset[int] = frozenset()
     items: Optional[tuple["Value", ...]] = None
+    view: int = NO
 
 
 NOTHING = Value()
@@ -113,7 +125,7 @@ def meet(a: Value, b: Value) -> Value:
     items = None
     if a.items is not None and b.items is not None and len(a.items) == len(b.items):
         items = tuple(meet(x, y) for x, y in zip(a.items, b.items))
-    return Value(ops, min(a.grad, b.grad), a.sources & b.sources, items)
+    return Value(ops, min(a.grad, b.grad), a.sources & b.sources, items, min(a.view, b.view))
 
 
 Env = dict[str, Value]

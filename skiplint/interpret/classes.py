@@ -252,7 +252,7 @@ class Classes(Core):
                 out.append(made)
                 if (made.discarded or made.detached or made.output_stashes or made.input_output_stashes
                         or made.inert_pops or made.none_stashes or made.keeps_input or made.output_grad != "no"
-                        or made.input_history_stashes or made.output_saves):
+                        or made.input_history_stashes or made.output_saves or made.views):
                     self.specializing.refined[id(definition.info)] = dataclasses.replace(
                         definition.info, forward=made.forward)
         return tuple(out)

@@ -3,7 +3,7 @@ the skip tracker raise."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from skiplint.findings import Finding
 from skiplint.rules.base import Rule, checks
@@ -105,6 +105,32 @@ NESTED_SKIPPABLE = Rule(
          'first in its own child, or a second pop of one stash) fails in forward, while a second stash before '
          'the pop runs; a skip with one side a direct child fails verify_skippables. Those are reported '
          'whatever the pipe',
+)
+
+
+DETACH_IN_PLACE_OF_A_VIEW = Rule(
+    code='SKP206', name='detach-in-place-of-a-view',
+    template="layer {layer} detaches {skip} in place, but layer {stasher} stashes {what}: a view cannot be "
+             "detached in place; use detach(), which returns a new tensor",
+    summary='a layer detaches a popped tensor in place (`skip.detach_()`) that its stashing layer stashes as a view',
+    failure="RuntimeError: Can't detach views in-place. Use detach() instead",
+    reported_at='the `.detach_()` call',
+    when="the pop is `name = yield pop(...)`, a statement of forward's own body after none that may leave it, "
+         'and the next statement is `name.detach_()`; the stash the pop takes (the latest earlier one of its '
+         'name) is certainly a view on every path: made by a view operation (slicing with two or more indices, '
+         'indexing a view, `view`, `view_as`, `t`, `.T`, `transpose`, `permute`, `narrow`, `select`, `squeeze`, '
+         '`unsqueeze`, `expand`, `expand_as`, `movedim`, `swapaxes`, `swapdims`, `diagonal`, `unfold`, '
+         '`as_strided`), which fails run plainly, profiled and in a pipe; or the stashing layer\'s untouched '
+         "input where that is a micro-batch, a chunk of the batch (so a view, `chunks=1` included): the layer "
+         'is the first of a composition given to a pipe that builds. Measured on torchgpipe and fairscale '
+         '(tests/runtime/test_detach_views.py): `reshape`/`flatten` (a copy where a view is impossible) and '
+         '`contiguous()`/`float()`/`to(...)` (the tensor itself, or a copy) are not certain and not reported; '
+         "nor is the input of a later layer (after layers that return their input it is still a micro-batch, "
+         'after any that computes it is not, and the first layer of a later partition gets a copy). A '
+         "composition given to a pipe is judged by each GPipe or fairscale Pipe with a literal balance, and only "
+         "where the stash and the pop are in one partition: across partitions the pop gets a portal's copy and "
+         'backward fails as SKP305 says instead',
+    predicts=(Fails("forward", r"RuntimeError: Can't detach views in-place.*", "layer"),),
 )
 
 
@@ -227,3 +253,36 @@ def _popped_keys(composition: Composition) -> set[SkipKey]:
             stashed.update(layer.stash)
             popped.update(key for key in layer.pop if key in stashed)
     return popped
+
+
+@checks("composition", DETACH_IN_PLACE_OF_A_VIEW)
+def detached_views(composition: Composition, verified: bool) -> Iterator[Finding]:
+    """Pops detached in place whose stash is certainly a view, in a composition run plainly or
+    profiled (one given to a pipe is judged by each pipe, with its partitions: skiplint.rules.pipe)."""
+    if not composition.piped:
+        yield from view_detaches(composition, None)
+
+
+def view_detaches(composition: Composition, balance: Optional[tuple[int, ...]]) -> Iterator[Finding]:
+    """Pops detached in place whose stash is certainly a view, or (in a pipe of `balance`) the input
+    of the first layer, a micro-batch; in a pipe, only those in the partition of their stash."""
+    from skiplint import pipes
+
+    if pipes.hides_skippables(composition):
+        return  # which tensor a skip takes across nested layers is not followed
+    for route in pipes.pops(composition, balance):
+        if route.stash_layer is None or route.pop_layer is None or route.stash_partition != route.pop_partition:
+            continue
+        stasher, popper = composition.layers[route.stash_layer], composition.layers[route.pop_layer]
+        if stasher.cls is None or popper.cls is None:
+            continue
+        site = popper.cls.detaches_in_place(route.name)
+        view = stasher.cls.stashed_view(route.name)
+        if site is None or view == "no" or (view == "input" and (balance is None or stasher.index != 0)):
+            continue
+        what = ("a view of a tensor" if view == "yes"
+                else "its input, a micro-batch of the pipe (a chunk, so a view, of the batch)")
+        yield DETACH_IN_PLACE_OF_A_VIEW.at(site, layer=pipes.layer_text(popper),
+                                           skip=pipes.skip_text((route.ns, route.name), composition),
+                                           stasher=pipes.layer_text(stasher), what=what, name=route.name,
+                                           cls=popper.cls.name)  # reported in its class, not at the layer

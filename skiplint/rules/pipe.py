@@ -212,6 +212,16 @@ def _partitioned(pipe: Pipe) -> Optional[Composition]:
     return composition
 
 
+@checks("pipe", composition_rules.DETACH_IN_PLACE_OF_A_VIEW)
+def detached_views(pipe: Pipe) -> Iterator[Finding]:
+    """SKP206 for the composition a GPipe or fairscale Pipe builds with a literal balance (measured
+    on both): its pops detached in place, in the partition of a stash that is a view."""
+    composition = _partitioned(pipe) if pipe.kind in ("GPipe", "FairscalePipe") else None
+    if composition is None or any(True for _ in run("composition", composition, composition.piped)):
+        return  # the pipe fails to build
+    yield from composition_rules.view_detaches(composition, pipe.balance)
+
+
 @checks("pipe", composition_rules.NESTED_SKIPPABLE, analyzer.COMPUTED_SKIP_NAME)
 def split_children(pipe: Pipe) -> Iterator[Finding]:
     """A skip between child Sequentials that this pipe's partitions and checkpointing break. When

@@ -13,7 +13,7 @@ import libcst as cst
 from skiplint import gradflow, syntax
 from skiplint.facts import (
     Brought, GradKind, Command, Declaration, Forward, IsolateName, Kind, Locator, ModuleFacts, RemovedImport, Site,
-    SkippableClass, SkippableMisuse, UndecoratedYield,
+    SkippableClass, SkippableMisuse, UndecoratedYield, ViewKind,
 )
 from skiplint.imports import Scope, dotted_name, removed_module
 from skiplint.limits import BUDGET
@@ -255,6 +255,9 @@ def _with_gradflow(index: ModuleIndex, forward: cst.FunctionDef, flow: gradflow.
     detached = gradflow.detached_pops(forward, index.scopes[id(forward)], [
         c.site.node for call, c in commands.items() if c.kind == "pop" and call in known and c.site is not None
         and id(c.site.node) == call and isinstance(c.site.node, cst.Call)])  # the pops written in forward
+    in_place = gradflow.detached_in_place(forward, [
+        c.site.node for call, c in commands.items() if c.kind == "pop" and call in known and c.site is not None
+        and id(c.site.node) == call and isinstance(c.site.node, cst.Call)])
     keeps_input = flow.reaches_output(gradflow.INPUT_SOURCE)
     out = []
     for call, command in commands.items():
@@ -266,15 +269,22 @@ def _with_gradflow(index: ModuleIndex, forward: cst.FunctionDef, flow: gradflow.
             out.append(dataclasses.replace(
                 command, shares_output=shares == gradflow.YES, shares_if_input_grad=shares == gradflow.INPUT,
                 shares_input_history=stashed is not None and gradflow.INPUT_SOURCE in stashed.sources
-                and keeps_input))
+                and keeps_input, view=_view(stashed)))
         else:
             out.append(dataclasses.replace(command, grad_used=not command.discarded and flow.reaches_output(call),
-                                           detached_only=call in detached))
+                                           detached_only=call in detached,
+                                           detached_in_place=Site(in_place[call], command.site.locator)
+                                           if call in in_place and command.site is not None else None))
     grad: GradKind = "no"
     if flow.returned:
         grad = "yes" if flow.output.grad == gradflow.YES else "input" if flow.output.grad == gradflow.INPUT else "no"
     saves = flow.returned and any(kind == gradflow.YES for _node, kind in flow.output.ops)
     return tuple(out), keeps_input, grad, saves
+
+
+def _view(stashed: Optional[gradflow.Value]) -> ViewKind:
+    view = stashed.view if stashed is not None else gradflow.NO
+    return "yes" if view == gradflow.YES else "input" if view == gradflow.INPUT else "no"
 
 
 def computed(cls: SkippableClass) -> bool:

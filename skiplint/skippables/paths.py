@@ -400,7 +400,8 @@ class ForwardAnalysis:
         reader = Commands(index, info, forward, locator, skippable, resolve)
         walk = ForwardWalk(index, reader, info, index.imported)
         output, returned, out = walk.run(forward, [gradflow.Value(frozenset(), gradflow.INPUT,
-                                                                  frozenset({gradflow.INPUT_SOURCE}))],
+                                                                  frozenset({gradflow.INPUT_SOURCE}),
+                                                                  view=gradflow.INPUT)],
                                          states={frozenset()})
         walk.flow.output = output
         walk.flow.returned = returned
