@@ -21,8 +21,9 @@ Kind = Literal["stash", "pop"]
 #: Whether a tensor requires grad: certainly, when the layer's input does, not certainly.
 GradKind = Literal["yes", "input", "no"]
 #: Whether a stashed tensor is a view: certainly ("yes"), certainly the layer's input itself (a view
-#: where that is a micro-batch: "input"), or not certainly either ("no").
-ViewKind = Literal["yes", "input", "no"]
+#: where that is a micro-batch: "input"), an integer index of that input (a view where it is a
+#: tensor or a micro-batch: "item"), maybe ("may": cannot be known), or certainly not ("no").
+ViewKind = Literal["yes", "input", "item", "may", "no"]
 #: A command a forward performs: ("stash", "skip") or ("pop", "skip").
 Key = tuple[Kind, str]
 
@@ -206,10 +207,15 @@ class SkippableClass:
         return frozenset(name for name, _ in pops) - frozenset(name for name, c in pops if c.grad_used)
 
     def stashed_view(self, name: str) -> ViewKind:
-        """Whether every yielded stash of `name` is certainly a view ("yes"), certainly a view or
-        the input itself ("input"), or not certainly either ("no")."""
-        kinds = [c.view for stashed, c in self._yielded("stash") if stashed == name]
-        return "no" if not kinds or "no" in kinds else "input" if "input" in kinds else "yes"
+        """Whether every yielded stash of `name` is certainly a view ("yes"), a view or the input itself
+        ("input"), a view or an integer index of the input ("item"), none is a view ("no", also where
+        there is none), or some may be ("may")."""
+        kinds = {c.view for stashed, c in self._yielded("stash") if stashed == name}
+        if not kinds or kinds == {"no"}:
+            return "no"
+        if "may" in kinds or "no" in kinds:
+            return "may"
+        return "item" if "item" in kinds else "input" if "input" in kinds else "yes"
 
     def detaches_in_place(self, name: str) -> Optional[Site]:
         """The `.detach_()` call that certainly follows a yielded pop of `name`, if one does."""
@@ -218,7 +224,7 @@ class SkippableClass:
 
     @property
     def views(self) -> bool:
-        """Whether some yielded stash is certainly a view or the input, or some pop is detached in place."""
+        """Whether some yielded stash is (or may be) a view or the input, or some pop is detached in place."""
         commands = (*self._yielded("stash"), *self._yielded("pop"))
         return any(c.view != "no" or c.detached_in_place is not None for _, c in commands)
 

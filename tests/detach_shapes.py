@@ -1,13 +1,15 @@
 """Programs that detach a popped tensor in place (`s.detach_()`), by what the stashing layer stashes,
-the layers before it and how the model runs: the static verdict (SKP206) of each, which
+the layers before it and how the model runs: the static verdict (SKP206, or SKP901 where whether
+the stash is a view cannot be known) of each, which
 tests/test_detach_views.py checks, and the run's outcome, which tests/runtime/test_detach_views.py
 measures on torchgpipe and fairscale for the very same program."""
 
 from __future__ import annotations
 
 #: What the stashing layer stashes, whether skiplint knows it for a view ("yes": certainly; "input":
-#: the layer's input itself; "no": not certainly), and where detaching it in place fails at run
-#: time ("everywhere", in a "pipe" where the input is a micro-batch, "nowhere").
+#: the layer's input itself; "item": an integer index of it; "may": it cannot be known; "no":
+#: certainly not), and where detaching it in place fails at run time ("everywhere", in a "pipe"
+#: where the input is a micro-batch, "nowhere").
 STASHED: dict[str, tuple[str, str, str]] = {
     "slice": ("x[:, :2]", "yes", "everywhere"),
     "ellipsis": ("x[..., 0]", "yes", "everywhere"),
@@ -27,20 +29,20 @@ STASHED: dict[str, tuple[str, str, str]] = {
     "view-of-computed": ("torch.relu(x).view(-1)", "yes", "everywhere"),
     "bound-view": ("h", "yes", "everywhere"),  # h = x[:, :2] first
     "input": ("x", "input", "pipe"),
-    "index-of-input": ("x[0]", "input", "everywhere"),  # a tensor's row: a view; statically maybe a tuple's item
-    # Certain at run time, not known statically: stay silent.
-    "reshape": ("x.reshape(-1)", "no", "everywhere"),
-    "flatten": ("x.flatten()", "no", "everywhere"),
-    "chunk-item": ("x.chunk(2, 1)[0]", "no", "everywhere"),
-    "contiguous": ("x.contiguous()", "no", "pipe"),
-    "float": ("x.float()", "no", "pipe"),
+    "index-of-input": ("x[0]", "item", "everywhere"),  # a tensor's row: a view; statically maybe a tuple's item
+    # Certain at run time, not known statically: SKP901 says so.
+    "reshape": ("x.reshape(-1)", "may", "everywhere"),
+    "flatten": ("x.flatten()", "may", "everywhere"),
+    "chunk-item": ("x.chunk(2, 1)[0]", "may", "everywhere"),
+    "contiguous": ("x.contiguous()", "may", "pipe"),
+    "float": ("x.float()", "may", "pipe"),
     # Never views.
     "computed": ("x * 2", "no", "nowhere"),
     "add-zero": ("x + 0", "no", "nowhere"),
     "clone": ("x.clone()", "no", "nowhere"),
     "cat": ("torch.cat([x, x])", "no", "nowhere"),
     "detach": ("x.detach()", "no", "nowhere"),
-    "row-slice": ("x[:2]", "no", "everywhere"),  # one slice: a tuple would take it too
+    "row-slice": ("x[:2]", "may", "everywhere"),  # one slice: a tuple would take it too
     "negative-index-and-slice": ("x[-1, 0:2]", "yes", "everywhere"),
     "torch-narrow": ("torch.narrow(x, 1, 0, 2)", "yes", "everywhere"),
     # Advanced indexing copies, even of a view.
@@ -101,7 +103,7 @@ RUNS = {
 LIBRARIES = {"torchgpipe": ("torchgpipe", "torchgpipe", "GPipe"),
              "fairscale": ("fairscale.nn.pipe", "fairscale.nn", "Pipe")}
 
-#: Where SKP206 is reported: the `s.detach_()` line and column.
+#: Where SKP206 (or SKP901) is reported: the `s.detach_()` line and column.
 DETACH_AT = (20, 9)
 
 CASES = [(stash, before, mode) for stash in sorted(STASHED) for mode in MODES
@@ -116,10 +118,20 @@ def source(stash: str, before: str, mode: str, lib: str = "torchgpipe") -> str:
 
 
 def reported(stash: str, before: str, mode: str) -> bool:
-    """The static verdict: SKP206 where the stash is certainly a view, or the input of the first
-    layer of a piped composition."""
+    """The static verdict: SKP206 where the stash is certainly a view, or the input (or an item of
+    it) of the first layer of a piped composition."""
     known = STASHED[stash][1]
-    return known == "yes" or (known == "input" and mode.startswith("pipe") and before == "first")
+    return known == "yes" or (known in ("input", "item") and mode.startswith("pipe") and before == "first")
+
+
+def abstains(stash: str, before: str, mode: str) -> bool:
+    """The static verdict with SKP901 selected: SKP901 where whether the stash is a view cannot be
+    known (an op that may return a view, an item of the input outside a pipe's first layer, the input
+    of a layer after layers that return their input in a pipe)."""
+    known = STASHED[stash][1]
+    if reported(stash, before, mode):
+        return False
+    return known in ("may", "item") or (known == "input" and before == "after-identity" and mode.startswith("pipe"))
 
 
 def fails(stash: str, before: str, mode: str) -> bool:

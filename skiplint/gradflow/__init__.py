@@ -25,11 +25,11 @@ from __future__ import annotations
 from skiplint.gradflow.attributes import Attributes, torch_layers
 from skiplint.gradflow.detached import detached_in_place, detached_pops
 from skiplint.gradflow.model import (
-    BREAKING, INPUT, INPUT_SOURCE, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, YES,
-    Flow, Value, meet,
+    BREAKING, INPUT, INPUT_SOURCE, ITEM, MAY, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING,
+    SAVING_LAYERS, YES, Flow, Value, meet,
 )
 from skiplint.gradflow.walker import FunctionResolver, ImportedFunction
 
-__all__ = ["Attributes", "BREAKING", "Flow", "FunctionResolver", "INPUT", "INPUT_SOURCE", "ImportedFunction", "NO",
-           "NOTHING", "PARAM_LAYERS", "PASSING", "PASSING_LAYERS", "SAVING", "SAVING_LAYERS", "Value", "YES",
-           "detached_in_place", "detached_pops", "meet", "torch_layers"]
+__all__ = ["Attributes", "BREAKING", "Flow", "FunctionResolver", "INPUT", "INPUT_SOURCE", "ITEM", "ImportedFunction",
+           "MAY", "NO", "NOTHING", "PARAM_LAYERS", "PASSING", "PASSING_LAYERS", "SAVING", "SAVING_LAYERS", "Value",
+           "YES", "detached_in_place", "detached_pops", "meet", "torch_layers"]

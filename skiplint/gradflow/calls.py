@@ -13,8 +13,8 @@ from skiplint import syntax
 from skiplint.facts import Key
 from skiplint.gradflow.attributes import Attributes, torch_layers, truth
 from skiplint.gradflow.model import (
-    BREAKING, Env, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, VIEWS, Value, YES, meet,
-    saving, union, unknown_call,
+    BREAKING, Env, MAY, MAY_VIEWS, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, VIEWS,
+    Value, YES, meet, saving, union, unknown_call,
 )
 from skiplint.gradflow.walker import Exits, ImportedFunction, Walker, constant_index, delegated
 
@@ -197,5 +197,8 @@ class Calls(Walker):
 
 
 def viewed(result: Value, name: str) -> Value:
-    """The result of torch's operation `name` (not in place): certainly a view for a view operation."""
-    return dataclasses.replace(result, view=YES) if name in VIEWS else result
+    """The result of torch's operation `name` (not in place): certainly a view for a view operation,
+    maybe one for an operation that may return a view, its operand itself or a copy."""
+    if name in VIEWS:
+        return dataclasses.replace(result, view=YES)
+    return dataclasses.replace(result, view=MAY) if name in MAY_VIEWS else result

@@ -10,7 +10,7 @@ import libcst as cst
 
 from skiplint import syntax
 from skiplint.gradflow.model import (
-    INPUT, Env, INPUT_SOURCE, NO, NOTHING, YES, Value, container, meet, meet_all, saving, union,
+    INPUT, ITEM, MAY, Env, INPUT_SOURCE, NO, NOTHING, YES, Value, container, meet, meet_all, saving, union,
 )
 from skiplint.gradflow.walker import Walker, constant_index
 
@@ -123,7 +123,7 @@ class Expressions(Walker):
                     self.assign(element.value, item, env)
                 return
             if value.items is None:  # the parts of a tensor (chunk, split, unbind) are views of it
-                part = Value(value.ops, value.grad, value.sources)
+                part = Value(value.ops, value.grad, value.sources, view=MAY)
                 for element in target.elements:
                     self.assign(element.value, part, env)
                 return
@@ -181,20 +181,28 @@ class Expressions(Walker):
 
 
 def _subscript_view(node: cst.Subscript, whole: Value) -> int:
-    """Whether `whole[...]` is certainly a view: basic indexing (integers, slices, `...`, None; not
-    a tensor or list index, which copies) of a certain view (a tensor), or with an index only an array
-    takes (two or more parts, one a slice, `...` or None); an integer index of forward's input is
-    an item of it (a tuple's) or a view of it, a view where the input is a micro-batch (INPUT)."""
+    """Whether `whole[...]` is a view: basic indexing (integers, slices, `...`, None) of a certain view
+    (a tensor), or with an index only an array takes (two or more parts, one a slice, `...` or None),
+    certainly is; an integer index of forward's input is an item of it (a tuple's) or a view of it, a
+    view where the input is a micro-batch (ITEM). A mask or list index copies (NO), even of a view.
+    Any other index may give a view (MAY): basic indexing of what may be a tensor, or an index whose
+    value cannot be known (a variable: an integer or a tensor)."""
     parts = [element.slice for element in node.slice]
     if not all(_basic(part) for part in parts):
-        return NO
+        copies = all(_basic(part) or (isinstance(part, cst.Index) and isinstance(part.value, _COPYING_INDEX))
+                     for part in parts)
+        return NO if copies else MAY
     if whole.view == YES or (len(parts) > 1 and any(
             not isinstance(part, cst.Index) or not isinstance(part.value, (cst.Integer, cst.UnaryOperation))
             for part in parts)):
         return YES
     if whole.view == INPUT and len(parts) == 1 and constant_index(node) is not None:
-        return INPUT
-    return NO
+        return ITEM
+    return MAY
+
+
+#: Index expressions that are certainly a list or a tensor mask: advanced indexing, a copy.
+_COPYING_INDEX = (cst.List, cst.ListComp, cst.Comparison)
 
 
 def _basic(part: cst.BaseSlice) -> bool:

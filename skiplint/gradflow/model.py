@@ -60,6 +60,20 @@ VIEWS = frozenset({
     "expand_as", "movedim", "swapaxes", "swapdims", "diagonal", "unfold", "as_strided",
 })
 
+#: ... that may return a view of their operand, or the operand itself, or a copy: whether the
+#: result is a view cannot be known (MAY). The parts of `chunk`/`split`/`unbind` are views of a
+#: tensor, but their result may also be indexed as a tuple.
+MAY_VIEWS = frozenset({
+    "reshape", "reshape_as", "flatten", "contiguous", "float", "to", "chunk", "split", "tensor_split", "unbind",
+})
+
+#: A value's view (`Value.view`) that may be a view or not: a view on one path and a copy on
+#: another, or made by an operation in MAY_VIEWS.
+MAY = -1
+#: ... that is an integer index of forward's input: a view of it (a tensor's row), or its item (a
+#: tuple's): certainly a view where the input is a micro-batch, else maybe one.
+ITEM = 3
+
 
 #: ... that start no history: detaching, constants.
 BREAKING = frozenset({
@@ -75,7 +89,7 @@ class Value:
     the pops (by their call's id) and the input that it depends on differentiably; for a tuple
     or list whose items are known, each item's value (the whole holds what all items hold); whether
     it is certainly a view (YES), certainly forward's input itself (INPUT: a view where that is a
-    micro-batch), or not certainly either (NO)."""
+    micro-batch), an integer index of that input (ITEM), may be a view (MAY), or certainly not (NO)."""
 
     ops: frozenset[tuple[int, int]] = frozenset()
     grad: int = NO
@@ -125,7 +139,15 @@ def meet(a: Value, b: Value) -> Value:
     items = None
     if a.items is not None and b.items is not None and len(a.items) == len(b.items):
         items = tuple(meet(x, y) for x, y in zip(a.items, b.items))
-    return Value(ops, min(a.grad, b.grad), a.sources & b.sources, items, min(a.view, b.view))
+    return Value(ops, min(a.grad, b.grad), a.sources & b.sources, items, meet_view(a.view, b.view))
+
+
+def meet_view(a: int, b: int) -> int:
+    """What two paths both hold of a view: certainly a copy (NO) only where both are; a view (or
+    the input) on one path and a copy on another may be a view (MAY)."""
+    if a == b:
+        return a
+    return MAY if MAY in (a, b) or NO in (a, b) else ITEM if ITEM in (a, b) else min(a, b)
 
 
 Env = dict[str, Value]

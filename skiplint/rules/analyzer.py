@@ -35,7 +35,7 @@ COMPUTED_SKIP_NAME = Rule(
     summary='a skip name or declaration is computed at run time, so the checks abstain for it',
     failure='',
     reported_at='the computed expression (for `.isolate(...)`, the namespace or `only=` argument; for a '
-                "pipe's options, the pipe call)",
+                "pipe's options, the pipe call; for a stash that may be a view, the `.detach_()` call)",
     when=("the name cannot be known for a class the module makes: a name read from a factory's parameter, a "
           "loop's variable or a class attribute is checked class by class when the module calls the factory "
           '(or runs the loop) with names it can read (up to '
@@ -45,7 +45,9 @@ COMPUTED_SKIP_NAME = Rule(
           "builder's parameter): the layer's skips are then not checked. And a pipe's `balance=`, `chunks=` or "
           '`checkpoint=` that cannot be known (given through `**options`, `*args` or a parameter, or computed) '
           'where some value the pipe accepts makes one of its checks fail (each balance of one or two partitions '
-          f"is tried, up to 64 layers): reported at the pipe call"),
+          f"is tried, up to 64 layers): reported at the pipe call. And whether a stash that a layer detaches "
+          'in place right after its pop is a view, where it may be one (see SKP206): reported at the '
+          '`.detach_()` call'),
     opt_in=True,
 )
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator, Optional
 
 from skiplint.findings import Finding
+from skiplint.rules import analyzer
 from skiplint.rules.base import Rule, checks
 from skiplint.rules.base import Accounts, Fails
 
 if TYPE_CHECKING:
-    from skiplint.facts import Composition, Layer, SkipKey
+    from skiplint.facts import Composition, Layer, SkipKey, ViewKind
 
 #: The family's heading in docs/rules.md, and what its rules predict (rendered by skiplint.rules.doc).
 TITLE = 'SKP2xx: one composition'
@@ -123,10 +124,13 @@ DETACH_IN_PLACE_OF_A_VIEW = Rule(
          '`as_strided`), which fails run plainly, profiled and in a pipe; or the stashing layer\'s untouched '
          "input where that is a micro-batch, a chunk of the batch (so a view, `chunks=1` included): the layer "
          'is the first of a composition given to a pipe that builds. Measured on torchgpipe and fairscale '
-         '(tests/runtime/test_detach_views.py): `reshape`/`flatten` (a copy where a view is impossible) and '
-         '`contiguous()`/`float()`/`to(...)` (the tensor itself, or a copy) are not certain and not reported; '
-         "nor is the input of a later layer (after layers that return their input it is still a micro-batch, "
-         'after any that computes it is not, and the first layer of a later partition gets a copy). A '
+         '(tests/runtime/test_detach_views.py): `reshape`/`flatten` (a copy where a view is impossible), '
+         '`contiguous()`/`float()`/`to(...)` (the tensor itself, or a copy), an item of `chunk`/`split`, one '
+         'index or slice of what may be a tuple, a variable index, a view on one path and a copy on another, '
+         "and the input of a later layer (after layers that return their input it is still a micro-batch) "
+         'are not certain: SKP901 (opt-in) says so at the `.detach_()` call. After a torch.nn layer that '
+         'certainly computes, the input is not a micro-batch, and the first layer of a later partition gets '
+         'a copy: nothing is reported. A '
          "composition given to a pipe is judged by each GPipe or fairscale Pipe with a literal balance, and only "
          "where the stash and the pop are in one partition: across partitions the pop gets a portal's copy and "
          'backward fails as SKP305 says instead',
@@ -255,7 +259,7 @@ def _popped_keys(composition: Composition) -> set[SkipKey]:
     return popped
 
 
-@checks("composition", DETACH_IN_PLACE_OF_A_VIEW)
+@checks("composition", DETACH_IN_PLACE_OF_A_VIEW, analyzer.COMPUTED_SKIP_NAME)
 def detached_views(composition: Composition, verified: bool) -> Iterator[Finding]:
     """Pops detached in place whose stash is certainly a view, in a composition run plainly or
     profiled (one given to a pipe is judged by each pipe, with its partitions: skiplint.rules.pipe)."""
@@ -265,7 +269,8 @@ def detached_views(composition: Composition, verified: bool) -> Iterator[Finding
 
 def view_detaches(composition: Composition, balance: Optional[tuple[int, ...]]) -> Iterator[Finding]:
     """Pops detached in place whose stash is certainly a view, or (in a pipe of `balance`) the input
-    of the first layer, a micro-batch; in a pipe, only those in the partition of their stash."""
+    of the first layer, a micro-batch; in a pipe, only those in the partition of their stash. Where
+    the stash may be a view, that cannot be known (SKP901)."""
     from skiplint import pipes
 
     if pipes.hides_skippables(composition):
@@ -278,7 +283,17 @@ def view_detaches(composition: Composition, balance: Optional[tuple[int, ...]]) 
             continue
         site = popper.cls.detaches_in_place(route.name)
         view = stasher.cls.stashed_view(route.name)
-        if site is None or view == "no" or (view == "input" and (balance is None or stasher.index != 0)):
+        if view in ("input", "item") and (balance is None or stasher.index != 0):
+            # the input itself is a view only where it is a micro-batch; an item of it may be a view anyway
+            micro_batch = _micro_batch(composition, balance, stasher.index) if balance is not None else "no"
+            view = "may" if view == "item" else micro_batch
+        if site is None or view == "no":
+            continue
+        if view == "may":
+            what = (f"whether layer {pipes.layer_text(stasher)} stashes "
+                    f"{pipes.skip_text((route.ns, route.name), composition)} as a view (layer "
+                    f"{pipes.layer_text(popper)} detaches it in place)")
+            yield analyzer.COMPUTED_SKIP_NAME.at(site, what=what, name=route.name, cls=popper.cls.name)
             continue
         what = ("a view of a tensor" if view == "yes"
                 else "its input, a micro-batch of the pipe (a chunk, so a view, of the batch)")
@@ -286,3 +301,27 @@ def view_detaches(composition: Composition, balance: Optional[tuple[int, ...]]) 
                                            skip=pipes.skip_text((route.ns, route.name), composition),
                                            stasher=pipes.layer_text(stasher), what=what, name=route.name,
                                            cls=popper.cls.name)  # reported in its class, not at the layer
+
+
+def _micro_batch(composition: Composition, balance: tuple[int, ...], index: int) -> ViewKind:
+    """Whether the input of layer `index` (not the first) of a pipe of `balance` is a micro-batch:
+    never for the first layer of a later partition (it gets a copy), nor after a layer of its
+    partition that certainly makes a new tensor (a torch.nn layer with parameters, or one that saves
+    tensors, made with no argument that may ask it to work in place); else it may be ("may")."""
+    import libcst as cst
+
+    from skiplint import gradflow
+
+    start = 0
+    for size in balance:
+        if start + size > index:
+            break
+        start += size
+    if start == index:
+        return "no"
+    for layer in composition.layers[start:index]:
+        node = layer.site.node if layer.site is not None else None
+        if layer.kind == "plain" and (layer.label in gradflow.PARAM_LAYERS or (
+                layer.label in gradflow.SAVING_LAYERS and isinstance(node, cst.Call) and not node.args)):
+            return "no"
+    return "may"

@@ -212,7 +212,7 @@ def _partitioned(pipe: Pipe) -> Optional[Composition]:
     return composition
 
 
-@checks("pipe", composition_rules.DETACH_IN_PLACE_OF_A_VIEW)
+@checks("pipe", composition_rules.DETACH_IN_PLACE_OF_A_VIEW, analyzer.COMPUTED_SKIP_NAME)
 def detached_views(pipe: Pipe) -> Iterator[Finding]:
     """SKP206 for the composition a GPipe or fairscale Pipe builds with a literal balance (measured
     on both): its pops detached in place, in the partition of a stash that is a view."""

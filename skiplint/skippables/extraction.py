@@ -284,7 +284,9 @@ def _with_gradflow(index: ModuleIndex, forward: cst.FunctionDef, flow: gradflow.
 
 def _view(stashed: Optional[gradflow.Value]) -> ViewKind:
     view = stashed.view if stashed is not None else gradflow.NO
-    return "yes" if view == gradflow.YES else "input" if view == gradflow.INPUT else "no"
+    if view in (gradflow.YES, gradflow.INPUT):
+        return "yes" if view == gradflow.YES else "input"
+    return "item" if view == gradflow.ITEM else "may" if view == gradflow.MAY else "no"
 
 
 def computed(cls: SkippableClass) -> bool:
