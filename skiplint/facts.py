@@ -195,9 +195,7 @@ class SkippableClass:
     @property
     def input_history_stashes(self) -> frozenset[str]:
         """Stashed names of which some yielded stash carries the input's history, as the output does."""
-        commands = self.forward.commands if self.forward is not None else ()
-        return frozenset(c.name for c in commands if c.kind == "stash" and c.yielded and c.shares_input_history
-                         and c.name is not None)
+        return frozenset(name for name, c in self._yielded("stash") if c.shares_input_history)
 
     @property
     def inert_pops(self) -> frozenset[str]:
