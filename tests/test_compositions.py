@@ -769,7 +769,21 @@ def test_a_pop_used_only_detached_across_partitions_is_skp305():
     # In one partition, or used with its history as well, it runs.
     assert messages(DETACHED.format(use="return x + skip.detach()", balance="[3]")) == []
     assert messages(DETACHED.format(use="y = skip.detach()\n        return x + skip + y", balance="[2, 1]")) == []
-    assert messages(DETACHED.format(use="skip = skip.detach()\n        return x + skip", balance="[2, 1]")) == []
+    # Rebound to its detached self: measured as `x + skip.detach()` (tests/runtime/test_oracle_conditions.py).
+    # Its use with history only where the pipe does not train (profiling and training run in training mode).
+    for use in ("skip = skip.detach()\n        return x + skip",
+                "if self.training:\n            skip = skip.detach()\n        return x + skip",
+                "if not self.training:\n            return x + skip\n        return x + skip.detach()"):
+        assert [(line, col, message[:6]) for line, col, message in
+                messages(DETACHED.format(use=use, balance="[2, 1]"))] == [(7, 21, "SKP305")], use
+    # Detached on some path only, read with its history in a function forward defines, or after a loop
+    # that may rebind it: it may reach the output, no finding.
+    for use in ("if x.sum() > 0:\n            skip = skip.detach()\n        return x + skip",
+                "f = lambda: skip\n        return x + f()",
+                "def f():\n            return x + skip\n        return f()",
+                "for _ in range(len(x)):\n            skip = skip.detach()\n        return x + skip",
+                "y = skip.detach()\n        for _ in range(2):\n            y = skip\n        return x + y"):
+        assert messages(DETACHED.format(use=use, balance="[2, 1]")) == [], use
 
 
 def test_profiling_takes_each_direct_child_whole():

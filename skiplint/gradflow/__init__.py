@@ -17,13 +17,14 @@ operand certainly requires grad (a layer or parameter that is not frozen: `attri
 only when the layer's input requires grad.
 Branches and loops keep what every path holds. A torch function not known to save nothing is taken
 to save its tensor arguments; any other call that is not followed depends on its arguments and
-holds no saving node, so that a report is certain. `detached` finds the pops used only detached.
+holds no saving node, so that a report is certain. The same walk finds the pops whose tensor no
+code reads with its history (`Flow.read`): only `name.detach()`, `name.detach_()`, under
+`torch.no_grad()`, or not at all.
 """
 
 from __future__ import annotations
 
 from skiplint.gradflow.attributes import Attributes, torch_layers
-from skiplint.gradflow.detached import detached_in_place, detached_pops
 from skiplint.gradflow.model import (
     BREAKING, INPUT, INPUT_SOURCE, ITEM, MAY, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING,
     SAVING_LAYERS, YES, Flow, Value, meet,
@@ -32,4 +33,4 @@ from skiplint.gradflow.walker import FunctionResolver, ImportedFunction
 
 __all__ = ["Attributes", "BREAKING", "Flow", "FunctionResolver", "INPUT", "INPUT_SOURCE", "ITEM", "ImportedFunction",
            "MAY", "NO", "NOTHING", "PARAM_LAYERS", "PASSING", "PASSING_LAYERS", "SAVING", "SAVING_LAYERS", "Value",
-           "YES", "detached_in_place", "detached_pops", "meet", "torch_layers"]
+           "YES", "meet", "torch_layers"]

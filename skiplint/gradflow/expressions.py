@@ -115,6 +115,8 @@ class Expressions(Walker):
         key = self.key(target)
         if key is not None:
             env[key] = value
+            if value.reach:
+                self.flow.reach_of[key] = self.flow.reach_of.get(key, frozenset()) | value.reach
             return
         if isinstance(target, (cst.Tuple, cst.List)) and not any(
                 isinstance(e, cst.StarredElement) for e in target.elements):
@@ -174,7 +176,7 @@ class Expressions(Walker):
                 known = self.flow.stashes.get(id(value))
                 self.flow.stashes[id(value)] = stashed if known is None else meet(known, stashed)
                 return NOTHING
-            return Value(frozenset(), NO, frozenset({id(value)}))
+            return Value(frozenset(), NO, frozenset({id(value)}), reach=frozenset({id(value)}))
         if value is not None:
             self.eval(value, env)
         return NOTHING

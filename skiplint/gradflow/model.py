@@ -89,13 +89,17 @@ class Value:
     the pops (by their call's id) and the input that it depends on differentiably; for a tuple
     or list whose items are known, each item's value (the whole holds what all items hold); whether
     it is certainly a view (YES), certainly forward's input itself (INPUT: a view where that is a
-    micro-batch), an integer index of that input (ITEM), may be a view (MAY), or certainly not (NO)."""
+    micro-batch), an integer index of that input (ITEM), may be a view (MAY), or certainly not (NO);
+    and, for a variable, the pops (by their call's id) whose tensor it may hold as popped on some path
+    (`reach`: reading the variable reads that tensor; kept through branches and loops, not through
+    operations, since an operation reads the variable first)."""
 
     ops: frozenset[tuple[int, int]] = frozenset()
     grad: int = NO
     sources: frozenset[int] = frozenset()
     items: Optional[tuple["Value", ...]] = None
     view: int = NO
+    reach: frozenset[int] = frozenset()
 
 
 NOTHING = Value()
@@ -139,7 +143,7 @@ def meet(a: Value, b: Value) -> Value:
     items = None
     if a.items is not None and b.items is not None and len(a.items) == len(b.items):
         items = tuple(meet(x, y) for x, y in zip(a.items, b.items))
-    return Value(ops, min(a.grad, b.grad), a.sources & b.sources, items, meet_view(a.view, b.view))
+    return Value(ops, min(a.grad, b.grad), a.sources & b.sources, items, meet_view(a.view, b.view), a.reach | b.reach)
 
 
 def meet_view(a: int, b: int) -> int:
@@ -168,11 +172,22 @@ def meet_envs(envs: Sequence[Env]) -> Env:
 @dataclass
 class Flow:
     """The result for one forward: per stash call, what its tensor holds; per pop call, whether the
-    output depends on it; and the output."""
+    output depends on it, and whether some code reads its tensor with its history; and the output."""
 
     stashes: dict[int, Value] = field(default_factory=dict)
     output: Value = NOTHING
     returned: bool = False
+    #: The pops of forward's own body written `name = yield pop(...)`, by their call's id.
+    assigned_pops: set[int] = field(default_factory=set)
+    #: The pops whose tensor some code that may run reads other than as `name.detach()`,
+    #: `name.detach_()` or under `torch.no_grad()`.
+    read: set[int] = field(default_factory=set)
+    #: For each variable of forward: the pops whose tensor it held as popped anywhere in the walk so
+    #: far (what a part the dataflow does not follow may read).
+    reach_of: dict[str, frozenset[int]] = field(default_factory=dict)
+    #: Each pop of `assigned_pops` that the next statement of forward's own body, before any that may
+    #: leave it, detaches in place: its `name.detach_()` call.
+    detached_in_place: dict[int, cst.Call] = field(default_factory=dict)
 
     def shares(self, stash_call: int) -> int:
         """YES: the stash (the id of its call) shares a saving node with the output whatever the

@@ -226,8 +226,7 @@ def _skippable_class(index: ModuleIndex, info: ClassInfo, call: cst.Call, forwar
         generator_elsewhere = not analysis.is_generator and any(
             is_generator(m) for name, m in info.methods.items() if name != "forward")
         if not generator_elsewhere:
-            commands, keeps_input, output_grad, output_saves = _with_gradflow(index, forward, analysis.flow,
-                                                                              analysis.commands)
+            commands, keeps_input, output_grad, output_saves = _with_gradflow(analysis)
             for command in commands:
                 if not command.yielded and command.site is not None:
                     reported_loose.add(id(command.site.node))
@@ -243,21 +242,19 @@ def _skippable_class(index: ModuleIndex, info: ClassInfo, call: cst.Call, forwar
     return SkippableClass(info.node.name.value, stash, pop, forward_facts, Site(info.node, locator))
 
 
-def _with_gradflow(index: ModuleIndex, forward: cst.FunctionDef, flow: gradflow.Flow,
-                   commands: dict[int, Command]) -> tuple[tuple[Command, ...], bool, GradKind, bool]:
+def _with_gradflow(analysis: ForwardAnalysis) -> tuple[tuple[Command, ...], bool, GradKind, bool]:
     """The commands (by the id of their call) with what autograd dataflow through forward says of
     them (skiplint.gradflow): whether each stash shares saved history (or the input's) with the
-    output, whether the output depends on each popped tensor; and whether the output depends on
-    forward's input, requires grad, and certainly holds a node that saved tensors."""
+    output, whether the output depends on each popped tensor, whether forward's code reads it with
+    its history at all; and whether the output depends on forward's input, requires grad, and
+    certainly holds a node that saved tensors."""
+    flow, commands = analysis.flow, analysis.commands
     known = {call for call, c in commands.items() if c.yielded and c.name is not None and c.arity_problem is None}
     if not known:
         return tuple(commands.values()), False, "no", False
-    detached = gradflow.detached_pops(forward, index.scopes[id(forward)], [
-        c.site.node for call, c in commands.items() if c.kind == "pop" and call in known and c.site is not None
-        and id(c.site.node) == call and isinstance(c.site.node, cst.Call)])  # the pops written in forward
-    in_place = gradflow.detached_in_place(forward, [
-        c.site.node for call, c in commands.items() if c.kind == "pop" and call in known and c.site is not None
-        and id(c.site.node) == call and isinstance(c.site.node, cst.Call)])
+    # Past MAX_STATES paths the walk leaves code unread: no pop is known to be used only detached.
+    detached = flow.assigned_pops - flow.read if analysis.paths_known else set()
+    in_place = flow.detached_in_place
     keeps_input = flow.reaches_output(gradflow.INPUT_SOURCE)
     out = []
     for call, command in commands.items():

@@ -7,7 +7,8 @@ for their commands too."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Sequence
+import dataclasses
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 import libcst as cst
 
@@ -16,6 +17,7 @@ from skiplint.facts import Command, Key, Locator
 from skiplint.gradflow.calls import Calls
 from skiplint.gradflow.expressions import Expressions
 from skiplint.gradflow.model import Env, NOTHING, Value, meet_envs, saving, union
+from skiplint.gradflow.reads import read_names
 from skiplint.gradflow.walker import Exits, FunctionResolver, targets
 from skiplint.limits import MAX_STATES
 from skiplint.skippables.commands import Commands, Event
@@ -118,13 +120,50 @@ class ForwardWalk(_PathCommands, Expressions, Calls):
         self.overflowed = False
         self._stack: list[cst.CSTNode] = []
         self._observers: list[Paths] = []
+        #: Statements of forward's own code walked so far that leave it (`return`, `raise`).
+        self._leaves = 0
+        #: The functions, classes and lambdas forward defines: what they read is found at the end.
+        self._defined: list[cst.CSTNode] = []
+        #: Inside a branch that never runs where a pipe trains (`decide`): what it reads does not count.
+        self._unrun = 0
+
+    def _at_forward(self) -> bool:
+        """Whether the code walked now is forward's own (not a function it calls or delegates to)."""
+        return len(self.active) == 1 and len(self.reader.active) == 1
+
+    def reads(self, node: cst.CSTNode, env: Optional[Env]) -> None:
+        """Record the pops whose tensor `node` (a small statement or a compound statement's header)
+        reads with its history (Flow.read): a variable that may hold one as popped, read in grad
+        mode. Where the dataflow does not follow the code (env None), any variable that held one
+        anywhere in the walk."""
+        if self.no_grad or self._unrun or not self.flow.reach_of or (env is None and not self._at_forward()):
+            return
+        reach = self.flow.reach_of
+        if env is not None:
+            read_names(node, lambda name: env[name].reach if name in env else frozenset(),
+                        self.flow.read, self._defined)
+        else:
+            read_names(node, lambda name: reach.get(name, frozenset()), self.flow.read, self._defined)
+
+    def finish_reads(self) -> None:
+        """What the functions, classes and lambdas forward defines may read, whenever they run."""
+        reach = self.flow.reach_of
+        while self._defined:
+            defined = self._defined.pop()
+            for child in syntax.children(defined):
+                read_names(child, lambda name: reach.get(name, frozenset()), self.flow.read, self._defined)
 
     # -- statements ------------------------------------------------------------------------
     def block(self, stmts: Sequence[cst.CSTNode], states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
         out = Exits(normal=set(states), env=env)
+        top = not self._stack and self._at_forward()  # forward's own body
+        previous: Optional[cst.CSTNode] = None
         for stmt in stmts:
             if not out.normal and out.env is None:
                 break  # the rest is unreachable
+            if top and previous is not None and not self._leaves:
+                self._detach_in_place(previous, stmt)
+            previous = stmt
             for observer in self._observers:
                 observer.update(out.normal)
             if type(stmt) is cst.SimpleStatementLine:
@@ -146,8 +185,16 @@ class ForwardWalk(_PathCommands, Expressions, Calls):
     def small(self, small: cst.BaseSmallStatement, states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
         reached = bool(states)
         states = self.commands_of(small, states)
+        self.reads(small, env)
+        popped = self._assigned_pop(small)
+        if popped is not None:
+            name, call = popped
+            self.flow.assigned_pops.add(id(call))
+            self.flow.reach_of[name] = self.flow.reach_of.get(name, frozenset()) | {id(call)}
         if env is not None:
             env = self.transfer(small, env, returns)
+        if type(small) in (cst.Return, cst.Raise) and self._at_forward():
+            self._leaves += 1
         if type(small) is cst.Return:
             if reached and not self.overflowed and self._stack:
                 self.early_exits.append(self._stack[0])
@@ -159,6 +206,28 @@ class ForwardWalk(_PathCommands, Expressions, Calls):
         if type(small) is cst.Continue:
             return Exits(continues=states, env=env)
         return Exits(normal=states, env=env)
+
+    def _assigned_pop(self, small: cst.BaseSmallStatement) -> Optional[tuple[str, cst.Call]]:
+        """`name = yield pop(...)` in forward's own code: the name and the pop call."""
+        if not (type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name
+                and type(small.value) is cst.Yield and type(small.value.value) is cst.Call and self._at_forward()):
+            return None
+        call = small.value.value
+        if self.command_kind(call) != "pop":
+            return None
+        return small.targets[0].target.value, call
+
+    def _detach_in_place(self, first: cst.CSTNode, second: cst.CSTNode) -> None:
+        """`name = yield pop(...)` in forward's body, followed by `name.detach_()` (Flow.detached_in_place)."""
+        if not (type(first) is cst.SimpleStatementLine and type(second) is cst.SimpleStatementLine
+                and len(first.body) == 1 and len(second.body) == 1 and type(second.body[0]) is cst.Expr):
+            return
+        popped = self._assigned_pop(first.body[0])
+        call = second.body[0].value
+        if (popped is not None and type(call) is cst.Call and not call.args and type(call.func) is cst.Attribute
+                and call.func.attr.value == "detach_" and type(call.func.value) is cst.Name
+                and call.func.value.value == popped[0]):
+            self.flow.detached_in_place[id(popped[1])] = call
 
     def transfer(self, small: cst.BaseSmallStatement, env: Env, returns: list[Value]) -> Optional[Env]:
         """The env after a small statement (None after return and raise)."""
@@ -186,7 +255,7 @@ class ForwardWalk(_PathCommands, Expressions, Calls):
         elif isinstance(small, cst.Raise):
             return None
         elif isinstance(small, (cst.Global, cst.Nonlocal, cst.Del)):
-            _forget(small, env)
+            self.forget(small, env)
         return env
 
     def compound(self, stmt: cst.BaseCompoundStatement, states: Paths, env: Optional[Env],
@@ -196,11 +265,11 @@ class ForwardWalk(_PathCommands, Expressions, Calls):
         if isinstance(stmt, (cst.For, cst.While)):
             return self._loop(stmt, states, env, returns)
         if isinstance(stmt, cst.With):
-            stops = 0
             for item in stmt.items:
                 states = self.commands_of(item.item, states)
+                self.reads(item.item, env)
+            stops = sum(1 for item in stmt.items if self.stops_grad(item.item))
             if env is not None:
-                stops = sum(1 for item in stmt.items if self.stops_grad(item.item))
                 for item in stmt.items:
                     self.eval(item.item, env)
                     if item.asname is not None:
@@ -218,8 +287,10 @@ class ForwardWalk(_PathCommands, Expressions, Calls):
             out = self._try(stmt, states, None, returns)
         elif isinstance(stmt, cst.Match):
             out = self._match(stmt, states, returns)
+        elif self._at_forward():  # a function or class forward defines
+            self._defined.append(stmt)
         if env is not None:
-            _forget(stmt, env)
+            self.forget(stmt, env)
         out.env = env
         return out
 
@@ -228,22 +299,31 @@ class ForwardWalk(_PathCommands, Expressions, Calls):
 
     def _if(self, stmt: cst.If, states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
         states = self.commands_of(stmt.test, states)
+        self.reads(stmt.test, env)
         decided: Optional[bool] = None
         if env is not None:
             self.eval(stmt.test, env)
             decided = self.decide(stmt.test, env)
         constant = _constant_truth(stmt.test)  # `if True:` / `if 1:`: the other branch never runs
         body_env = dict(env) if env is not None and decided is not False else None
-        body = self._suite(stmt.body, states if constant is not False else set(), body_env, returns)
+        self._unrun += decided is False
+        try:
+            body = self._suite(stmt.body, states if constant is not False else set(), body_env, returns)
+        finally:
+            self._unrun -= decided is False
         other_states = states if constant is not True else set()
         other_env = env if env is not None and decided is not True else None
         copied = dict(other_env) if other_env is not None else None
-        if isinstance(stmt.orelse, cst.If):
-            other = self.compound(stmt.orelse, other_states, copied, returns)
-        elif isinstance(stmt.orelse, cst.Else):
-            other = self._suite(stmt.orelse.body, other_states, copied, returns)
-        else:
-            other = Exits(normal=set(other_states), env=other_env)
+        self._unrun += decided is True
+        try:
+            if isinstance(stmt.orelse, cst.If):
+                other = self.compound(stmt.orelse, other_states, copied, returns)
+            elif isinstance(stmt.orelse, cst.Else):
+                other = self._suite(stmt.orelse.body, other_states, copied, returns)
+            else:
+                other = Exits(normal=set(other_states), env=other_env)
+        finally:
+            self._unrun -= decided is True
         out = _merge(body, other)
         alive = [e for e in (body.env, other.env) if e is not None]
         if decided is not None:
@@ -255,6 +335,7 @@ class ForwardWalk(_PathCommands, Expressions, Calls):
     def _loop(self, stmt: cst.For | cst.While, states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
         min_iters, max_iters, infinite = 0, None, False
         states = self.commands_of(stmt.iter if isinstance(stmt, cst.For) else stmt.test, states)
+        self.reads(stmt.iter if isinstance(stmt, cst.For) else stmt.test, env)
         if isinstance(stmt, cst.For):
             count = _constant_range_length(stmt.iter)
             if count is not None:
@@ -317,15 +398,33 @@ class ForwardWalk(_PathCommands, Expressions, Calls):
             self.in_loop -= 1
 
     def _after_loop(self, stmt: cst.For | cst.While, env: Env) -> Env:
-        """What the dataflow knows after a loop: nothing of what it binds or changes in place."""
+        """What the dataflow knows after a loop: nothing of what it binds or changes in place, but
+        that it may hold what it held anywhere (`Value.reach`)."""
         after = dict(env)
+        bound: list[cst.CSTNode] = []
         for node in syntax.walk(stmt):
             for target in targets(node):
                 self.assign(target, NOTHING, after)
+                bound.append(target)
             changed = self.in_place(node) if type(node) is cst.Call else None
             if changed is not None:
                 self.assign(changed, NOTHING, after)
+                bound.append(changed)
+        for written in bound:
+            for part in syntax.walk(written):
+                key = self.key(part)
+                if key is not None and key in self.flow.reach_of:
+                    held = after.get(key, NOTHING)
+                    after[key] = dataclasses.replace(held, reach=held.reach | self.flow.reach_of[key])
         return after
+
+    def forget(self, node: cst.CSTNode, env: Env) -> None:
+        """Every name in `node` holds nothing known (what it binds is not followed), but what it
+        held anywhere (`Value.reach`)."""
+        for part in syntax.walk(node):
+            if isinstance(part, cst.Name):
+                reach = self.flow.reach_of.get(part.value)
+                env[part.value] = Value(reach=reach) if reach else NOTHING
 
     def _try(self, stmt: cst.Try | cst.TryStar, states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
         observed: Paths = set(states)
@@ -378,6 +477,7 @@ class ForwardWalk(_PathCommands, Expressions, Calls):
 
     def _match(self, stmt: cst.Match, states: Paths, returns: list[Value]) -> Exits:
         states = self.commands_of(stmt.subject, states)
+        self.reads(stmt.subject, None)
         result = Exits()
         exhaustive = False
         for case in stmt.cases:
@@ -405,6 +505,7 @@ class ForwardAnalysis:
                                          states={frozenset()})
         walk.flow.output = output
         walk.flow.returned = returned
+        walk.finish_reads()
         self.flow = walk.flow
         self.paths_known = not walk.overflowed
         self.exits: Optional[frozenset[frozenset[Key]]] = frozenset(out.normal | out.returns) \
@@ -430,13 +531,6 @@ def _continue_with(out: Exits, step: Exits) -> None:
 def _merge(a: Exits, b: Exits) -> Exits:
     """The paths of two branches (their envs are met by the caller)."""
     return Exits(a.normal | b.normal, a.returns | b.returns, a.breaks | b.breaks, a.continues | b.continues)
-
-
-def _forget(node: cst.CSTNode, env: Env) -> None:
-    """Every name in `node` holds nothing known (what it binds is not followed)."""
-    for part in syntax.walk(node):
-        if isinstance(part, cst.Name):
-            env[part.value] = NOTHING
 
 
 def _constant_range_length(node: cst.BaseExpression) -> Optional[int]:

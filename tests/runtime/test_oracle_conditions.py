@@ -438,6 +438,17 @@ def detached_popper(skip: Any, how: str) -> nn.Module:
             if how == "detach_":
                 a.detach_()
                 return x + a
+            if how == "rebound":
+                a = a.detach()
+                return x + a
+            if how == "rebound-in-training":
+                if self.training:
+                    a = a.detach()
+                return x + a
+            if how == "history-in-eval":
+                if not self.training:
+                    return x + a
+                return x + a.detach()
             with torch.no_grad():
                 b = a * 2
             return x + b
@@ -446,7 +457,8 @@ def detached_popper(skip: Any, how: str) -> nn.Module:
 
 
 @pytest.mark.parametrize("lib", sorted(LIBRARIES))
-@pytest.mark.parametrize("how", ["detach", "detach_", "no_grad"])
+@pytest.mark.parametrize("how", ["detach", "detach_", "no_grad", "rebound", "rebound-in-training",
+                                 "history-in-eval"])
 @pytest.mark.parametrize("checkpoint", CHECKPOINTS)
 def test_a_pop_used_only_detached_fails_backward_across_partitions(lib: str, how: str, checkpoint: str) -> None:
     skip, pipe_cls = library(lib)
