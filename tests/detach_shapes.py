@@ -25,6 +25,7 @@ STASHED: dict[str, tuple[str, str, str]] = {
     "select": ("x.select(1, 0)", "yes", "everywhere"),
     "squeeze": ("x.squeeze()", "yes", "everywhere"),
     "unsqueeze": ("x.unsqueeze(0)", "yes", "everywhere"),
+    "unflatten": ("x.unflatten(1, (2, 2))", "yes", "everywhere"),
     "expand-as": ("x.expand_as(x)", "yes", "everywhere"),
     "view-of-computed": ("torch.relu(x).view(-1)", "yes", "everywhere"),
     "bound-view": ("h", "yes", "everywhere"),  # h = x[:, :2] first
@@ -36,6 +37,10 @@ STASHED: dict[str, tuple[str, str, str]] = {
     "chunk-item": ("x.chunk(2, 1)[0]", "may", "everywhere"),
     "contiguous": ("x.contiguous()", "may", "pipe"),
     "float": ("x.float()", "may", "pipe"),
+    "hsplit-item": ("x.hsplit(2)[0]", "may", "everywhere"),
+    # A call skiplint does not follow may return a view; so may an operation it does not know.
+    "unfollowed-call": ("(lambda t: t[:, :2])(x)", "may", "everywhere"),
+    "unknown-op": ("torch.nan_to_num(x)", "may", "nowhere"),
     # Never views.
     "computed": ("x * 2", "no", "nowhere"),
     "add-zero": ("x + 0", "no", "nowhere"),

@@ -198,7 +198,9 @@ class Calls(Walker):
 
 def viewed(result: Value, name: str) -> Value:
     """The result of torch's operation `name` (not in place): certainly a view for a view operation,
-    maybe one for an operation that may return a view, its operand itself or a copy."""
+    maybe one for an operation that may return a view, its operand itself or a copy, or for one
+    skiplint does not know; a new tensor for the others."""
     if name in VIEWS:
         return dataclasses.replace(result, view=YES)
-    return dataclasses.replace(result, view=MAY) if name in MAY_VIEWS else result
+    known = name in SAVING or name in PASSING or name in BREAKING
+    return dataclasses.replace(result, view=MAY) if name in MAY_VIEWS or not known else result

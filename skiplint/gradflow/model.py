@@ -57,7 +57,7 @@ PASSING = frozenset({
 #: operand itself, or a copy).
 VIEWS = frozenset({
     "view", "view_as", "t", "transpose", "permute", "narrow", "select", "squeeze", "unsqueeze", "expand",
-    "expand_as", "movedim", "swapaxes", "swapdims", "diagonal", "unfold", "as_strided",
+    "expand_as", "movedim", "swapaxes", "swapdims", "diagonal", "unfold", "as_strided", "unflatten",
 })
 
 #: ... that may return a view of their operand, or the operand itself, or a copy: whether the
@@ -65,6 +65,7 @@ VIEWS = frozenset({
 #: tensor, but their result may also be indexed as a tuple.
 MAY_VIEWS = frozenset({
     "reshape", "reshape_as", "flatten", "contiguous", "float", "to", "chunk", "split", "tensor_split", "unbind",
+    "hsplit", "vsplit", "dsplit", "split_with_sizes",
 })
 
 #: A value's view (`Value.view`) that may be a view or not: a view on one path and a copy on
@@ -208,9 +209,10 @@ class Flow:
 
 def unknown_call(args: Sequence[Value]) -> Value:
     """A call that is not followed (not torch's, not the project's own code): its
-    result is taken to depend on every argument, and to hold no saving node for certain."""
+    result is taken to depend on every argument, to hold no saving node for certain, and to be
+    maybe a view (of an argument, or of anything the callee holds)."""
     joined = union(args)
-    return Value(frozenset(), NO, joined.sources)
+    return Value(frozenset(), NO, joined.sources, view=MAY)
 
 
 def meet_all(values: Sequence[Value]) -> Value:

@@ -121,14 +121,15 @@ DETACH_IN_PLACE_OF_A_VIEW = Rule(
          'name) is certainly a view on every path: made by a view operation (slicing with two or more indices, '
          'indexing a view, `view`, `view_as`, `t`, `.T`, `transpose`, `permute`, `narrow`, `select`, `squeeze`, '
          '`unsqueeze`, `expand`, `expand_as`, `movedim`, `swapaxes`, `swapdims`, `diagonal`, `unfold`, '
-         '`as_strided`), which fails run plainly, profiled and in a pipe; or the stashing layer\'s untouched '
+         '`as_strided`, `unflatten`), which fails run plainly, profiled and in a pipe; or the stashing layer\'s untouched '
          "input where that is a micro-batch, a chunk of the batch (so a view, `chunks=1` included): the layer "
          'is the first of a composition given to a pipe that builds. Measured on torchgpipe and fairscale '
          '(tests/runtime/test_detach_views.py): `reshape`/`flatten` (a copy where a view is impossible), '
          '`contiguous()`/`float()`/`to(...)` (the tensor itself, or a copy), an item of `chunk`/`split`, one '
          'index or slice of what may be a tuple, a variable index, a view on one path and a copy on another, '
          "and the input of a later layer (after layers that return their input it is still a micro-batch) "
-         'are not certain: SKP901 (opt-in) says so at the `.detach_()` call. After a torch.nn layer that '
+         'are not certain, nor is the result of a call skiplint does not follow or of a torch operation it does '
+         'not know: SKP901 (opt-in) says so at the `.detach_()` call. After a torch.nn layer that '
          'certainly computes, the input is not a micro-batch, and the first layer of a later partition gets '
          'a copy: nothing is reported. A '
          "composition given to a pipe is judged by each GPipe or fairscale Pipe with a literal balance, and only "

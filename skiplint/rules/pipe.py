@@ -107,10 +107,12 @@ DISCARDED_CROSS_PARTITION_POP = Rule(
     failure='AssertionError in skip/portal.py during backward() (forward and eval run fine)',
     reported_at='the `pop(...)` call; the message names both partitions (SKP116, if selected, is not repeated '
                 'there)',
-    when="the pop's tensor is discarded (`yield pop(name)` as a statement), or assigned to a name that "
-         'forward reads only as `name.detach()` or under `torch.no_grad()` (measured the same on both '
-         "libraries: no gradient reaches the portal), and the pipe's literal balance puts the pop in another "
-         'partition than its stash',
+    when="the pop's tensor is discarded (`yield pop(name)` as a statement), or assigned to a name (`name = "
+         "yield pop(...)` in forward's own body) from which no code that runs in training reads it other than as "
+         '`name.detach()`, `name.detach_()` or under `torch.no_grad()`: also after `name = name.detach()`, or '
+         "`name.detach_()` (measured the same on both libraries: no gradient reaches the portal); a function or "
+         'lambda that forward defines, and a statement the dataflow does not follow (`match`, `try`/`except*`), '
+         "count as reading it. The pipe's literal balance puts the pop in another partition than its stash",
     supersedes=('SKP116',),
     predicts=(Fails("pipe", r'AssertionError \(raised in (?:.*/)?skip/portal\.py\)', "model"),),
 )
