@@ -780,6 +780,8 @@ def test_a_pop_used_only_detached_across_partitions_is_skp305():
     # that may rebind it: it may reach the output, no finding.
     for use in ("if x.sum() > 0:\n            skip = skip.detach()\n        return x + skip",
                 "f = lambda: skip\n        return x + f()",
+                "match 1:\n            case _ if skip.sum() > 0:\n                pass\n        return x + skip.detach()",
+                "match 1:\n            case _:\n                y = skip\n        return x + y.detach() + skip.detach() + y",
                 "def f():\n            return x + skip\n        return f()",
                 "for _ in range(len(x)):\n            skip = skip.detach()\n        return x + skip",
                 "y = skip.detach()\n        for _ in range(2):\n            y = skip\n        return x + y"):

@@ -481,6 +481,8 @@ class ForwardWalk(_PathCommands, Expressions, Calls):
         result = Exits()
         exhaustive = False
         for case in stmt.cases:
+            if case.guard is not None:
+                self.reads(case.guard, None)
             result = _merge(result, self._suite(case.body, states, None, returns))
             pattern = case.pattern
             if case.guard is None and isinstance(pattern, cst.MatchAs) and pattern.pattern is None:
