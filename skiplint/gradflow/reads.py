@@ -1,17 +1,20 @@
-"""What a statement reads: the variables it reads a popped tensor from, with its history (the walk's
-`Flow.read`, for SKP305's pops used only detached)."""
+"""What the walk's statements read: the variables they read a popped tensor from with its history
+(`Flow.read`, for SKP305's pops used only detached), what a pop is assigned to, and which pop
+forward detaches in place at once (SKP206)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
 
 from skiplint import syntax
+from skiplint.gradflow.model import Env, NOTHING, Value
+from skiplint.gradflow.walker import Walker
 
 
 def read_names(node: cst.CSTNode, reach: Callable[[str], frozenset[int]], read: set[int],
-                defined: list[cst.CSTNode]) -> None:
+               defined: list[cst.CSTNode]) -> None:
     """Add to `read` the `reach` of each variable `node` reads, other than as `name.detach()` or
     `name.detach_()`; the functions, classes and lambdas in it go to `defined`."""
     stack = [node]
@@ -43,3 +46,71 @@ def _detaches_name(call: cst.Call) -> bool:
     func = call.func
     return (not call.args and type(func) is cst.Attribute and func.attr.value in ("detach", "detach_")
             and type(func.value) is cst.Name)
+
+
+class Reads(Walker):
+    """Where the walk reads a popped tensor with its history (Flow.read, for SKP305), what a pop is
+    assigned to, and which pop forward detaches in place at once (SKP206)."""
+
+    #: Statements of forward's own code walked so far that leave it (`return`, `raise`).
+    _leaves: int
+    #: The functions, classes and lambdas forward defines: what they read is found at the end.
+    _defined: list[cst.CSTNode]
+    #: Inside a branch that never runs where a pipe trains (`decide`): what it reads does not count.
+    _unrun: int
+
+    if TYPE_CHECKING:
+        def command_kind(self, call: cst.Call) -> Optional[str]: ...
+        def _at_forward(self) -> bool: ...
+
+    def reads(self, node: cst.CSTNode, env: Optional[Env]) -> None:
+        """Record the pops whose tensor `node` (a small statement or a compound statement's header)
+        reads with its history (Flow.read): a variable that may hold one as popped, read in grad
+        mode. Where the dataflow does not follow the code (env None), any variable that held one
+        anywhere in the walk."""
+        if self.no_grad or self._unrun or not self.flow.reach_of or (env is None and not self._at_forward()):
+            return
+        reach = self.flow.reach_of
+        if env is not None:
+            read_names(node, lambda name: env[name].reach if name in env else frozenset(),
+                       self.flow.read, self._defined)
+        else:
+            read_names(node, lambda name: reach.get(name, frozenset()), self.flow.read, self._defined)
+
+    def finish_reads(self) -> None:
+        """What the functions, classes and lambdas forward defines may read, whenever they run."""
+        reach = self.flow.reach_of
+        while self._defined:
+            defined = self._defined.pop()
+            for child in syntax.children(defined):
+                read_names(child, lambda name: reach.get(name, frozenset()), self.flow.read, self._defined)
+
+    def assigned_pop(self, small: cst.BaseSmallStatement) -> Optional[tuple[str, cst.Call]]:
+        """`name = yield pop(...)` in forward's own code: the name and the pop call."""
+        if not (type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name
+                and type(small.value) is cst.Yield and type(small.value.value) is cst.Call and self._at_forward()):
+            return None
+        call = small.value.value
+        if self.command_kind(call) != "pop":
+            return None
+        return small.targets[0].target.value, call
+
+    def detach_in_place(self, first: cst.CSTNode, second: cst.CSTNode) -> None:
+        """`name = yield pop(...)` in forward's body, followed by `name.detach_()` (Flow.detached_in_place)."""
+        if not (type(first) is cst.SimpleStatementLine and type(second) is cst.SimpleStatementLine
+                and len(first.body) == 1 and len(second.body) == 1 and type(second.body[0]) is cst.Expr):
+            return
+        popped = self.assigned_pop(first.body[0])
+        call = second.body[0].value
+        if (popped is not None and type(call) is cst.Call and not call.args and type(call.func) is cst.Attribute
+                and call.func.attr.value == "detach_" and type(call.func.value) is cst.Name
+                and call.func.value.value == popped[0]):
+            self.flow.detached_in_place[id(popped[1])] = call
+
+    def forget(self, node: cst.CSTNode, env: Env) -> None:
+        """Every name in `node` holds nothing known (what it binds is not followed), but what it
+        held anywhere (`Value.reach`)."""
+        for part in syntax.walk(node):
+            if isinstance(part, cst.Name):
+                reach = self.flow.reach_of.get(part.value)
+                env[part.value] = Value(reach=reach) if reach else NOTHING

@@ -8,7 +8,7 @@ for their commands too."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
@@ -17,8 +17,8 @@ from skiplint.facts import Command, Key, Locator
 from skiplint.gradflow.calls import Calls
 from skiplint.gradflow.expressions import Expressions
 from skiplint.gradflow.model import Env, NOTHING, Value, meet_envs, saving, union
-from skiplint.gradflow.reads import read_names
-from skiplint.gradflow.walker import Exits, FunctionResolver, targets
+from skiplint.gradflow.reads import Reads
+from skiplint.gradflow.walker import Exits, FunctionResolver, Walker, targets
 from skiplint.limits import MAX_STATES
 from skiplint.skippables.commands import Commands, Event
 from skiplint.skippables.index import ClassInfo, ModuleIndex
@@ -100,7 +100,103 @@ class _PathCommands:
         return self._stack[-1]
 
 
-class ForwardWalk(_PathCommands, Expressions, Calls):
+class _Loops(Walker):
+    """Loops: the paths through them by iteration, their body's dataflow walked once."""
+
+    if TYPE_CHECKING:
+        def commands_of(self, node: cst.CSTNode, states: Paths) -> Paths: ...
+        def reads(self, node: cst.CSTNode, env: Optional[Env]) -> None: ...
+        def _checked(self, states: Paths) -> Paths: ...
+        def _suite(self, suite: cst.BaseSuite, states: Paths, env: Optional[Env], returns: list[Value]) -> Exits: ...
+
+    def _loop(self, stmt: cst.For | cst.While, states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
+        min_iters, max_iters, infinite = 0, None, False
+        states = self.commands_of(stmt.iter if isinstance(stmt, cst.For) else stmt.test, states)
+        self.reads(stmt.iter if isinstance(stmt, cst.For) else stmt.test, env)
+        if isinstance(stmt, cst.For):
+            count = _constant_range_length(stmt.iter)
+            if count is not None:
+                min_iters, max_iters = min(count, 2), count
+        else:
+            truth = _constant_truth(stmt.test)
+            if truth is True:
+                infinite = True
+            elif truth is False:
+                max_iters = 0
+        # One node of the source is a new node on each iteration: what a loop computes is not
+        # followed by the dataflow (its values hold nothing, its stashes and returns share nothing).
+        inner: Optional[Env] = None
+        if env is not None:
+            self.eval(stmt.iter if isinstance(stmt, cst.For) else stmt.test, env)
+            inner = dict(env)
+            if isinstance(stmt, cst.For):
+                self.assign(stmt.target, NOTHING, inner)
+        result = Exits()
+        finished: Paths = set() if (infinite or min_iters > 0) else set(states)
+        if max_iters == 0:
+            finished = set(states)
+        frontier = set(states)
+        seen = set(states)
+        iteration = 0
+        while frontier and max_iters != 0:
+            iteration += 1
+            out = self._body(stmt, frontier, inner, returns)
+            inner = None
+            result.returns |= out.returns
+            result.normal |= out.breaks
+            head = out.normal | out.continues
+            if not infinite and iteration >= min_iters:
+                finished |= head
+            if max_iters is not None and iteration >= max_iters:
+                break
+            frontier = head - seen if iteration >= min_iters else head
+            seen |= head
+            if not self._checked(seen):
+                frontier = set()
+        if inner is not None:
+            self._body(stmt, set(), inner, returns)
+        after = self._after_loop(stmt, env) if env is not None else None
+        if stmt.orelse is not None:
+            other = self._suite(stmt.orelse.body, finished, after, returns)
+            _continue_with(result, Exits(result.normal | other.normal, other.returns, other.breaks, other.continues,
+                                         other.env))
+        else:
+            result.normal |= finished
+            result.env = after
+        return result
+
+    def _body(self, stmt: cst.For | cst.While, states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
+        if env is None:
+            return self._suite(stmt.body, states, None, returns)
+        self.in_loop += 1
+        try:
+            return self._suite(stmt.body, states, env, returns)
+        finally:
+            self.in_loop -= 1
+
+    def _after_loop(self, stmt: cst.For | cst.While, env: Env) -> Env:
+        """What the dataflow knows after a loop: nothing of what it binds or changes in place, but
+        that it may hold what it held anywhere (`Value.reach`)."""
+        after = dict(env)
+        bound: list[cst.CSTNode] = []
+        for node in syntax.walk(stmt):
+            for target in targets(node):
+                self.assign(target, NOTHING, after)
+                bound.append(target)
+            changed = self.in_place(node) if type(node) is cst.Call else None
+            if changed is not None:
+                self.assign(changed, NOTHING, after)
+                bound.append(changed)
+        for written in bound:
+            for part in syntax.walk(written):
+                key = self.key(part)
+                if key is not None and key in self.flow.reach_of:
+                    held = after.get(key, NOTHING)
+                    after[key] = dataclasses.replace(held, reach=held.reach | self.flow.reach_of[key])
+        return after
+
+
+class ForwardWalk(_PathCommands, _Loops, Reads, Expressions, Calls):
     """Walks a forward's statements once, for its paths (the commands read by Commands) and its
     dataflow (an env of `gradflow.Value`s, None where no path goes on). A part that no path reaches
     is walked for the other part only: a condition gradflow decides (`self.training`) is not
@@ -120,38 +216,13 @@ class ForwardWalk(_PathCommands, Expressions, Calls):
         self.overflowed = False
         self._stack: list[cst.CSTNode] = []
         self._observers: list[Paths] = []
-        #: Statements of forward's own code walked so far that leave it (`return`, `raise`).
         self._leaves = 0
-        #: The functions, classes and lambdas forward defines: what they read is found at the end.
         self._defined: list[cst.CSTNode] = []
-        #: Inside a branch that never runs where a pipe trains (`decide`): what it reads does not count.
         self._unrun = 0
 
     def _at_forward(self) -> bool:
         """Whether the code walked now is forward's own (not a function it calls or delegates to)."""
         return len(self.active) == 1 and len(self.reader.active) == 1
-
-    def reads(self, node: cst.CSTNode, env: Optional[Env]) -> None:
-        """Record the pops whose tensor `node` (a small statement or a compound statement's header)
-        reads with its history (Flow.read): a variable that may hold one as popped, read in grad
-        mode. Where the dataflow does not follow the code (env None), any variable that held one
-        anywhere in the walk."""
-        if self.no_grad or self._unrun or not self.flow.reach_of or (env is None and not self._at_forward()):
-            return
-        reach = self.flow.reach_of
-        if env is not None:
-            read_names(node, lambda name: env[name].reach if name in env else frozenset(),
-                        self.flow.read, self._defined)
-        else:
-            read_names(node, lambda name: reach.get(name, frozenset()), self.flow.read, self._defined)
-
-    def finish_reads(self) -> None:
-        """What the functions, classes and lambdas forward defines may read, whenever they run."""
-        reach = self.flow.reach_of
-        while self._defined:
-            defined = self._defined.pop()
-            for child in syntax.children(defined):
-                read_names(child, lambda name: reach.get(name, frozenset()), self.flow.read, self._defined)
 
     # -- statements ------------------------------------------------------------------------
     def block(self, stmts: Sequence[cst.CSTNode], states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
@@ -162,7 +233,7 @@ class ForwardWalk(_PathCommands, Expressions, Calls):
             if not out.normal and out.env is None:
                 break  # the rest is unreachable
             if top and previous is not None and not self._leaves:
-                self._detach_in_place(previous, stmt)
+                self.detach_in_place(previous, stmt)
             previous = stmt
             for observer in self._observers:
                 observer.update(out.normal)
@@ -186,7 +257,7 @@ class ForwardWalk(_PathCommands, Expressions, Calls):
         reached = bool(states)
         states = self.commands_of(small, states)
         self.reads(small, env)
-        popped = self._assigned_pop(small)
+        popped = self.assigned_pop(small)
         if popped is not None:
             name, call = popped
             self.flow.assigned_pops.add(id(call))
@@ -206,28 +277,6 @@ class ForwardWalk(_PathCommands, Expressions, Calls):
         if type(small) is cst.Continue:
             return Exits(continues=states, env=env)
         return Exits(normal=states, env=env)
-
-    def _assigned_pop(self, small: cst.BaseSmallStatement) -> Optional[tuple[str, cst.Call]]:
-        """`name = yield pop(...)` in forward's own code: the name and the pop call."""
-        if not (type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name
-                and type(small.value) is cst.Yield and type(small.value.value) is cst.Call and self._at_forward()):
-            return None
-        call = small.value.value
-        if self.command_kind(call) != "pop":
-            return None
-        return small.targets[0].target.value, call
-
-    def _detach_in_place(self, first: cst.CSTNode, second: cst.CSTNode) -> None:
-        """`name = yield pop(...)` in forward's body, followed by `name.detach_()` (Flow.detached_in_place)."""
-        if not (type(first) is cst.SimpleStatementLine and type(second) is cst.SimpleStatementLine
-                and len(first.body) == 1 and len(second.body) == 1 and type(second.body[0]) is cst.Expr):
-            return
-        popped = self._assigned_pop(first.body[0])
-        call = second.body[0].value
-        if (popped is not None and type(call) is cst.Call and not call.args and type(call.func) is cst.Attribute
-                and call.func.attr.value == "detach_" and type(call.func.value) is cst.Name
-                and call.func.value.value == popped[0]):
-            self.flow.detached_in_place[id(popped[1])] = call
 
     def transfer(self, small: cst.BaseSmallStatement, env: Env, returns: list[Value]) -> Optional[Env]:
         """The env after a small statement (None after return and raise)."""
@@ -331,100 +380,6 @@ class ForwardWalk(_PathCommands, Expressions, Calls):
         else:
             out.env = meet_envs(alive) if alive else None
         return out
-
-    def _loop(self, stmt: cst.For | cst.While, states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
-        min_iters, max_iters, infinite = 0, None, False
-        states = self.commands_of(stmt.iter if isinstance(stmt, cst.For) else stmt.test, states)
-        self.reads(stmt.iter if isinstance(stmt, cst.For) else stmt.test, env)
-        if isinstance(stmt, cst.For):
-            count = _constant_range_length(stmt.iter)
-            if count is not None:
-                min_iters, max_iters = min(count, 2), count
-        else:
-            truth = _constant_truth(stmt.test)
-            if truth is True:
-                infinite = True
-            elif truth is False:
-                max_iters = 0
-        # One node of the source is a new node on each iteration: what a loop computes is not
-        # followed by the dataflow (its values hold nothing, its stashes and returns share nothing).
-        inner: Optional[Env] = None
-        if env is not None:
-            self.eval(stmt.iter if isinstance(stmt, cst.For) else stmt.test, env)
-            inner = dict(env)
-            if isinstance(stmt, cst.For):
-                self.assign(stmt.target, NOTHING, inner)
-        result = Exits()
-        finished: Paths = set() if (infinite or min_iters > 0) else set(states)
-        if max_iters == 0:
-            finished = set(states)
-        frontier = set(states)
-        seen = set(states)
-        iteration = 0
-        while frontier and max_iters != 0:
-            iteration += 1
-            out = self._body(stmt, frontier, inner, returns)
-            inner = None
-            result.returns |= out.returns
-            result.normal |= out.breaks
-            head = out.normal | out.continues
-            if not infinite and iteration >= min_iters:
-                finished |= head
-            if max_iters is not None and iteration >= max_iters:
-                break
-            frontier = head - seen if iteration >= min_iters else head
-            seen |= head
-            if not self._checked(seen):
-                frontier = set()
-        if inner is not None:
-            self._body(stmt, set(), inner, returns)
-        after = self._after_loop(stmt, env) if env is not None else None
-        if stmt.orelse is not None:
-            other = self._suite(stmt.orelse.body, finished, after, returns)
-            _continue_with(result, Exits(result.normal | other.normal, other.returns, other.breaks, other.continues,
-                                         other.env))
-        else:
-            result.normal |= finished
-            result.env = after
-        return result
-
-    def _body(self, stmt: cst.For | cst.While, states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
-        if env is None:
-            return self._suite(stmt.body, states, None, returns)
-        self.in_loop += 1
-        try:
-            return self._suite(stmt.body, states, env, returns)
-        finally:
-            self.in_loop -= 1
-
-    def _after_loop(self, stmt: cst.For | cst.While, env: Env) -> Env:
-        """What the dataflow knows after a loop: nothing of what it binds or changes in place, but
-        that it may hold what it held anywhere (`Value.reach`)."""
-        after = dict(env)
-        bound: list[cst.CSTNode] = []
-        for node in syntax.walk(stmt):
-            for target in targets(node):
-                self.assign(target, NOTHING, after)
-                bound.append(target)
-            changed = self.in_place(node) if type(node) is cst.Call else None
-            if changed is not None:
-                self.assign(changed, NOTHING, after)
-                bound.append(changed)
-        for written in bound:
-            for part in syntax.walk(written):
-                key = self.key(part)
-                if key is not None and key in self.flow.reach_of:
-                    held = after.get(key, NOTHING)
-                    after[key] = dataclasses.replace(held, reach=held.reach | self.flow.reach_of[key])
-        return after
-
-    def forget(self, node: cst.CSTNode, env: Env) -> None:
-        """Every name in `node` holds nothing known (what it binds is not followed), but what it
-        held anywhere (`Value.reach`)."""
-        for part in syntax.walk(node):
-            if isinstance(part, cst.Name):
-                reach = self.flow.reach_of.get(part.value)
-                env[part.value] = Value(reach=reach) if reach else NOTHING
 
     def _try(self, stmt: cst.Try | cst.TryStar, states: Paths, env: Optional[Env], returns: list[Value]) -> Exits:
         observed: Paths = set(states)
