@@ -417,11 +417,26 @@ def m_nested(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Top
     return None
 
 
+#: How a popper that gives its pop no gradient uses it, besides discarding it (`yield pop(...)` as a
+#: statement): the lines that replace `x = x + skip_0`, the popped tensor named `held_0` (measured
+#: like a discarded one: tests/runtime/test_oracle_conditions.py).
+DETACHED_USES: dict[str, list[str]] = {
+    "detach": ["x = x + held_0.detach()"],
+    "rebound": ["held_0 = held_0.detach()", "x = x + held_0"],
+    "rebound-in-training": ["if self.training:", "    held_0 = held_0.detach()", "x = x + held_0"],
+    "no-grad": ["with torch.no_grad():", "    y_0 = held_0 * 2", "x = x + y_0"],
+}
+
+
 def m_discarded_pop(rng: random.Random, layers: Topology, _c: _Classes) -> Optional[Topology]:
     cls = _pick(rng, layers, "pop")
     if cls is None or cls.stash:
         return None
     name = cls.pop[0]
+    use = rng.choice(["discard", *sorted(DETACHED_USES)])
+    if use != "discard" and _replace_line(cls, "^x = x \\+ skip_0$", lambda _line: list(DETACHED_USES[use])):
+        _replace_line(cls, rf"POP\(@@{name}@@", lambda line: [line.replace("skip_0 = ", "held_0 = ")])
+        return layers
     cls.body = [line for line in cls.body if "x = x + skip_0" not in line]
     _replace_line(cls, rf"POP\(@@{name}@@", lambda line: [line.replace("skip_0 = ", "")])
     return layers
