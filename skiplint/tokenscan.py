@@ -169,7 +169,7 @@ class _Scan:
         if levels + 2 * self.depth > limits.SHALLOW_DEPTH:
             if not self.deep:
                 self.deep = True
-                self.make_room()
+                self.rooms[:] = [self.room(level) for level in range(len(self.bases))]
             if levels > limits.MAX_DEPTH:
                 raise _Refused(f"nested too deeply to parse (more than {limits.MAX_DEPTH:,} levels of "
                                f"operators, operands and elif branches at once)", pos)
@@ -179,18 +179,6 @@ class _Scan:
         if self.deep:
             return min(limits.MAX_EXPRESSION_RUN, limits.MAX_DEPTH - self.bases[level])
         return min(limits.MAX_EXPRESSION_RUN, limits.SHALLOW_DEPTH - self.bases[level] - 2 * level)
-
-    def make_room(self) -> int:
-        """Every level's room, again (the tree was found deep, or the elifs changed); the
-        innermost one's."""
-        self.rooms[:] = [self.room(level) for level in range(len(self.bases))]
-        return self.rooms[-1]
-
-    def separate(self, pos: int) -> None:
-        self.tokens += 1
-        if self.tokens > limits.MAX_TOKENS:
-            raise _Refused(f"too large to check (more than {limits.MAX_TOKENS:,} tokens)", pos)
-        self.runs[-1] = 0
 
     def open(self, pos: int) -> None:
         self.opening(pos)
@@ -206,15 +194,6 @@ class _Scan:
         if self.depth + 1 > limits.MAX_NESTING:
             raise _Refused(f"nested too deeply to parse (more than {limits.MAX_NESTING} levels of "
                            f"brackets)", pos)
-
-    def close(self, pos: int) -> None:
-        if self.depth:
-            self.depth -= 1
-            self.runs.pop()
-            self.bases.pop()
-            self.rooms.pop()
-            self.lambdas.pop()
-        self.count(pos)
 
     def statement(self, pos: int, word: str) -> None:
         """The first word of a logical line (at bracket depth 0): elif chains nest in libcst's tree."""
@@ -244,8 +223,7 @@ class _Scan:
     def code(self, pos: int, field: bool = False) -> int:
         """Scan code from `pos`; in an f-string field, stop after its closing brace.
 
-        The common tokens are counted inline (the same arithmetic as count, separate, open and
-        close), with the token count and depth in locals written back before any other method
+        The common tokens are counted inline (the same arithmetic as count and open), with the token count and depth in locals written back before any other method
         runs: this loop meets every token of every checked file."""
         text, end = self.text, len(self.text)
         base = self.depth
@@ -325,7 +303,7 @@ class _Scan:
                 tokens += 1
                 if tokens > most_tokens:
                     self.tokens, self.line_start = tokens - 1, line_start
-                    self.separate(match.start(kind))
+                    self.count(match.start(kind))  # raises: one token too many
                 runs[-1] = 0
             elif kind == "colon":
                 if field and depth == base:
