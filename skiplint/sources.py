@@ -92,21 +92,6 @@ def walk(top: str, prune: Callable[[str, str], bool], seen: Optional[set[tuple[i
         pending.extend(reversed(subdirs))
 
 
-def discover(paths: Iterable[str], exclude: frozenset[str] = DEFAULT_EXCLUDE) -> Iterator[str]:
-    """Python files under the given paths (walk's order); explicit files are always included.
-    Excluded names and virtual environments are not walked."""
-    seen: set[tuple[int, int]] = set()
-
-    def prune(path: str, name: str) -> bool:
-        return name in exclude or name.endswith(".egg") or is_venv(path)
-
-    for path in paths:
-        if os.path.isdir(path):
-            yield from walk(path, prune, seen)
-        else:
-            yield path  # a missing, looping or unreadable file is reported when it is read
-
-
 def _describe(error: OSError) -> str:
     if isinstance(error, FileNotFoundError):
         return "no such file or directory"
