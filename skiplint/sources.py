@@ -51,15 +51,14 @@ def is_venv(path: str) -> bool:
     return os.path.isfile(os.path.join(path, "pyvenv.cfg"))
 
 
-def walk(top: str, prune: Callable[[str, str], bool], seen: Optional[set[tuple[int, int]]] = None,
-         keep: Callable[[str], bool] = lambda _path: True) -> Iterator[str]:
+def walk(top: str, prune: Callable[[str, str], bool], seen: set[tuple[int, int]],
+         keep: Callable[[str], bool]) -> Iterator[str]:
     """Python files under the directory `top`, without recursion: at each level the files, then the
     subdirectories, both sorted by name (as os.walk yields them). `prune(path, name)` says a
     subdirectory is not walked; `keep(path)` that a file is yielded. Directories already seen (by
     device and inode) are skipped and, as with flake8, links to directories are not followed. A
     directory that cannot be listed is yielded itself, so that reading it reports why.
     """
-    seen = set() if seen is None else seen
     pending = [top]
     while pending:
         directory = pending.pop()
