@@ -446,18 +446,15 @@ class Rules:
         return self._bases[root]
 
     def _decide(self, path: str, is_dir: bool, root: str) -> bool:
-        directory = os.path.dirname(path)
-        levels = []
-        while True:
-            levels.append(directory)
-            if directory == root:
-                break
-            directory = os.path.dirname(directory)
-        for level in levels:  # the deepest .gitignore first
+        level = os.path.dirname(path)
+        while True:  # the deepest .gitignore first
             relative = _below(path, level)
             for pattern in reversed(self._patterns(level)):
                 if pattern.matches(relative, is_dir):
                     return not pattern.negated
+            if level == root:
+                break
+            level = os.path.dirname(level)
         relative = _below(path, root)
         for pattern in reversed(self._base(root)):
             if pattern.matches(relative, is_dir):
