@@ -18,7 +18,7 @@ import re
 import stat
 import tokenize
 import warnings
-from typing import BinaryIO, Callable, Iterable, Iterator, Optional
+from typing import BinaryIO, Callable, Iterator, Optional
 
 # Re-exported for the many readers of source lines.
 from skiplint.textlines import line_starts as line_starts, lines as lines  # noqa: F401
