@@ -190,7 +190,8 @@ class _Name:
         self.minimum = sum(map(len, self.segments))
 
     def _at(self, index: int, name: str, at: int) -> bool:
-        """Whether segment `index` matches `name` at offset `at` (it fits: checked by the caller)."""
+        """Whether segment `index` matches `name` at offset `at` (it fits: checked by the caller;
+        `?` matches any character, as a name holds no `/`)."""
         literal = self.literals[index]
         if literal is not None:
             return name.startswith(literal, at)
@@ -202,8 +203,6 @@ class _Name:
             elif kind == _SET:
                 if not data(char):  # type: ignore[operator]
                     return False
-            elif char == "/":  # _ONE
-                return False
         return True
 
     def _find(self, index: int, name: str, start: int, end: int) -> int:
