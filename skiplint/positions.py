@@ -440,6 +440,5 @@ class Locator:
     def end(self, node: cst.CSTNode) -> tuple[int, int]:
         """(1-based line, 0-based column) just after the node's last token (its own closing
         parentheses excluded, as its start excludes its opening ones)."""
-        if id(node) not in self._found:
-            self.locate((node,))
+        self.position(node)  # located, if it was not
         return self._ends[id(node)]
