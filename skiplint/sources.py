@@ -142,13 +142,13 @@ def read_bytes(path: str) -> bytes:
     return data
 
 
-def read_stream(stream: BinaryIO, name: str = "standard input") -> bytes:
+def read_stream(stream: BinaryIO) -> bytes:
     """All of a stream (standard input), or SourceError: never more than MAX_BYTES + 1 bytes are
     read (`skiplint - < /dev/zero` is refused as a file of that size is)."""
     try:
         data = stream.read(MAX_BYTES + 1)
     except OSError as error:
-        raise SourceError(f"cannot read {name}: {error.strerror or error}") from None
+        raise SourceError(f"cannot read standard input: {error.strerror or error}") from None
     if len(data) > MAX_BYTES:
         raise SourceError(_too_large(len(data), more=True))
     return data
