@@ -109,12 +109,32 @@ def planted_rule(planted: str) -> str:
 EXPLAINING = frozenset({"SKP901", "SKP115", "SKP109", "SKP113", "SKP900", "SKP902"})
 
 
+def unchecked_compositions(model: Any) -> list[tuple[str, str]]:
+    """The compositions of a module's ModelFacts that skiplint's checks do not judge whole, each
+    (name, why): children that cannot be listed, a layer that cannot be known, names whose
+    namespace cannot be known. The analysis leaves none of them silent: a finding says why."""
+    from skiplint.pipes import layer_text
+
+    out: list[tuple[str, str]] = []
+    for composition in model.compositions:
+        if not composition.complete:
+            out.append((composition.name, composition.unknown or "its children cannot be listed"))
+        for layer in composition.layers:
+            if layer.kind == "unknown":
+                out.append((composition.name, f"layer {layer_text(layer)} cannot be known"))
+            elif layer.unknown_names:
+                out.append((composition.name, f"layer {layer_text(layer)} isolates names that cannot be known"))
+            elif any(nested.kind == "unknown" for nested in layer.nested):
+                out.append((composition.name, f"layer {layer_text(layer)} holds layers that cannot be known"))
+    return out
+
+
 def silent_abstentions(source: str, path: str, codes: Iterable[str]) -> list[str]:
     """What the analysis of one program left unchecked with no finding to say why (`codes`: the
     codes reported, SKP901 selected). Two invariants: every composition is checked whole or
     some finding explains it; every skippable class is specialized (each class a factory's call
     or a loop's iteration makes) or, generic, carries its SKP901."""
-    from skiplint import checks, engine, pipes, skippables
+    from skiplint import checks, engine, skippables
 
     both = engine.analyze_models(source, path)
     if both is None:
@@ -122,7 +142,7 @@ def silent_abstentions(source: str, path: str, codes: Iterable[str]) -> list[str
     facts, models = both
     out = []
     if not EXPLAINING & set(codes):
-        out += [f"composition {name}: {why}" for name, why in pipes.unchecked(models)]
+        out += [f"composition {name}: {why}" for name, why in unchecked_compositions(models)]
     for cls in facts.skippables:
         if skippables.computed(cls) and not any(f.code == "SKP901" for f in checks.class_findings(cls)):
             line = cls.site.position[0] if cls.site is not None else 0

@@ -166,26 +166,21 @@ def mentions_api(data: Union[bytes, str], aliases: Aliases = NO_ALIASES) -> bool
     text = readable(data)
     if text is None:
         return True  # the caller's decode says why it cannot be checked
-    data = text
-    own = aliases.needles
-    needles: Iterable[Any]
-    if isinstance(data, str):
-        needles = (needle.decode() for needle in own)
+    if isinstance(text, str):
+        needles: Iterable[Any] = (needle.decode() for needle in aliases.needles)
         packages: Iterable[Any] = _PACKAGE_NEEDLES_TEXT
         words: Iterable[Any] = _TORCH_NEEDLES_TEXT
         pattern = _PREFILTER_TEXT
     else:
-        needles, packages, words, pattern = own, _PACKAGE_NEEDLES, _TORCH_NEEDLES, _PREFILTER
-    if any(needle in data for needle in needles):
+        needles, packages, words, pattern = aliases.needles, _PACKAGE_NEEDLES, _TORCH_NEEDLES, _PREFILTER
+    if any(needle in text for needle in needles):
         return True
     # Every hit of the pattern, and every import the reader can resolve to the API (torch's
     # removed modules included, however spelled), names a package or says both torch words;
     # `in` is many times faster than the pattern.
-    if not any(needle in data for needle in packages) and not all(word in data for word in words):
+    if not any(needle in text for needle in packages) and not all(word in text for word in words):
         return False
-    if pattern.search(data) is not None:
-        return True
-    return imports_api(data)
+    return pattern.search(text) is not None or imports_api(text)
 
 
 def readable(data: Union[bytes, str]) -> Optional[Union[bytes, str]]:
@@ -363,11 +358,10 @@ def _statement(tokens: list[tuple[int, str]]) -> list[Imported]:
                 return out
     if not reader.take("from"):
         return out
-    dots = ""
+    module = ""  # its leading dots first
     while reader.peek() in (".", "..."):
-        dots += reader.peek()
+        module += reader.peek()
         reader.i += 1
-    module = dots
     if reader.peek() != "import":
         named = reader.dotted()
         if named is None:

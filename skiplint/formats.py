@@ -70,8 +70,7 @@ class Report:
         return lines[diagnostic.line - 1]
 
     def counts(self) -> list[tuple[str, int]]:
-        counter = Counter(d.code for d in self.diagnostics)
-        return sorted(counter.items())
+        return sorted(Counter(d.code for d in self.diagnostics).items())
 
 
 def fixable_codes() -> FrozenSet[str]:

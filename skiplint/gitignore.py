@@ -190,7 +190,8 @@ class _Name:
         self.minimum = sum(map(len, self.segments))
 
     def _at(self, index: int, name: str, at: int) -> bool:
-        """Whether segment `index` matches `name` at offset `at` (it fits: checked by the caller)."""
+        """Whether segment `index` matches `name` at offset `at` (it fits: checked by the caller;
+        `?` matches any character, as a name holds no `/`)."""
         literal = self.literals[index]
         if literal is not None:
             return name.startswith(literal, at)
@@ -202,8 +203,6 @@ class _Name:
             elif kind == _SET:
                 if not data(char):  # type: ignore[operator]
                     return False
-            elif char == "/":  # _ONE
-                return False
         return True
 
     def _find(self, index: int, name: str, start: int, end: int) -> int:
@@ -446,18 +445,15 @@ class Rules:
         return self._bases[root]
 
     def _decide(self, path: str, is_dir: bool, root: str) -> bool:
-        directory = os.path.dirname(path)
-        levels = []
-        while True:
-            levels.append(directory)
-            if directory == root:
-                break
-            directory = os.path.dirname(directory)
-        for level in levels:  # the deepest .gitignore first
+        level = os.path.dirname(path)
+        while True:  # the deepest .gitignore first
             relative = _below(path, level)
             for pattern in reversed(self._patterns(level)):
                 if pattern.matches(relative, is_dir):
                     return not pattern.negated
+            if level == root:
+                break
+            level = os.path.dirname(level)
         relative = _below(path, root)
         for pattern in reversed(self._base(root)):
             if pattern.matches(relative, is_dir):

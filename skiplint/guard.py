@@ -61,14 +61,9 @@ def _blank(match: re.Match[str]) -> str:
     return "S" + " " * (len(found) - 1)
 
 
-#: A word or one other character that is no blank: every token holds at least one.
+#: A word or one other character that is no blank: every token holds at least one, so their
+#: count bounds the tokens.
 _TOKENISH = re.compile(r"\w+|[^\w \t\f\r\n]")
-
-
-def _tokens_at_most(quiet: str, start: int, end: int) -> int:
-    """A bound on the tokens of quiet[start:end]: each holds a word or another character that is
-    no blank (what `_TOKENISH` counts)."""
-    return len(_TOKENISH.findall(quiet, start, end))
 
 
 def _head(text: str, pos: int) -> str:
@@ -124,14 +119,14 @@ def _quick_bounds(text: str) -> Optional[tuple[list[tuple[int, str]], bool]]:
                 tops.append((line, _head(text, line)))
             start, line = line, match.end()
             if match.start() - start > shallow:
-                tokens = _tokens_at_most(quiet, start, match.start())
+                tokens = len(_TOKENISH.findall(quiet, start, match.start()))
                 if tokens > longest:
                     return None
                 deep = deep or (tokens > shallow and _deep_line(text[start:match.start()], elifs))
     if line < ends and quiet[line] not in " \t\f\r\n":
         tops.append((line, _head(text, line)))
     if ends - line > shallow:
-        tokens = _tokens_at_most(quiet, line, ends)
+        tokens = len(_TOKENISH.findall(quiet, line, ends))
         if tokens > longest:
             return None
         deep = deep or (tokens > shallow and _deep_line(text[line:], elifs))

@@ -1,13 +1,8 @@
-"""Every limit of the static analysis, in one place; past a limit the analysis abstains.
-
-The parser limits (the first block) keep from libcst's native parser what would crash it or take
-minutes: skiplint/guard.py holds every text to them before parsing (with quick bounds where
-they suffice, else with its token scan).
-"""
+"""Every limit of the static analysis, in one place; past a limit the analysis abstains."""
 
 from __future__ import annotations
 
-# -- what the parser is given (skiplint/guard.py and its token scan, skiplint/tokenscan.py) ---------
+# -- what the parser is given: skiplint/guard.py holds every text to these before parsing ----------
 # libcst's native parser recurses once per nesting level with no limit of its own (SIGSEGV past a
 # few thousand levels) and its time grows faster than linearly with the depth of a tree: measured
 # with libcst 1.9 on Python 3.11, `x = a + a + ...` of 2,000 terms takes 5 s and of 3,000 terms

@@ -26,7 +26,6 @@ from skiplint import limits, prefilter
 from skiplint.config import Config
 from skiplint.diagnostics import FileResult
 from skiplint.rules import Selection
-
 from skiplint.session import Session
 
 #: A unit of work: one file and the configuration it is checked with (sent to workers as is).
@@ -51,12 +50,6 @@ def _without_ignored(result: FileResult, path: str, config: Config) -> FileResul
 
 def _selection(config: Config) -> Selection:
     return Selection(config.select, config.ignore, config.extend_select)
-
-
-def internal_error(path: str, what: str, error: BaseException, selection: Selection) -> FileResult:
-    """SKP902 for an analyzer bug (prefilter.internal_error), reported where it is selected."""
-    result = prefilter.internal_error(path, what, error)
-    return FileResult(path, tuple(d for d in result.diagnostics if selection(d.code)), result.error)
 
 
 def check_one(task: Task, session: Optional[Session] = None) -> FileResult:
@@ -99,13 +92,15 @@ def _analyse(task: Task, text: str, session: Session) -> FileResult:
 
 
 def _guarded(path: str, config: Config, work: Callable[[], Any]) -> Any:
-    """`work()`, or SKP902 for the analyzer bug it raised: never silent, never a traceback."""
+    """`work()`, or SKP902 (where it is selected) for the analyzer bug it raised: never silent,
+    never a traceback."""
     try:
         return work()
     except Exception as error:
         if os.environ.get("SKIPLINT_DEBUG"):
             raise
-        return internal_error(path, "this file", error, _selection(config))
+        result, selection = prefilter.internal_error(path, "this file", error), _selection(config)
+        return FileResult(path, tuple(d for d in result.diagnostics if selection(d.code)), result.error)
 
 
 def check_source(text: str, path: str, config: Config, session: Optional[Session] = None) -> FileResult:

@@ -129,7 +129,6 @@ def _popped_elsewhere(poppers: Optional[set[int]], index: int) -> bool:
     return poppers is not None and bool(poppers) and (len(poppers) > 1 or index not in poppers)
 
 
-
 #: Calls that run verify_skippables on their module (`inspect_skip_layout` does not).
 VERIFIERS = ("GPipe", "FairscalePipe", "TorchPipe", "MultiProcessPipe", "verify_skippables")
 #: ... and models that leave the module, whose pipe may be in another file (SKP202 only).
@@ -227,22 +226,3 @@ def unpopped(composition: Composition) -> list[tuple[SkipKey, int]]:
 def uncertain_names(composition: Composition) -> set[str]:
     """Names whose namespace some layer leaves unknown: nothing is said about them."""
     return {name for layer in composition.layers for name in layer.unknown_names}
-
-
-def unchecked(model: ModelFacts) -> list[tuple[str, str]]:
-    """The compositions that the checks above do not judge whole, each (name, why): children that
-    cannot be listed, a layer that cannot be known, names whose namespace cannot be known. The
-    analysis leaves none of them silent: a finding says why (SKP115, SKP901; SKP900/SKP902 when
-    the analysis itself failed), which tests check over generated programs."""
-    out: list[tuple[str, str]] = []
-    for composition in model.compositions:
-        if not composition.complete:
-            out.append((composition.name, composition.unknown or "its children cannot be listed"))
-        for layer in composition.layers:
-            if layer.kind == "unknown":
-                out.append((composition.name, f"layer {layer_text(layer)} cannot be known"))
-            elif layer.unknown_names:
-                out.append((composition.name, f"layer {layer_text(layer)} isolates names that cannot be known"))
-            elif any(nested.kind == "unknown" for nested in layer.nested):
-                out.append((composition.name, f"layer {layer_text(layer)} holds layers that cannot be known"))
-    return out

@@ -16,15 +16,10 @@ import threading
 from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst._nodes.internal import CodegenState  # private in libcst, stable across 1.x
 
 from skiplint import limits, syntax, textlines
 from skiplint.limits import MAX_ALIGN_CHARS
-
-try:  # the code generator's state: private in libcst, stable across 1.x
-    from libcst._nodes.internal import CodegenState
-except ImportError:  # pragma: no cover - a libcst that moved it: every position the slow way
-    CodegenState = None  # type: ignore[misc,assignment]
 
 T = TypeVar("T")
 
@@ -413,11 +408,6 @@ class Locator:
             return
 
         def generate() -> tuple[dict[int, tuple[int, int]], dict[int, tuple[int, int]]]:
-            if CodegenState is None:
-                positions = MetadataWrapper(self._module, unsafe_skip_copy=True).resolve(PositionProvider)
-                spans = {key: positions[node] for key, node in targets.items() if node in positions}
-                return ({key: (span.start.line, span.start.column) for key, span in spans.items()},
-                        {key: (span.end.line, span.end.column) for key, span in spans.items()})
             if self._text is not None:
                 found = _by_statement(self._module, self._text, self._starts, targets)
                 if found is not None:
@@ -450,6 +440,5 @@ class Locator:
     def end(self, node: cst.CSTNode) -> tuple[int, int]:
         """(1-based line, 0-based column) just after the node's last token (its own closing
         parentheses excluded, as its start excludes its opening ones)."""
-        if id(node) not in self._found:
-            self.locate((node,))
+        self.position(node)  # located, if it was not
         return self._ends[id(node)]

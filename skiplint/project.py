@@ -52,10 +52,6 @@ class ModuleSummary:
     #: Its module-level functions (each name bound once).
     functions: frozenset[str] = frozenset()
 
-    @property
-    def has_skippables(self) -> bool:
-        return any(c.kind == "skippable" for c in self.classes.values())
-
 
 def summarize(path: str, data: bytes, aliases: Aliases = NO_ALIASES,
               parts: Optional[parsing.StatementParts] = None) -> ModuleSummary:

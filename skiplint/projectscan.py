@@ -21,7 +21,7 @@ from skiplint.limits import MAX_REEXPORT, MODULE_HOPS
 # -- locating a project's modules ----------------------------------------------------------------
 
 def _file_in(base: str, parts: list[str]) -> Optional[str]:
-    target = os.path.join(base, *parts) if parts else base
+    target = os.path.join(base, *parts)
     candidate = target + ".py"
     if parts and os.path.isfile(candidate):
         return candidate
@@ -33,16 +33,13 @@ def _file_in(base: str, parts: list[str]) -> Optional[str]:
 
 def _roots(directory: str) -> list[str]:
     """Where absolute imports of a file's project start: its own directory and its package root."""
-    roots = [directory]
     top = directory
     while os.path.isfile(os.path.join(top, "__init__.py")):
         parent = os.path.dirname(top)
         if parent == top:
             break
         top = parent
-    if top != directory:
-        roots.append(top)
-    return roots
+    return [directory] if top == directory else [directory, top]
 
 
 def locate(directory: str, module: str) -> Optional[str]:

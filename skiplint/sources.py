@@ -18,7 +18,7 @@ import re
 import stat
 import tokenize
 import warnings
-from typing import BinaryIO, Callable, Iterable, Iterator, Optional
+from typing import BinaryIO, Callable, Iterator, Optional
 
 # Re-exported for the many readers of source lines.
 from skiplint.textlines import line_starts as line_starts, lines as lines  # noqa: F401
@@ -51,15 +51,14 @@ def is_venv(path: str) -> bool:
     return os.path.isfile(os.path.join(path, "pyvenv.cfg"))
 
 
-def walk(top: str, prune: Callable[[str, str], bool], seen: Optional[set[tuple[int, int]]] = None,
-         keep: Callable[[str], bool] = lambda _path: True) -> Iterator[str]:
+def walk(top: str, prune: Callable[[str, str], bool], seen: set[tuple[int, int]],
+         keep: Callable[[str], bool]) -> Iterator[str]:
     """Python files under the directory `top`, without recursion: at each level the files, then the
     subdirectories, both sorted by name (as os.walk yields them). `prune(path, name)` says a
     subdirectory is not walked; `keep(path)` that a file is yielded. Directories already seen (by
     device and inode) are skipped and, as with flake8, links to directories are not followed. A
     directory that cannot be listed is yielded itself, so that reading it reports why.
     """
-    seen = set() if seen is None else seen
     pending = [top]
     while pending:
         directory = pending.pop()
@@ -90,21 +89,6 @@ def walk(top: str, prune: Callable[[str, str], bool], seen: Optional[set[tuple[i
             elif entry.name.endswith(SUFFIXES) and keep(entry.path):
                 yield entry.path
         pending.extend(reversed(subdirs))
-
-
-def discover(paths: Iterable[str], exclude: frozenset[str] = DEFAULT_EXCLUDE) -> Iterator[str]:
-    """Python files under the given paths (walk's order); explicit files are always included.
-    Excluded names and virtual environments are not walked."""
-    seen: set[tuple[int, int]] = set()
-
-    def prune(path: str, name: str) -> bool:
-        return name in exclude or name.endswith(".egg") or is_venv(path)
-
-    for path in paths:
-        if os.path.isdir(path):
-            yield from walk(path, prune, seen)
-        else:
-            yield path  # a missing, looping or unreadable file is reported when it is read
 
 
 def _describe(error: OSError) -> str:
@@ -158,13 +142,13 @@ def read_bytes(path: str) -> bytes:
     return data
 
 
-def read_stream(stream: BinaryIO, name: str = "standard input") -> bytes:
+def read_stream(stream: BinaryIO) -> bytes:
     """All of a stream (standard input), or SourceError: never more than MAX_BYTES + 1 bytes are
     read (`skiplint - < /dev/zero` is refused as a file of that size is)."""
     try:
         data = stream.read(MAX_BYTES + 1)
     except OSError as error:
-        raise SourceError(f"cannot read {name}: {error.strerror or error}") from None
+        raise SourceError(f"cannot read standard input: {error.strerror or error}") from None
     if len(data) > MAX_BYTES:
         raise SourceError(_too_large(len(data), more=True))
     return data

@@ -108,6 +108,11 @@ def _continued_columns(text: str, pos: int) -> Optional[tuple[int, int]]:
     return (first, first) if first else (col, altcol)
 
 
+#: The kinds of token that count as one operator or operand where they stand (a colon counts as
+#: one in a lambda, whose body continues its expression).
+_OPERATORS = frozenset({"name", "op", "number", "word", "lambda", "other", "close"})
+
+
 class _Refused(Exception):
     def __init__(self, reason: str, pos: int) -> None:
         super().__init__(reason)
@@ -169,7 +174,7 @@ class _Scan:
         if levels + 2 * self.depth > limits.SHALLOW_DEPTH:
             if not self.deep:
                 self.deep = True
-                self.make_room()
+                self.rooms[:] = [self.room(level) for level in range(len(self.bases))]
             if levels > limits.MAX_DEPTH:
                 raise _Refused(f"nested too deeply to parse (more than {limits.MAX_DEPTH:,} levels of "
                                f"operators, operands and elif branches at once)", pos)
@@ -179,18 +184,6 @@ class _Scan:
         if self.deep:
             return min(limits.MAX_EXPRESSION_RUN, limits.MAX_DEPTH - self.bases[level])
         return min(limits.MAX_EXPRESSION_RUN, limits.SHALLOW_DEPTH - self.bases[level] - 2 * level)
-
-    def make_room(self) -> int:
-        """Every level's room, again (the tree was found deep, or the elifs changed); the
-        innermost one's."""
-        self.rooms[:] = [self.room(level) for level in range(len(self.bases))]
-        return self.rooms[-1]
-
-    def separate(self, pos: int) -> None:
-        self.tokens += 1
-        if self.tokens > limits.MAX_TOKENS:
-            raise _Refused(f"too large to check (more than {limits.MAX_TOKENS:,} tokens)", pos)
-        self.runs[-1] = 0
 
     def open(self, pos: int) -> None:
         self.opening(pos)
@@ -206,15 +199,6 @@ class _Scan:
         if self.depth + 1 > limits.MAX_NESTING:
             raise _Refused(f"nested too deeply to parse (more than {limits.MAX_NESTING} levels of "
                            f"brackets)", pos)
-
-    def close(self, pos: int) -> None:
-        if self.depth:
-            self.depth -= 1
-            self.runs.pop()
-            self.bases.pop()
-            self.rooms.pop()
-            self.lambdas.pop()
-        self.count(pos)
 
     def statement(self, pos: int, word: str) -> None:
         """The first word of a logical line (at bracket depth 0): elif chains nest in libcst's tree."""
@@ -244,9 +228,9 @@ class _Scan:
     def code(self, pos: int, field: bool = False) -> int:
         """Scan code from `pos`; in an f-string field, stop after its closing brace.
 
-        The common tokens are counted inline (the same arithmetic as count, separate, open and
-        close), with the token count and depth in locals written back before any other method
-        runs: this loop meets every token of every checked file."""
+        The common tokens are counted inline (the same arithmetic as count and open), with the
+        token count and depth in locals written back before any other method runs: this loop meets
+        every token of every checked file."""
         text, end = self.text, len(self.text)
         base = self.depth
         runs, bases, rooms, lambdas = self.runs, self.bases, self.rooms, self.lambdas
@@ -254,7 +238,7 @@ class _Scan:
         most_tokens, deepest = limits.MAX_TOKENS, limits.MAX_NESTING
         longest_run, deepest_tree, shallow = limits.MAX_EXPRESSION_RUN, limits.MAX_DEPTH, limits.SHALLOW_DEPTH
         room = rooms[-1] = self.room(depth)  # past it, count, opening or reach decide
-        match_token = _TOKEN.match
+        match_token, operators = _TOKEN.match, _OPERATORS
         while pos < end:
             match = match_token(text, pos)
             if match is None:  # pragma: no cover - `other` matches any character
@@ -276,10 +260,22 @@ class _Scan:
                 word = match.group(kind) if kind == "name" or kind == "word" or kind == "lambda" else ""
                 self.statement(match.start(kind), word)
                 room = rooms[-1]
-            if kind == "name" or kind == "op" or kind == "number" or kind == "word" or kind == "lambda" \
-                    or kind == "other":
-                if kind == "lambda":
+            if kind in operators or (kind == "colon" and lambdas[-1] and not (field and depth == base)):
+                if kind == "close":
+                    if field and depth == base and match.group(kind) == "}":
+                        self.tokens, self.depth, self.line_start = tokens, depth, line_start
+                        return pos
+                    if depth:
+                        depth -= 1
+                        runs.pop()
+                        bases.pop()
+                        rooms.pop()
+                        lambdas.pop()
+                        room = rooms[-1]
+                elif kind == "lambda":
                     lambdas[-1] += 1
+                elif kind == "colon":
+                    lambdas[-1] -= 1  # a lambda's body continues its expression
                 tokens += 1
                 runs[-1] += 1
                 if tokens > most_tokens or runs[-1] > room:
@@ -303,42 +299,15 @@ class _Scan:
                 if room > longest_run:
                     room = longest_run
                 rooms.append(room)
-            elif kind == "close":
-                if field and depth == base and match.group(kind) == "}":
-                    self.tokens, self.depth, self.line_start = tokens, depth, line_start
-                    return pos
-                if depth:
-                    depth -= 1
-                    runs.pop()
-                    bases.pop()
-                    rooms.pop()
-                    lambdas.pop()
-                    room = rooms[-1]
-                tokens += 1
-                runs[-1] += 1
-                if tokens > most_tokens or runs[-1] > room:
-                    self.tokens, self.depth, self.line_start = tokens - 1, depth, line_start
-                    runs[-1] -= 1
-                    self.count(match.start(kind))
-                    room = rooms[-1]
-            elif kind == "separator" or (kind == "colon" and not lambdas[-1] and not (field and depth == base)):
+            elif kind == "colon" and field and depth == base:
+                self.tokens, self.depth, self.line_start = tokens, depth, line_start
+                return self.fstring_spec(pos)
+            elif kind == "separator" or kind == "colon":
                 tokens += 1
                 if tokens > most_tokens:
                     self.tokens, self.line_start = tokens - 1, line_start
-                    self.separate(match.start(kind))
+                    self.count(match.start(kind))  # raises: one token too many
                 runs[-1] = 0
-            elif kind == "colon":
-                if field and depth == base:
-                    self.tokens, self.depth, self.line_start = tokens, depth, line_start
-                    return self.fstring_spec(pos)
-                lambdas[-1] -= 1  # a lambda's body continues its expression
-                tokens += 1
-                runs[-1] += 1
-                if tokens > most_tokens or runs[-1] > room:
-                    self.tokens, self.depth, self.line_start = tokens - 1, depth, line_start
-                    runs[-1] -= 1
-                    self.count(match.start(kind))
-                    room = rooms[-1]
             else:
                 self.tokens, self.depth, self.line_start = tokens, depth, line_start
                 start = match.start(kind)

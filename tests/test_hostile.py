@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skiplint import cli, engine, guard, limits, parsing, sources
+from skiplint import cli, config, engine, guard, limits, parsing, sources
 from skiplint.flake8_plugin import SkiplintChecker
 from tests import inprocess
 from tests.frames import plugin_frames
@@ -774,8 +774,8 @@ def test_file_that_vanishes_during_the_run(tmp_path: Path, monkeypatch: pytest.M
 def test_directory_named_like_a_module_and_unlistable_directory(tmp_path: Path) -> None:
     (tmp_path / "pkg.py").mkdir()  # walked into, not read
     (tmp_path / "pkg.py" / "inner.py").write_text("x = 1\n", encoding="utf-8")
-    assert sorted(os.path.relpath(p, tmp_path) for p in sources.discover([str(tmp_path)])) == [
-        os.path.join("pkg.py", "inner.py")]
+    found = config.Finder(isolated=True).discover([str(tmp_path)])
+    assert sorted(os.path.relpath(p, tmp_path) for p, _ in found) == [os.path.join("pkg.py", "inner.py")]
     with pytest.raises(sources.SourceError, match="is a directory"):
         sources.read_bytes(str(tmp_path / "pkg.py"))
 
@@ -783,7 +783,7 @@ def test_directory_named_like_a_module_and_unlistable_directory(tmp_path: Path) 
 def test_discovery_visits_each_directory_once(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "m.py").write_text("x = 1\n", encoding="utf-8")
-    found = list(sources.discover([str(tmp_path), str(tmp_path / "a"), str(tmp_path)]))
+    found = list(config.Finder(isolated=True).discover([str(tmp_path), str(tmp_path / "a"), str(tmp_path)]))
     assert len(found) == 1
 
 
@@ -796,13 +796,13 @@ def test_stale_project_index_entry_is_refreshed(tmp_path: Path) -> None:
     blocks.write_text("import torch.nn as nn\n\nclass Plain(nn.Module):\n    pass\n", encoding="utf-8")
     index = ProjectIndex()
     before = index.summary(str(blocks))
-    assert before is not None and not before.has_skippables
+    assert before is not None and before.classes["Plain"].kind == "plain"
     blocks.write_text(API + "import torch.nn as nn\n\n@skippable(stash=['a'])\nclass Plain(nn.Module):\n"
                       "    def forward(self, x):\n        yield stash('a', x)\n        return x\n",
                       encoding="utf-8")
     os.utime(blocks, (1, 1))
     after = index.summary(str(blocks))
-    assert after is not None and after.has_skippables
+    assert after is not None and after.classes["Plain"].kind == "skippable"
 
 
 # -- the flake8 plugin never raises -----------------------------------------------------------------

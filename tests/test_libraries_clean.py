@@ -10,7 +10,7 @@ import importlib.util
 
 import pytest
 
-from skiplint import engine, prefilter, sources
+from skiplint import config, engine, prefilter, sources
 from skiplint.session import Session
 
 LIBRARIES = ("torchgpipe", "fairscale")
@@ -28,7 +28,7 @@ def test_library_lints_clean(name: str) -> None:
     root = package_dir(name)
     if root is None:
         pytest.skip(f"{name} is not installed (pip install --no-deps torchgpipe==0.0.7 fairscale==0.4.13)")
-    files = list(sources.discover([root]))
+    files = [path for path, _ in config.Finder(isolated=True).discover([root])]
     assert len(files) > 10
     session = Session()
     results = [engine.check_file(path, session=session) for path in files]
@@ -44,5 +44,6 @@ def test_library_is_really_analysed(name: str) -> None:
     root = package_dir(name)
     if root is None:
         pytest.skip(f"{name} is not installed")
-    texts = [sources.decode(sources.read_bytes(p)) for p in sources.discover([root])]
+    files = config.Finder(isolated=True).discover([root])
+    texts = [sources.decode(sources.read_bytes(p)) for p, _ in files]
     assert sum(prefilter.mentions_api(text) for text in texts) >= 5

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from skiplint import engine, sources
+from skiplint import config, engine
 from skiplint.session import Session
 
 TRAP = textwrap.dedent("""\
@@ -116,7 +116,8 @@ def test_engine_in_process_imports_nothing_new(trap_package: tuple[Path, Path]) 
     package, marker = trap_package
     before = set(sys.modules)
     session = Session()
-    results = [engine.check_file(path, session=session) for path in sources.discover([str(package)])]
+    files = config.Finder(isolated=True).discover([str(package)])
+    results = [engine.check_file(path, session=session) for path, _ in files]
     assert not marker.exists()
     assert not {name for name in set(sys.modules) - before if "no_exec" in name or name in ("blocks", "model")}
     assert any(d.code == "SKP101" for r in results for d in r.diagnostics)
