@@ -14,7 +14,7 @@ from skiplint.facts import Key
 from skiplint.gradflow.attributes import Attributes, torch_layers, truth
 from skiplint.gradflow.model import (
     BREAKING, Env, MAY, MAY_VIEWS, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, VIEWS,
-    Value, YES, meet, saving, union, unknown_call,
+    Value, YES, meet, plain, saving, union, unknown_call,
 )
 from skiplint.gradflow.walker import Exits, ImportedFunction, Walker, constant_index, delegated
 
@@ -84,7 +84,10 @@ class Calls(Walker):
                     result, returned, _ = self.run(method, args)
                     return result if returned else NOTHING
                 return unknown_call(args)
-            return self.layer_call(node, attr, None, args)
+            # a torch.nn layer's result is no command where its arguments are none
+            kind = self.attributes.kinds.get(attr)
+            known = kind is not None and kind not in _CONTAINERS and all(arg.plain for arg in args)
+            return plain(self.layer_call(node, attr, None, args), known)
         if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute)
                 and isinstance(func.value.value, cst.Name) and func.value.value.value == "self"):
             held = self.attributes.submodules.get(func.value.attr.value)
@@ -108,7 +111,7 @@ class Calls(Walker):
         qualified = self.scope().qualified(func)
         if qualified is not None and qualified.startswith("torch."):
             name = qualified.rsplit(".", 1)[-1]
-            result = self.operation(node, name, args, unknown_saves=True)
+            result = plain(self.operation(node, name, args, unknown_saves=True), self.scope().api(func) is None)
             return viewed(result, name) if qualified == "torch." + name else result  # not F.unfold
         found = self.imported_function(func)
         if found is not None and self.followed(found[1]) and len(positional) == len(args):
@@ -120,11 +123,14 @@ class Calls(Walker):
             result = self.operation(node, name[:-1], [receiver, *args], unknown_saves=True)
             if name == "requires_grad_":
                 result = receiver if not node.args or truth(node.args[0].value) is not False else NOTHING
+            result = plain(result, receiver.plain)  # in place: the same object
             self.assign(changed, self.grad_off(result), env)
             return result
         if isinstance(func, cst.Attribute) and qualified is None:  # a method of a tensor
             name = func.attr.value
-            return viewed(self.operation(node, name, [self.eval(func.value, env), *args], unknown_saves=True), name)
+            receiver = self.eval(func.value, env)
+            result = plain(self.operation(node, name, [receiver, *args], unknown_saves=True), receiver.plain)
+            return viewed(result, name)
         return unknown_call(args)
 
     def attributes_of(self, cls: str) -> Attributes:
@@ -204,3 +210,8 @@ def viewed(result: Value, name: str) -> Value:
         return dataclasses.replace(result, view=YES)
     known = name in SAVING or name in PASSING or name in BREAKING
     return dataclasses.replace(result, view=MAY) if name in MAY_VIEWS or not known else result
+
+
+#: torch.nn classes whose call may return whatever their children (or forward) return.
+_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "Module", "Identity", "ParameterList",
+                         "ParameterDict"})

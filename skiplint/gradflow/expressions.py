@@ -10,16 +10,21 @@ import libcst as cst
 
 from skiplint import syntax
 from skiplint.gradflow.model import (
-    INPUT, ITEM, MAY, Env, INPUT_SOURCE, NO, NOTHING, YES, Value, container, meet, meet_all, saving, union,
+    INPUT, ITEM, MAY, Env, INPUT_SOURCE, NO, NOTHING, PLAIN, YES, Value, container, meet, meet_all, plain, saving,
+    union,
 )
-from skiplint.gradflow.walker import Walker, constant_index
+from skiplint.gradflow.walker import Walker, bound, constant_index, rebound, unplain
 
 
 class Expressions(Walker):
     """Evaluates expressions."""
 
     def eval(self, node: cst.BaseExpression, env: Env) -> Value:
-        return self.grad_off(self.value(node, env)) if not isinstance(node, cst.Name) else self.value(node, env)
+        if type(node) is cst.Name:
+            found = self.value(node, env)
+            return plain(found) if node.value in _CONSTANTS else found
+        found = self.grad_off(self.value(node, env))
+        return plain(found) if type(node) in NON_COMMAND_FORMS else found
 
     def value(self, node: cst.BaseExpression, env: Env) -> Value:
         if isinstance(node, cst.Name):
@@ -27,21 +32,19 @@ class Expressions(Walker):
         if isinstance(node, cst.Attribute):
             key = self.key(node)
             if key is not None:
-                found = env.get(key)
-                return found if found is not None else self.attributes.parameter(node.attr.value)
+                found = env.get(key)  # a call of a method may have set it to a command since
+                return plain(found, False) if found is not None else self.attributes.parameter(node.attr.value)
             owner = node.value
             if (isinstance(owner, cst.Attribute) and isinstance(owner.value, cst.Name) and owner.value.value == "self"
                     and node.attr.value in ("weight", "bias") and "self." + owner.attr.value not in env):
                 return self.attributes.layer_weight(owner.attr.value)
             if node.attr.value in ("data",):
-                self.eval(node.value, env)
-                return NOTHING
+                return PLAIN if self.eval(node.value, env).plain else NOTHING
             if node.attr.value in ("T", "mT"):
                 return dataclasses.replace(self.eval(node.value, env), view=YES)
             if node.attr.value == "real":
                 return self.eval(node.value, env)
-            self.eval(node.value, env)
-            return NOTHING
+            return PLAIN if self.eval(node.value, env).plain else NOTHING  # an attribute of a tensor is no command
         if isinstance(node, cst.Yield):
             return self.yielded(node, env)
         if isinstance(node, cst.Call):
@@ -65,8 +68,8 @@ class Expressions(Walker):
         if isinstance(node, cst.IfExp):
             self.eval(node.test, env)
             decided = self.decide(node.test, env)
-            if decided is not None:
-                return self.eval(node.body if decided else node.orelse, env)
+            if decided is not None:  # the other branch runs in eval mode: the value may be a command there
+                return plain(self.eval(node.body if decided else node.orelse, env), False)
             return meet(self.eval(node.body, env), self.eval(node.orelse, env))
         if isinstance(node, (cst.Tuple, cst.List)):
             items = [self.eval(e.value, env) for e in node.elements]
@@ -75,6 +78,10 @@ class Expressions(Walker):
             return container(items)
         if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
             return self.comprehension(node, env)
+        if isinstance(node, cst.NamedExpr):  # what a walrus binds is not followed
+            self.eval(node.value, env)
+            unplain(rebound(node), env)
+            return NOTHING
         if isinstance(node, (cst.Set, cst.Dict)):
             return union([self.eval(child, env) for child in syntax.children(node)
                            if isinstance(child, cst.BaseExpression)] + [
@@ -129,10 +136,11 @@ class Expressions(Walker):
                 for element in target.elements:
                     self.assign(element.value, part, env)
                 return
+        rebinds = set(bound(target))
         for node in syntax.walk(target):
             node_key = self.key(node) if isinstance(node, cst.BaseExpression) else None
-            if node_key is not None:
-                env[node_key] = NOTHING
+            if node_key is not None:  # what `h[i] = ...` stores into is still no command if it was none
+                env[node_key] = PLAIN if node_key not in rebinds and env.get(node_key, NOTHING).plain else NOTHING
 
     def comprehension(self, node: cst.ListComp | cst.SetComp | cst.GeneratorExp, env: Env) -> Value:
         """A comprehension with one `for` over known items holds what its element holds for each
@@ -178,8 +186,17 @@ class Expressions(Walker):
                 return NOTHING
             return Value(frozenset(), NO, frozenset({id(value)}), reach=frozenset({id(value)}))
         if value is not None:
-            self.eval(value, env)
+            self.yielded_value(node, self.eval(value, env))
         return NOTHING
+
+
+#: Expressions that are no command by their form (SKP108): literals, displays, arithmetic.
+NON_COMMAND_FORMS = frozenset({
+    cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List,
+    cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.Lambda,
+    cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation,
+})
+_CONSTANTS = frozenset({"None", "True", "False"})
 
 
 def _subscript_view(node: cst.Subscript, whole: Value) -> int:

@@ -4,7 +4,7 @@ what they save; and the result of one forward's walk (`Flow`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional, Sequence
 
 import libcst as cst
@@ -91,7 +91,8 @@ class Value:
     or list whose items are known, each item's value (the whole holds what all items hold); whether
     it is certainly a view (YES), certainly forward's input itself (INPUT: a view where that is a
     micro-batch), an integer index of that input (ITEM), may be a view (MAY), or certainly not (NO);
-    and, for a variable, the pops (by their call's id) whose tensor it may hold as popped on some path
+    whether it is certainly not a stash/pop command (`plain`: what SKP108 reports a yield of); and,
+    for a variable, the pops (by their call's id) whose tensor it may hold as popped on some path
     (`reach`: reading the variable reads that tensor; kept through branches and loops, not through
     operations, since an operation reads the variable first)."""
 
@@ -101,9 +102,11 @@ class Value:
     items: Optional[tuple["Value", ...]] = None
     view: int = NO
     reach: frozenset[int] = frozenset()
+    plain: bool = False
 
 
 NOTHING = Value()
+PLAIN = Value(plain=True)
 
 
 #: The source id that stands for forward's input.
@@ -144,7 +147,15 @@ def meet(a: Value, b: Value) -> Value:
     items = None
     if a.items is not None and b.items is not None and len(a.items) == len(b.items):
         items = tuple(meet(x, y) for x, y in zip(a.items, b.items))
-    return Value(ops, min(a.grad, b.grad), a.sources & b.sources, items, meet_view(a.view, b.view), a.reach | b.reach)
+    return Value(ops, min(a.grad, b.grad), a.sources & b.sources, items, meet_view(a.view, b.view),
+                 a.reach | b.reach, a.plain and b.plain)
+
+
+def plain(value: Value, certainly: bool = True) -> Value:
+    """`value`, known (`certainly`) not to be a command, or not known so."""
+    if value.plain is certainly:
+        return value
+    return replace(value, plain=certainly)
 
 
 def meet_view(a: int, b: int) -> int:

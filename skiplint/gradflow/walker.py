@@ -5,15 +5,17 @@ the parts (expressions.py, calls.py and the statements: skiplint.skippables.path
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Optional, Sequence
 
 import libcst as cst
 
+from skiplint import syntax
 if TYPE_CHECKING:  # read in annotations only: SKP303's check imports this package from the rules
     from skiplint.imports import Scope
 from skiplint.facts import Key
 from skiplint.gradflow.attributes import Attributes, assignment_targets
-from skiplint.gradflow.model import Env, Flow, Value
+from skiplint.gradflow.model import NOTHING, PLAIN, Env, Flow, Value, plain
+from skiplint.imports import import_bindings
 
 #: A module-level function of another module of the project: that module's path, the function,
 #: the module's scopes and its module-level functions.
@@ -73,13 +75,16 @@ class Walker:
 
     def grad_off(self, value: Value) -> Value:
         """A value computed now: under `torch.no_grad()` it holds nothing of the graph."""
-        return Value() if self.no_grad else value
+        if not self.no_grad:
+            return value
+        return PLAIN if value.plain else NOTHING
 
     if TYPE_CHECKING:
         # the statements (skiplint.skippables.paths, which walks the paths through forward too)
         def block(self, stmts: Sequence[cst.CSTNode], states: set[frozenset[Key]], env: Optional[Env],
                   returns: list[Value]) -> Exits: ...
         def command_kind(self, call: cst.Call) -> Optional[str]: ...
+        def yielded_value(self, node: cst.Yield, value: Value) -> None: ...
         # expressions.py
         def decide(self, test: cst.BaseExpression, env: Env) -> Optional[bool]: ...
         def assign(self, target: cst.BaseExpression, value: Value, env: Env) -> None: ...
@@ -127,3 +132,50 @@ def targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
     if isinstance(node, (cst.For, cst.CompFor, cst.NamedExpr)):
         return [node.target]
     return assignment_targets(node)
+
+
+def bound(target: cst.CSTNode) -> Iterator[str]:
+    """The names (and `self.<attr>`s) an assignment target binds; not what it stores into (`h[i] = ...`)."""
+    if type(target) is cst.Name:
+        yield target.value
+    elif type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == "self":
+        yield "self." + target.attr.value
+    elif type(target) is cst.Tuple or type(target) is cst.List:
+        for element in target.elements:
+            yield from bound(element.value)
+
+
+def rebound(node: cst.CSTNode) -> set[str]:
+    """What `node` may bind to a command anywhere in it (nested functions included): names,
+    `self.<attr>`s; not the target of an augmented assignment (arithmetic, never a command)."""
+    out: set[str] = set()
+    for part in syntax.walk(node):
+        if type(part) is cst.Assign:
+            for target in part.targets:
+                out.update(bound(target.target))
+        elif type(part) in _BINDS_TARGET:
+            out.update(bound(part.target))  # type: ignore[attr-defined]
+        elif type(part) is cst.FunctionDef or type(part) is cst.ClassDef:
+            out.add(part.name.value)
+        elif type(part) is cst.WithItem and part.asname is not None:
+            out.update(bound(part.asname.name))
+        elif type(part) is cst.ExceptHandler and part.name is not None:
+            out.update(bound(part.name.name))
+        elif type(part) is cst.Import or type(part) is cst.ImportFrom:
+            out.update(local for local, _ in import_bindings(part))
+        elif type(part) is cst.Global or type(part) is cst.Nonlocal:
+            out.update(item.name.value for item in part.names)
+        elif (type(part) is cst.MatchAs or type(part) is cst.MatchStar) and part.name is not None:
+            out.add(part.name.value)
+    return out
+
+
+_BINDS_TARGET = frozenset({cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del})
+
+
+def unplain(keys: set[str], env: Env) -> None:
+    """Each of `keys` may hold a command now; what else is known of it stays."""
+    for key in keys:
+        value = env.get(key)
+        if value is not None and value.plain:
+            env[key] = plain(value, False)

@@ -1,5 +1,6 @@
 """The commands a forward performs: the stash/pop calls of each statement, yielded or not, the
-`yield from` helpers they delegate to, and the yields that cannot be commands."""
+`yield from` helpers they delegate to, and the yields that cannot be commands (by their form, or
+by the value the walk gives them)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ from typing import Optional
 import libcst as cst
 
 from skiplint import syntax
+from skiplint.gradflow.expressions import NON_COMMAND_FORMS
 from skiplint.gradflow.walker import delegated
 from skiplint.facts import Command, Kind, Locator, NonCommandYield, Site
 from skiplint.imports import Scope
 from skiplint.limits import MAX_DELEGATION
 from skiplint.skippables.index import ClassInfo, ModuleIndex, command_kind
-from skiplint.skippables.known import KnownValues, describe, non_command
 from skiplint.skippables.names import NameResolver, arity_problem, static_string
 
 
@@ -51,7 +52,11 @@ class Commands:
         #: id(generator of another module of the project that forward delegates to) -> the
         #: `yield from` that runs it (where its commands are reported) and its module's scopes.
         self._imported: dict[int, tuple[cst.CSTNode, dict[int, Scope]]] = {}
-        self._values = KnownValues(index, info, forward, self._command_vars)
+        #: id(yield of no command call) -> its value, how its form describes it (None: by its form
+        #: it may be a command), where to report it; and whether every value the walk gave it is
+        #: certainly no command (`settle` decides by both).
+        self._yields: dict[int, tuple[Optional[cst.BaseExpression], Optional[str], cst.CSTNode]] = {}
+        self._plain: dict[int, bool] = {}
 
     def events(self, node: cst.CSTNode, scope: Scope) -> list[Event]:
         """Commands, delegations and unknowns in an expression or small statement, in order."""
@@ -115,15 +120,25 @@ class Commands:
             return  # `cmd = stash(...)` earlier; counted there
         if value is not None:
             self._collect(value, scope, events, parent_stmt)
-        what = non_command(value, self.index.module)
-        if what is None and value is not None and self._values.known(value, scope, self.active[-1], frozenset()):
-            what = describe(value, self.index.module)
-        if what is None:
-            # A call to something else, a variable, an attribute: it may build a command.
-            self.unknown.update(("stash", "pop"))
-        elif self.skippable:
-            where = self._delegation() or node
-            self.non_commands.setdefault(id(node), NonCommandYield(what, Site(where, self.locator)))
+        if id(node) not in self._yields:
+            self._yields[id(node)] = (value, non_command(value, self.index.module), self._delegation() or node)
+
+    def evaluated(self, node: cst.Yield, plain: bool) -> None:
+        """The walk's value of a yield that is no command call: certainly no command (`plain`) or not."""
+        self._plain[id(node)] = plain and self._plain.get(id(node), True)
+
+    def settle(self) -> None:
+        """After the walk: the yields of no command (SKP108), by their form or by every value the
+        walk gave them; any other may yield a command built elsewhere (a call, a variable, an
+        attribute), so the commands are not all known. A yield the walk's dataflow does not reach
+        (after a branch it decides, in try*/match) is decided by its form alone."""
+        for key, (value, what, where) in self._yields.items():
+            if what is None and value is not None and self._plain.get(key, False):
+                what = describe(value, self.index.module)
+            if what is None:
+                self.unknown.update(("stash", "pop"))
+            elif self.skippable:
+                self.non_commands[key] = NonCommandYield(what, Site(where, self.locator))
 
     def _loose_command(self, call: cst.Call, kind: Kind, scope: Scope, events: list[Event],
                        parent_stmt: cst.CSTNode) -> None:
@@ -208,3 +223,20 @@ class Commands:
                 return self._imported[id(func)][0]
         return None
 
+
+def non_command(value: Optional[cst.BaseExpression], module: cst.Module) -> Optional[str]:
+    """How to describe a yielded value that cannot be a command by its form; None when it might be one."""
+    if value is None:
+        return "nothing (a bare yield)"
+    if isinstance(value, cst.Name) and value.value in ("None", "True", "False"):
+        return value.value
+    if type(value) in NON_COMMAND_FORMS:
+        return describe(value, module)
+    return None
+
+
+def describe(value: cst.BaseExpression, module: cst.Module) -> str:
+    code = module.code_for_node(value)
+    if len(code) > 40 or "\n" in code:
+        code = code.splitlines()[0][:37] + "..."
+    return f"'{code}'"

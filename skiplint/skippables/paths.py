@@ -18,7 +18,7 @@ from skiplint.gradflow.calls import Calls
 from skiplint.gradflow.expressions import Expressions
 from skiplint.gradflow.model import Env, NOTHING, Value, meet_envs, saving, union
 from skiplint.gradflow.reads import Reads
-from skiplint.gradflow.walker import Exits, FunctionResolver, Walker, targets
+from skiplint.gradflow.walker import Exits, FunctionResolver, Walker, rebound, targets, unplain
 from skiplint.limits import MAX_STATES
 from skiplint.skippables.commands import Commands, Event
 from skiplint.skippables.index import ClassInfo, ModuleIndex
@@ -49,6 +49,9 @@ class _PathCommands:
         if command is None or not command.yielded or command.name is None or command.arity_problem is not None:
             return None
         return command.kind
+
+    def yielded_value(self, node: cst.Yield, value: Value) -> None:
+        self.reader.evaluated(node, value.plain)
 
     def _checked(self, states: Paths) -> Paths:
         """The paths, or none past MAX_STATES (then only the dataflow goes on)."""
@@ -127,6 +130,8 @@ class _Loops(Walker):
         # followed by the dataflow (its values hold nothing, its stashes and returns share nothing).
         inner: Optional[Env] = None
         if env is not None:
+            # A name the loop binds may hold, where it is read, what the previous iteration bound.
+            unplain(rebound(stmt.body), env)
             self.eval(stmt.iter if isinstance(stmt, cst.For) else stmt.test, env)
             inner = dict(env)
             if isinstance(stmt, cst.For):
@@ -305,6 +310,8 @@ class ForwardWalk(_PathCommands, _Loops, Reads, Expressions, Calls):
             return None
         elif isinstance(small, (cst.Global, cst.Nonlocal, cst.Del)):
             self.forget(small, env)
+        elif isinstance(small, (cst.Import, cst.ImportFrom)):
+            unplain(rebound(small), env)
         return env
 
     def compound(self, stmt: cst.BaseCompoundStatement, states: Paths, env: Optional[Env],
@@ -377,6 +384,9 @@ class ForwardWalk(_PathCommands, _Loops, Reads, Expressions, Calls):
         alive = [e for e in (body.env, other.env) if e is not None]
         if decided is not None:
             out.env = alive[0] if alive else None
+            skipped = stmt.body if decided is False else stmt.orelse
+            if out.env is not None and skipped is not None:  # in eval mode, the other branch binds these
+                unplain(rebound(skipped), out.env)
         else:
             out.env = meet_envs(alive) if alive else None
         return out
@@ -404,8 +414,10 @@ class ForwardWalk(_PathCommands, _Loops, Reads, Expressions, Calls):
         for handler in stmt.handlers:
             # The dataflow of a handler: only what holds before the body is sure.
             start = meet_envs([env] + ([body.env] if body.env is not None else [])) if env is not None else None
-            if start is not None and handler.name is not None:
-                self.assign(handler.name.name, NOTHING, start)
+            if start is not None:
+                unplain(rebound(stmt.body), start)  # what the body bound before it raised
+                if handler.name is not None:
+                    self.assign(handler.name.name, NOTHING, start)
             out = self._suite(handler.body, observed, start, returns)
             result = _merge(result, out)
             if out.env is not None:
@@ -449,8 +461,8 @@ class ForwardWalk(_PathCommands, _Loops, Reads, Expressions, Calls):
 
 class ForwardAnalysis:
     """Commands of a forward (and the helpers it delegates to), the paths through it, and its
-    autograd dataflow (`flow`), from one ForwardWalk: the commands are read by Commands (with
-    KnownValues for what is no command)."""
+    autograd dataflow (`flow`), from one ForwardWalk: the commands are read by Commands, the yields
+    of what is no command decided by the walk's values."""
 
     def __init__(self, index: ModuleIndex, info: ClassInfo, forward: cst.FunctionDef,
                  locator: Locator, skippable: bool, resolve: Optional[NameResolver] = None) -> None:
@@ -458,8 +470,9 @@ class ForwardAnalysis:
         walk = ForwardWalk(index, reader, info, index.imported)
         output, returned, out = walk.run(forward, [gradflow.Value(frozenset(), gradflow.INPUT,
                                                                   frozenset({gradflow.INPUT_SOURCE}),
-                                                                  view=gradflow.INPUT)],
+                                                                  view=gradflow.INPUT, plain=True)],
                                          states={frozenset()})
+        reader.settle()
         walk.flow.output = output
         walk.flow.returned = returned
         walk.finish_reads()
