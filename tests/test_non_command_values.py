@@ -154,6 +154,8 @@ def test_a_helper_delegated_to_yields_the_input_it_is_given() -> None:
     ("h = x * 2\nwhile cond:\n    yield h\n    h = make(x)", "None"),
     ("h = x * 2\nfor i in range(3):\n    yield h\n    with make(x) as h:\n        pass", "None"),
     ("h = x * 2\nfor i in range(3):\n    yield h\n    import os as h", "None"),
+    ("h = x * 2\nfor i in range(3):\n    yield h\n"
+     "    def f():\n        nonlocal h\n        h = make(x)\n    f()", "None"),
     ("for i in range(2):\n    yield x\n    x = self.cmd(x)", "None"),
     ("cmd = x * 2\nfor i in range(2):\n    yield cmd\n    cmd = stash('a', x)", "None"),
     # a method or function returning a command

@@ -146,10 +146,10 @@ def bound(target: cst.CSTNode) -> Iterator[str]:
 
 
 def rebound(node: cst.CSTNode) -> set[str]:
-    """What `node` may bind to a command anywhere in it (nested functions included): names,
-    `self.<attr>`s; not the target of an augmented assignment (arithmetic, never a command)."""
+    """What `node` may bind to a command anywhere in it, the functions it defines included (their
+    `nonlocal`s): names, `self.<attr>`s; not an augmented assignment's target (arithmetic, no command)."""
     out: set[str] = set()
-    for part in syntax.walk(node):
+    for part in syntax.walk(node, into_scopes=True):
         if type(part) is cst.Assign:
             for target in part.targets:
                 out.update(bound(target.target))
