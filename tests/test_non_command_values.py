@@ -229,3 +229,14 @@ def test_no_report_where_the_walk_has_no_value(body: str) -> None:
                 return x
     ''')
     assert [f for f in found if f[2].startswith("SKP108")] == []
+
+
+def test_a_conditional_expression_the_walk_decides_reports_the_branch_it_takes() -> None:
+    assert findings('''\
+        @skippable(stash=["a"])
+        class L(nn.Module):
+            def forward(self, x):
+                h = x * 2
+                (yield h) if self.training else (yield h)
+                return x
+    ''') == [(5, 9, skp108("'h'"))]
