@@ -207,10 +207,9 @@ def test_no_report_where_the_value_may_be_a_command(setup: str, value: str) -> N
 
 
 @pytest.mark.parametrize("body", [
-    # where the walk's dataflow does not go: a branch it decides away, a match, a finally after a
-    # return, a helper delegated to with a keyword argument; it was reported before (the name's
-    # only binding is arithmetic): now nothing is said there
-    "h = x * 2\nif self.training:\n    yield stash('a', x)\nelse:\n    yield h",
+    # where the walk's dataflow does not go: a match, a finally after a return, a helper delegated
+    # to with a keyword argument; it was reported before (the name's only binding is arithmetic):
+    # now nothing is said there
     "match x:\n    case _:\n        h = x * 2\n        yield h",
     "try:\n    yield stash('a', x)\n    return x\nfinally:\n    yield x",
     "yield from self.helper(t=x)",
@@ -231,7 +230,8 @@ def test_no_report_where_the_walk_has_no_value(body: str) -> None:
     assert [f for f in found if f[2].startswith("SKP108")] == []
 
 
-def test_a_conditional_expression_the_walk_decides_reports_the_branch_it_takes() -> None:
+def test_a_conditional_expression_the_walk_decides_reports_both_branches() -> None:
+    # the branch that runs only in eval mode is walked for what it yields, too
     assert findings('''\
         @skippable(stash=["a"])
         class L(nn.Module):
@@ -239,4 +239,42 @@ def test_a_conditional_expression_the_walk_decides_reports_the_branch_it_takes()
                 h = x * 2
                 (yield h) if self.training else (yield h)
                 return x
-    ''') == [(5, 9, skp108("'h'"))]
+    ''') == [(1, 18, "SKP103 'a' is declared in stash=[...] but no path of forward stashes it"),
+            (5, 9, skp108("'h'")), (5, 41, skp108("'h'"))]
+
+
+def test_a_branch_that_runs_only_in_eval_mode_is_walked_for_what_it_yields() -> None:
+    assert findings('''\
+        @skippable(stash=["a"])
+        class L(nn.Module):
+            def forward(self, x):
+                h = x * 2
+                if self.training:
+                    yield stash("a", x)
+                else:
+                    yield h
+                return x
+    ''') == [(3, 4, "SKP111 'a' is stashed on some paths through forward but not all (line 11)"),
+            (8, 12, skp108("'h'"))]
+
+
+def test_a_name_rebound_under_a_context_manager_that_may_swallow_is_not_known() -> None:
+    # contextlib.suppress may swallow what check() raises before h is rebound: h may be make()'s
+    body = '''\
+        import contextlib
+
+        @skippable(stash=["a"])
+        class L(nn.Module):
+            def forward(self, x):
+                h = make(x)
+                with {manager}:
+                    check(x)
+                    h = x * 2
+                yield stash("a", x)
+                yield h
+                return x
+    '''
+    assert [f for f in findings(body.format(manager="contextlib.suppress(ValueError)"))
+            if f[2].startswith("SKP108")] == []
+    assert [f for f in findings(body.format(manager="torch.no_grad()")) if f[2].startswith("SKP108")] == [
+        (11, 8, skp108("'h'"))]

@@ -69,6 +69,11 @@ class Expressions(Walker):
             self.eval(node.test, env)
             decided = self.decide(node.test, env)
             if decided is not None:  # the other branch runs in eval mode: the value may be a command there
+                self.unrun += 1
+                try:
+                    self.eval(node.orelse if decided else node.body, dict(env))
+                finally:
+                    self.unrun -= 1
                 return plain(self.eval(node.body if decided else node.orelse, env), False)
             return meet(self.eval(node.body, env), self.eval(node.orelse, env))
         if isinstance(node, (cst.Tuple, cst.List)):
@@ -122,7 +127,7 @@ class Expressions(Walker):
         key = self.key(target)
         if key is not None:
             env[key] = value
-            if value.reach:
+            if value.reach and not self.unrun:
                 self.flow.reach_of[key] = self.flow.reach_of.get(key, frozenset()) | value.reach
             return
         if isinstance(target, (cst.Tuple, cst.List)) and not any(
@@ -182,7 +187,8 @@ class Expressions(Walker):
                     (a.value for a in value.args if a.keyword is not None and a.keyword.value == "tensor"), None)
                 stashed = self.eval(tensor, env) if tensor is not None and not self.in_loop else NOTHING
                 known = self.flow.stashes.get(id(value))
-                self.flow.stashes[id(value)] = stashed if known is None else meet(known, stashed)
+                if not self.unrun:
+                    self.flow.stashes[id(value)] = stashed if known is None else meet(known, stashed)
                 return NOTHING
             return Value(frozenset(), NO, frozenset({id(value)}), reach=frozenset({id(value)}))
         if value is not None:

@@ -56,8 +56,6 @@ class Reads(Walker):
     _leaves: int
     #: The functions, classes and lambdas forward defines: what they read is found at the end.
     _defined: list[cst.CSTNode]
-    #: Inside a branch that never runs where a pipe trains (`decide`): what it reads does not count.
-    _unrun: int
 
     if TYPE_CHECKING:
         def command_kind(self, call: cst.Call) -> Optional[str]: ...
@@ -68,7 +66,7 @@ class Reads(Walker):
         reads with its history (Flow.read): a variable that may hold one as popped, read in grad
         mode. Where the dataflow does not follow the code (env None), any variable that held one
         anywhere in the walk."""
-        if self.no_grad or self._unrun or not self.flow.reach_of or (env is None and not self._at_forward()):
+        if self.no_grad or self.unrun or not self.flow.reach_of or (env is None and not self._at_forward()):
             return
         reach = self.flow.reach_of
         if env is not None:

@@ -60,6 +60,9 @@ class Walker:
         self.in_loop = 0
         self.active: list[cst.FunctionDef] = []
         self.depth_limit = depth_limit
+        #: Inside a branch that never runs where a pipe trains (`decide`): walked for what its yields
+        #: are (SKP108) only; what it stashes, returns and reads of a pop makes no fact.
+        self.unrun = 0
 
     def scope(self) -> Scope:
         return self.scope_of[id(self.active[-1])]

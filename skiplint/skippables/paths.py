@@ -223,7 +223,6 @@ class ForwardWalk(_PathCommands, _Loops, Reads, Expressions, Calls):
         self._observers: list[Paths] = []
         self._leaves = 0
         self._defined: list[cst.CSTNode] = []
-        self._unrun = 0
 
     def _at_forward(self) -> bool:
         """Whether the code walked now is forward's own (not a function it calls or delegates to)."""
@@ -330,11 +329,18 @@ class ForwardWalk(_PathCommands, _Loops, Reads, Expressions, Calls):
                     self.eval(item.item, env)
                     if item.asname is not None:
                         self.assign(item.asname.name, NOTHING, env)
+            before = dict(env) if env is not None else None
             self.no_grad += stops
             try:
-                return self._suite(stmt.body, states, env, returns)
+                out = self._suite(stmt.body, states, env, returns)
             finally:
                 self.no_grad -= stops
+            if before is not None and out.env is not None and not all(
+                    (self.scope().qualified(item.item.func if isinstance(item.item, cst.Call) else item.item)
+                     or "").startswith("torch.") for item in stmt.items):
+                # A context manager may swallow an exception the body raised before it rebound a name.
+                unplain({key for key in rebound(stmt.body) if not before.get(key, NOTHING).plain}, out.env)
+            return out
         if isinstance(stmt, cst.Try):
             return self._try(stmt, states, env, returns)
         # try*, match, def, class: what they bind is not followed by the dataflow
@@ -361,29 +367,31 @@ class ForwardWalk(_PathCommands, _Loops, Reads, Expressions, Calls):
             self.eval(stmt.test, env)
             decided = self.decide(stmt.test, env)
         constant = _constant_truth(stmt.test)  # `if True:` / `if 1:`: the other branch never runs
-        body_env = dict(env) if env is not None and decided is not False else None
-        self._unrun += decided is False
+        # A branch that never runs where a pipe trains is walked with a copy of the env for what its
+        # yields are (`unrun`): its returns go nowhere, its env is dropped.
+        self.unrun += decided is False
         try:
-            body = self._suite(stmt.body, states if constant is not False else set(), body_env, returns)
+            body = self._suite(stmt.body, states if constant is not False else set(),
+                               dict(env) if env is not None else None, [] if decided is False else returns)
         finally:
-            self._unrun -= decided is False
+            self.unrun -= decided is False
         other_states = states if constant is not True else set()
-        other_env = env if env is not None and decided is not True else None
-        copied = dict(other_env) if other_env is not None else None
-        self._unrun += decided is True
+        self.unrun += decided is True
         try:
             if isinstance(stmt.orelse, cst.If):
-                other = self.compound(stmt.orelse, other_states, copied, returns)
+                other = self.compound(stmt.orelse, other_states, dict(env) if env is not None else None,
+                                      [] if decided is True else returns)
             elif isinstance(stmt.orelse, cst.Else):
-                other = self._suite(stmt.orelse.body, other_states, copied, returns)
+                other = self._suite(stmt.orelse.body, other_states, dict(env) if env is not None else None,
+                                    [] if decided is True else returns)
             else:
-                other = Exits(normal=set(other_states), env=other_env)
+                other = Exits(normal=set(other_states), env=env)
         finally:
-            self._unrun -= decided is True
+            self.unrun -= decided is True
         out = _merge(body, other)
         alive = [e for e in (body.env, other.env) if e is not None]
         if decided is not None:
-            out.env = alive[0] if alive else None
+            out.env = body.env if decided else other.env
             skipped = stmt.body if decided is False else stmt.orelse
             if out.env is not None and skipped is not None:  # in eval mode, the other branch binds these
                 unplain(rebound(skipped), out.env)
