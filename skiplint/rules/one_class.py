@@ -107,6 +107,13 @@ NON_COMMAND_YIELD = Rule(
     summary='a skippable forward yields something that is not a stash/pop command',
     failure='TypeError: ... is not a command from @skippable',
     reported_at='the `yield`',
+    when='the yielded value is certainly no command where the yield runs, as the walk of forward follows it: '
+         "a literal, arithmetic, forward's input, a torch function's or a torch.nn layer's result, an "
+         'attribute, item or method call of such a value, a name holding one on every path there (a branch '
+         'that runs only in eval mode included). A value from a call skiplint does not follow, a parameter '
+         'other than the input, a name a loop, a handler or a context manager that may swallow an exception '
+         'may have rebound, and a yield the walk does not reach with values (`match`, a `finally` after a '
+         'return) may be a command: nothing is said, and the commands of forward count as not all known',
     predicts=(Fails("forward", r'TypeError: (?P<op>.*) is not a command from @skippable', "class"),),
 )
 
