@@ -182,12 +182,6 @@ def scan(text: str) -> Union[Scanned, tuple[str, int]]:
     return Scanned(text, scanner.tops, scanner.deep)
 
 
-def parser_hazard(text: str) -> Optional[str]:
-    """Why this text must not be given to libcst (one line), or None."""
-    found = scan(text)
-    return None if isinstance(found, Scanned) else found[0]
-
-
 #: Words that continue a compound statement begun on an earlier line.
 _CONTINUING = frozenset({"else", "elif", "except", "finally"})
 

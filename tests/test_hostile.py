@@ -25,10 +25,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skiplint import cli, config, engine, guard, limits, parsing, sources
+from skiplint import cli, config, engine, limits, sources
 from skiplint.flake8_plugin import SkiplintChecker
 from tests import inprocess
 from tests.frames import plugin_frames
+from tests.hazard import parser_hazard
 from tests.messages import printed
 
 GOOD = textwrap.dedent("""\
@@ -454,13 +455,13 @@ def test_chains_of_a_thousand_terms_are_checked(request: pytest.FixtureRequest) 
 
 
 def test_parser_hazard_accepts_what_python_accepts() -> None:
-    assert guard.parser_hazard("x = " + "(" * 200 + "1" + ")" * 200 + "\n") is None
-    assert guard.parser_hazard("type X = int\n" * 200) is None  # newer than 3.11: left to libcst
-    assert guard.parser_hazard("x = " + "(" * 201 + ")" * 201 + "\n") == BRACKETS
-    assert guard.parser_hazard("x = " + "a + " * 1499 + "a\n") is None
-    assert guard.parser_hazard("x = " + "a + " * 1500 + "a\n") == CHAIN
-    assert guard.parser_hazard("x = [" + "a, " * 40_000 + "]\n") is None  # flat: no chain (80,000 tokens, under the budget)
-    assert guard.parser_hazard("x = '" + "(" * 5000 + "'\n# " + "[" * 5000 + "\n") is None
+    assert parser_hazard("x = " + "(" * 200 + "1" + ")" * 200 + "\n") is None
+    assert parser_hazard("type X = int\n" * 200) is None  # newer than 3.11: left to libcst
+    assert parser_hazard("x = " + "(" * 201 + ")" * 201 + "\n") == BRACKETS
+    assert parser_hazard("x = " + "a + " * 1499 + "a\n") is None
+    assert parser_hazard("x = " + "a + " * 1500 + "a\n") == CHAIN
+    assert parser_hazard("x = [" + "a, " * 40_000 + "]\n") is None  # flat: no chain (80,000 tokens, under the budget)
+    assert parser_hazard("x = '" + "(" * 5000 + "'\n# " + "[" * 5000 + "\n") is None
 
 
 LONE = ("a line holding only a backslash before a change of indentation (Python 3.10+ puts the next "
@@ -487,20 +488,20 @@ def test_lone_backslash_is_refused_where_libcst_nests_differently(backslash: str
     in_if = len(ast.parse(source).body[0].body[0].body) == 2  # type: ignore[attr-defined]
     assert in_if is (python_nests_it if sys.version_info >= (3, 10) else True)
     if python_nests_it:
-        assert guard.parser_hazard(source) is None
+        assert parser_hazard(source) is None
         function = cst.parse_module(source).body[0]
         assert len(function.body.body[0].body.body) == 2  # type: ignore[attr-defined]
     else:
-        assert guard.parser_hazard(source) == LONE
+        assert parser_hazard(source) == LONE
 
 
 def test_lone_backslash_before_a_comment_or_at_the_same_indentation_is_accepted() -> None:
-    assert guard.parser_hazard("def f(x):\n    if x:\n        x = 1\n    \\\n    # note\n    return x\n") is None
-    assert guard.parser_hazard("x = 1\n\\\ny = 2\n") is None
+    assert parser_hazard("def f(x):\n    if x:\n        x = 1\n    \\\n    # note\n    return x\n") is None
+    assert parser_hazard("x = 1\n\\\ny = 2\n") is None
     # Two in a row at the same indentation: the second compares with the first statement's.
-    assert guard.parser_hazard("def f(x):\n    a = 1\n    \\\n    y = 1\n    \\\n    z = 2\n") is None
-    assert guard.parser_hazard("s = \'\'\'\n    \\\ny\'\'\'\n") is None  # inside a string: not code
-    assert guard.parser_hazard("x = (1,\n    \\\n2)\n") is None  # inside brackets: no indentation
+    assert parser_hazard("def f(x):\n    a = 1\n    \\\n    y = 1\n    \\\n    z = 2\n") is None
+    assert parser_hazard("s = \'\'\'\n    \\\ny\'\'\'\n") is None  # inside a string: not code
+    assert parser_hazard("x = (1,\n    \\\n2)\n") is None  # inside brackets: no indentation
 
 
 def _blocks_by_python(text: str) -> list[tuple[str, tuple[str, ...]]]:
@@ -552,7 +553,7 @@ def test_lone_backslashes_where_every_python_and_libcst_agree_are_accepted(lines
     3.10+ (the first backslash not in column 0, else the statement's own columns, a form feed
     counting from 0) and libcst (the block of the line before) both do: nothing to refuse."""
     source = "def f(x):\n    if x:\n        a = 1\n" + "\n".join(lines) + "\n    z = 3\n"
-    assert guard.parser_hazard(source) is None
+    assert parser_hazard(source) is None
     assert _blocks_by_libcst(source) == _blocks_by_python(source) == [
         ("a", ("f", "x")), ("y", ("f", "x")), ("z", ("f",))]
 
@@ -597,7 +598,7 @@ def test_lone_backslashes_are_refused_exactly_where_python_and_libcst_disagree(
         libcst = _blocks_by_libcst(source)
     except Exception:  # noqa: BLE001 - not valid Python, or a form feed libcst cannot read
         return
-    refused = guard.parser_hazard(source)
+    refused = parser_hazard(source)
     assert (refused == LONE) is (python != libcst), (source, refused)
 
 

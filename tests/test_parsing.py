@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skiplint import engine, guard, limits, parsing, tokenscan
+from tests.hazard import parser_hazard
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -31,7 +32,7 @@ def _compare_with_libcst(parts: parsing.StatementParts) -> int:
     gaps: list[str] = []
     for path in _parses():
         text = path.read_text(encoding="utf-8")
-        if guard.parser_hazard(text) is not None:
+        if parser_hazard(text) is not None:
             continue
         try:
             expected = cst.parse_module(text)
@@ -234,7 +235,7 @@ def test_quick_bounds_take_the_fixtures_and_agree_with_the_scan() -> None:
 def test_quick_bounds_leave_to_the_scan_what_they_cannot_bound(text: str) -> None:
     assert guard._quick_bounds(text) is None
     refused, _, _ = _scan(text)
-    verdict = guard.parser_hazard(text)
+    verdict = parser_hazard(text)
     assert verdict == refused
 
 
