@@ -213,7 +213,6 @@ def test_no_report_where_the_value_may_be_a_command(setup: str, value: str) -> N
     "match x:\n    case _:\n        h = x * 2\n        yield h",
     "try:\n    yield stash('a', x)\n    return x\nfinally:\n    yield x",
     "yield from self.helper(t=x)",
-    "if self.training:\n    h = x * 2\nelse:\n    h = x * 3\nyield h",
 ])
 def test_no_report_where_the_walk_has_no_value(body: str) -> None:
     found = findings(f'''\
@@ -256,6 +255,25 @@ def test_a_branch_that_runs_only_in_eval_mode_is_walked_for_what_it_yields() -> 
                 return x
     ''') == [(3, 4, "SKP111 'a' is stashed on some paths through forward but not all (line 11)"),
             (8, 12, skp108("'h'"))]
+
+
+def test_a_name_bound_in_both_branches_of_a_decided_if_is_known_by_both() -> None:
+    body = '''\
+        @skippable(stash=["a"])
+        class L(nn.Module):
+            def forward(self, x):
+                if self.training:
+                    h = x * 2
+                else:
+                    h = {other}
+                yield stash("a", x)
+                yield h
+                return x
+    '''
+    assert [f for f in findings(body.format(other="x * 3")) if f[2].startswith("SKP108")] == [(9, 8, skp108("'h'"))]
+    assert [f for f in findings(body.format(other="make(x)")) if f[2].startswith("SKP108")] == []
+    early = body.format(other="x * 3").replace("h = x * 3", "return x")
+    assert [f for f in findings(early) if f[2].startswith("SKP108")] == [(9, 8, skp108("'h'"))]
 
 
 def test_a_name_rebound_under_a_context_manager_that_may_swallow_is_not_known() -> None:

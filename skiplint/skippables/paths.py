@@ -393,8 +393,10 @@ class ForwardWalk(_PathCommands, _Loops, Reads, Expressions, Calls):
         if decided is not None:
             out.env = body.env if decided else other.env
             skipped = stmt.body if decided is False else stmt.orelse
-            if out.env is not None and skipped is not None:  # in eval mode, the other branch binds these
-                unplain(rebound(skipped), out.env)
+            unrun = other.env if decided else body.env
+            if out.env is not None and skipped is not None and unrun is not None:
+                # in eval mode the other branch runs: what it binds is no command only where it is there too
+                unplain({key for key in rebound(skipped) if not unrun.get(key, NOTHING).plain}, out.env)
         else:
             out.env = meet_envs(alive) if alive else None
         return out
