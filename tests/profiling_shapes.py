@@ -96,6 +96,8 @@ SHARING = {
     "layer-weight": "h = F.linear(x, self.lin.weight)\nyield stash('s', h)\nreturn h",
     "in-place": "h = self.lin(x)\nout = x + 1\nout.add_(h)\nyield stash('s', h)\nreturn out",
     "method": "h = self.twice(x)\nyield stash('s', h)\nreturn h",
+    "method-keyword": "h = self.twice(t=x)\nyield stash('s', h)\nreturn h",
+    "yield-from-keyword": "out = self.lin(x)\nyield from self.helper(t=out)\nreturn out",
     "einsum": "h = torch.einsum('ij,jk->ik', x, self.lin.weight)\nyield stash('s', h)\nreturn h",
     "submodule": "h = self.enc(x)\nyield stash('s', h)\nreturn h",
     "submodule-layer": "h = self.enc.lin(x)\nyield stash('s', h)\nreturn h",
@@ -138,6 +140,9 @@ USED = {
     "helper": "s = yield pop('s')\nreturn merge(x, s)",
     "yield-from-function": "return (yield from take(x))",
     "method": "s = yield pop('s')\nreturn self.merge(x, s)",
+    "method-keywords": "s = yield pop('s')\nreturn self.merge(b=s, a=x)",
+    "helper-keyword": "s = yield pop('s')\nreturn merge(x, b=s)",
+    "submodule-keyword": "s = yield pop('s')\nreturn self.join(x, b=s)",
     "sequential": "s = yield pop('s')\nreturn x + self.seq(s)",
     "einsum": "s = yield pop('s')\nreturn x + torch.einsum('ij,ij->ij', s, s)",
     "comprehension": "s = yield pop('s')\nreturn torch.cat([t * 1 for t in (x, s)], 1)",
@@ -150,6 +155,7 @@ UNUSED = {
     "discarded": "yield pop('s')\nreturn x * 2",
     "no-grad": "s = yield pop('s')\nwith torch.no_grad():\n    t = s * 2\nreturn x + t.sum()",
     "detached-in-place": "s = yield pop('s')\ns.detach_()\nreturn x + s",
+    "rebound-detached": "s = yield pop('s')\ns = s.detach()\nreturn x + s",
     "not-training": "s = yield pop('s')\nif not self.training:\n    return x + s\nreturn x * 1",
 }
 POPS = {**USED, **UNUSED}

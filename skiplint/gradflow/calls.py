@@ -5,7 +5,7 @@ for the backward pass."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Sequence, Union
+from typing import Mapping, Optional, Sequence, Union
 
 import libcst as cst
 
@@ -16,22 +16,25 @@ from skiplint.gradflow.model import (
     BREAKING, Env, MAY, MAY_VIEWS, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, VIEWS,
     Value, YES, meet, plain, saving, union, unknown_call,
 )
-from skiplint.gradflow.walker import Exits, ImportedFunction, Walker, constant_index, delegated
+from skiplint.gradflow.walker import Exits, ImportedFunction, Walker, bindable, constant_index, delegated
 
 
 class Calls(Walker):
     """Follows calls into the code of the module, and values those it does not follow."""
 
     def run(self, func: cst.FunctionDef, args: Sequence[Value], bound: bool = True,
-            states: Optional[set[frozenset[Key]]] = None) -> tuple[Value, bool, Exits]:
-        """Run a function with its positional arguments (after self, for a method: `bound`), and
-        the paths through it from `states`: its return value, whether every path that leaves it
-        returns a value, and where its paths leave it."""
+            states: Optional[set[frozenset[Key]]] = None,
+            keywords: Optional[Mapping[str, Value]] = None) -> tuple[Value, bool, Exits]:
+        """Run a function with its positional arguments (after self, for a method: `bound`) and its
+        keyword arguments (`bindable` ones), and the paths through it from `states`: its return
+        value, whether every path that leaves it returns a value, and where its paths leave it."""
         self.active.append(func)
         env: Env = {}
         params = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
         for i, name in enumerate(params[1:] if bound else params):
-            env[name] = args[i] if i < len(args) else NOTHING
+            env[name] = args[i] if i < len(args) else (keywords or {}).get(name, NOTHING)
+        for param in func.params.kwonly_params:
+            env[param.name.value] = (keywords or {}).get(param.name.value, NOTHING)
         returns: list[Value] = []
         try:
             out = self.block(syntax.statements(func.body), states or set(), env, returns)
@@ -72,16 +75,17 @@ class Calls(Walker):
         if any(arg.star for arg in node.args):
             return unknown_call(args)
         positional = [value for value, arg in zip(args, node.args) if arg.keyword is None]
+        keywords = {arg.keyword.value: value for value, arg in zip(args, node.args) if arg.keyword is not None}
         # self.<layer>(x), self.<method>(x), self.<container>[i](x)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             attr = func.attr.value
             method = self.methods.get(attr)
             held = self.attributes.submodules.get(attr)
             if held is not None:
-                return self.submodule_call(held, "forward", args, positional)
+                return self.submodule_call(held, "forward", args, positional, keywords)
             if method is not None and attr not in self.attributes.kinds:
-                if self.followed(method) and len(positional) == len(args):
-                    result, returned, _ = self.run(method, args)
+                if self.followed(method) and bindable(method, len(positional), keywords, bound=True):
+                    result, returned, _ = self.run(method, positional, keywords=keywords)
                     return result if returned else NOTHING
                 return unknown_call(args)
             # a torch.nn layer's result is no command where its arguments are none
@@ -96,7 +100,7 @@ class Calls(Walker):
             inner = self.attributes_of(held)
             if func.attr.value in inner.kinds:
                 return self.layer_call(node, func.attr.value, None, args, inner)
-            return self.submodule_call(held, func.attr.value, args, positional)
+            return self.submodule_call(held, func.attr.value, args, positional, keywords)
         if (isinstance(func, cst.Subscript) and isinstance(func.value, cst.Attribute)
                 and isinstance(func.value.value, cst.Name) and func.value.value.value == "self"):
             key = syntax.string_value(func.slice[0].slice.value) if (
@@ -105,8 +109,10 @@ class Calls(Walker):
         owner = self.scope().owner(func.value) if isinstance(func, cst.Name) and func.value not in env else None
         if owner is not None and owner.kind == "module" and isinstance(func, cst.Name):
             function = self.functions.get(func.value)
-            if self.followed(function) and len(positional) == len(args):
-                result, returned, _ = self.run(function, args, bound=False)  # type: ignore[arg-type]
+            if self.followed(function) and bindable(function, len(positional), keywords,  # type: ignore[arg-type]
+                                                    bound=False):
+                result, returned, _ = self.run(function, positional, bound=False,  # type: ignore[arg-type]
+                                               keywords=keywords)
                 return result if returned else NOTHING
         qualified = self.scope().qualified(func)
         if qualified is not None and qualified.startswith("torch."):
@@ -114,8 +120,9 @@ class Calls(Walker):
             result = plain(self.operation(node, name, args, unknown_saves=True), self.scope().api(func) is None)
             return viewed(result, name) if qualified == "torch." + name else result  # not F.unfold
         found = self.imported_function(func)
-        if found is not None and self.followed(found[1]) and len(positional) == len(args):
-            return self.imported_call(found, args)
+        if found is not None and self.followed(found[1]) and bindable(found[1], len(positional), keywords,
+                                                                      bound=False):
+            return self.imported_call(found, positional, keywords)
         changed = self.in_place(node)
         if changed is not None and qualified is None:
             name = func.attr.value  # type: ignore[attr-defined]
@@ -148,28 +155,30 @@ class Calls(Walker):
             return None
         return found
 
-    def imported_call(self, found: ImportedFunction, args: Sequence[Value]) -> Value:
+    def imported_call(self, found: ImportedFunction, args: Sequence[Value],
+                      keywords: Optional[Mapping[str, Value]] = None) -> Value:
         """A call of a function of another module of the project: run in that module."""
         path, function, scopes, functions = found
         outer = self.path, self.scope_of, self.functions, self.methods, self.attributes, self.classes
         self.path, self.scope_of, self.functions = path, scopes, functions
         self.methods, self.attributes, self.classes = {}, torch_layers({}, scopes), {}
         try:
-            result, returned, _ = self.run(function, args, bound=False)
+            result, returned, _ = self.run(function, args, bound=False, keywords=keywords)
         finally:
             self.path, self.scope_of, self.functions, self.methods, self.attributes, self.classes = outer
         return result if returned else NOTHING
 
-    def submodule_call(self, cls: str, name: str, args: Sequence[Value], positional: Sequence[Value]) -> Value:
+    def submodule_call(self, cls: str, name: str, args: Sequence[Value], positional: Sequence[Value],
+                       keywords: Mapping[str, Value]) -> Value:
         """`self.<attr>(...)` (its forward) or `self.<attr>.<method>(...)` of an instance of a class
         of the module: run with that class's methods and attributes."""
         method = self.classes[cls].get(name)
-        if method is None or not self.followed(method) or len(positional) != len(args):
+        if method is None or not self.followed(method) or not bindable(method, len(positional), keywords, bound=True):
             return unknown_call(args)
         outer = self.methods, self.attributes
         self.methods, self.attributes = self.classes[cls], self.attributes_of(cls)
         try:
-            result, returned, _ = self.run(method, args)
+            result, returned, _ = self.run(method, positional, keywords=keywords)
         finally:
             self.methods, self.attributes = outer
         return result if returned else NOTHING

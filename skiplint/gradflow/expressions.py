@@ -13,7 +13,7 @@ from skiplint.gradflow.model import (
     INPUT, ITEM, MAY, Env, INPUT_SOURCE, NO, NOTHING, PLAIN, YES, Value, container, meet, meet_all, plain, saving,
     union,
 )
-from skiplint.gradflow.walker import Walker, bound, constant_index, rebound, unplain
+from skiplint.gradflow.walker import Walker, bindable, bound, constant_index, rebound, unplain
 
 
 class Expressions(Walker):
@@ -173,12 +173,19 @@ class Expressions(Walker):
             target = value.item
             method = self.delegate(target)
             args = [self.eval(arg.value, env) for arg in target.args] if isinstance(target, cst.Call) else []
-            if not isinstance(target, cst.Call) or any(arg.keyword is not None or arg.star for arg in target.args):
+            if not isinstance(target, cst.Call) or any(arg.star for arg in target.args):
                 return NOTHING
+            positional = [value for value, arg in zip(args, target.args) if arg.keyword is None]
+            keywords = {arg.keyword.value: value for value, arg in zip(args, target.args) if arg.keyword is not None}
+            of_self = isinstance(target.func, cst.Attribute)
             if method is None:  # a generator of another module of the project?
                 found = self.imported_function(target.func)
-                return self.imported_call(found, args) if found is not None else NOTHING
-            result, returned, _ = self.run(method, args, bound=isinstance(target.func, cst.Attribute))
+                if found is None or not bindable(found[1], len(positional), keywords, bound=False):
+                    return NOTHING
+                return self.imported_call(found, positional, keywords)
+            if not bindable(method, len(positional), keywords, of_self):
+                return NOTHING
+            result, returned, _ = self.run(method, positional, bound=of_self, keywords=keywords)
             return result if returned else NOTHING
         kind = self.command_kind(value) if isinstance(value, cst.Call) else None
         if isinstance(value, cst.Call) and kind is not None:

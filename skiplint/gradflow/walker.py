@@ -5,7 +5,7 @@ the parts (expressions.py, calls.py and the statements: skiplint.skippables.path
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Collection, Iterator, Mapping, Optional, Sequence
 
 import libcst as cst
 
@@ -94,12 +94,27 @@ class Walker:
         def eval(self, node: cst.BaseExpression, env: Env) -> Value: ...
         # calls.py
         def run(self, func: cst.FunctionDef, args: Sequence[Value], bound: bool = True,
-                states: Optional[set[frozenset[Key]]] = None) -> tuple[Value, bool, Exits]: ...
+                states: Optional[set[frozenset[Key]]] = None,
+                keywords: Optional[Mapping[str, Value]] = None) -> tuple[Value, bool, Exits]: ...
         def delegate(self, target: cst.BaseExpression) -> Optional[cst.FunctionDef]: ...
         def in_place(self, node: cst.CSTNode) -> Optional[cst.BaseExpression]: ...
         def call(self, node: cst.Call, env: Env) -> Value: ...
         def imported_function(self, func: cst.BaseExpression) -> Optional[ImportedFunction]: ...
-        def imported_call(self, found: ImportedFunction, args: Sequence[Value]) -> Value: ...
+        def imported_call(self, found: ImportedFunction, args: Sequence[Value],
+                          keywords: Optional[Mapping[str, Value]] = None) -> Value: ...
+
+
+def bindable(func: cst.FunctionDef, positional: int, keywords: Collection[str], bound: bool) -> bool:
+    """Whether a call with `positional` positional arguments (after self, for a method: `bound`) and
+    these keyword arguments gives each to a parameter of `func` by name, none to `*args` or `**kwargs`."""
+    params = func.params
+    ordered = [p.name.value for p in (*params.posonly_params, *params.params)][1 if bound else 0:]
+    if positional > len(ordered):
+        return False
+    by_name = {p.name.value for p in (*params.params, *params.kwonly_params)} - set(ordered[:positional])
+    if bound and params.params and not params.posonly_params:
+        by_name.discard(params.params[0].name.value)
+    return all(keyword in by_name for keyword in keywords)
 
 
 def constant_index(node: cst.Subscript) -> Optional[int]:

@@ -59,7 +59,8 @@ PROFILED_SKIPPABLE = Rule(
          'returns; attributes of `self`; methods of `self` and functions of the same module (called, or '
          'reached by `yield from`); functions imported from other modules of the project (called, or reached '
          "by `yield from` from the module's own code; a layer class imported from another module is judged "
-         "by its own module's functions only); torch.nn layers, "
+         "by its own module's functions only), with positional and keyword arguments (not `*args`/`**kwargs`); "
+         "torch.nn layers, "
          'and nn.Sequential/nn.ModuleList/nn.ModuleDict attributes of '
          "them and their indexing; instances of the module's own classes (`self.enc(x)`, `self.enc.lin(x)`); "
          '`nn.Parameter` attributes and the weights of torch.nn layers need grad, unless '
