@@ -134,8 +134,9 @@ def test_the_value_a_name_holds_at_the_yield_decides(setup: str, value: str) -> 
     ''') == [(13 + setup.count("\n"), 8, skp108(f"'{value}'"))]
 
 
-def test_a_helper_delegated_to_yields_the_input_it_is_given() -> None:
-    assert findings('''\
+@pytest.mark.parametrize("call", ["self.helper(x)", "self.helper(t=x)"])
+def test_a_helper_delegated_to_yields_the_input_it_is_given(call: str) -> None:
+    assert findings(f'''\
         @skippable(stash=["a"])
         class L(nn.Module):
             def helper(self, t):
@@ -143,7 +144,7 @@ def test_a_helper_delegated_to_yields_the_input_it_is_given() -> None:
                 yield t
 
             def forward(self, x):
-                yield from self.helper(x)
+                yield from {call}
                 return x
     ''') == [(5, 8, skp108("'t'"))]
 
@@ -208,11 +209,11 @@ def test_no_report_where_the_value_may_be_a_command(setup: str, value: str) -> N
 
 @pytest.mark.parametrize("body", [
     # where the walk's dataflow does not go: a match, a finally after a return, a helper delegated
-    # to with a keyword argument; it was reported before (the name's only binding is arithmetic):
-    # now nothing is said there
+    # to with `**kwargs`; it was reported before (the name's only binding is arithmetic): now
+    # nothing is said there
     "match x:\n    case _:\n        h = x * 2\n        yield h",
     "try:\n    yield stash('a', x)\n    return x\nfinally:\n    yield x",
-    "yield from self.helper(t=x)",
+    "yield from self.helper(**{'t': x})",
 ])
 def test_no_report_where_the_walk_has_no_value(body: str) -> None:
     found = findings(f'''\
