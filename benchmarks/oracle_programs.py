@@ -483,6 +483,10 @@ PROFILE_STASHES: dict[str, tuple[list[str], list[str]]] = {
     "in-place": (["h = self.lin(x)", "out = x + 1", "out.add_(h)", "yield STASH(@@NAME@@, h)", "return out"], []),
     "method": (["h = self.twice(x)", "yield STASH(@@NAME@@, h)", "return h"],
                ["def twice(self, t):", "    return self.lin(self.lin(t))"]),
+    "method-keyword": (["h = self.twice(t=x)", "yield STASH(@@NAME@@, h)", "return h"],
+                       ["def twice(self, t):", "    return self.lin(self.lin(t))"]),
+    "yield-from-keyword": (["x = self.lin(x)", "yield from self.keep(t=x)", "return x"],
+                           ["def keep(self, t):", "    yield STASH(@@NAME@@, t)"]),
     "einsum": (["h = torch.einsum('ij,kj->ik', x, self.lin.weight)", "yield STASH(@@NAME@@, h)", "return h"], []),
     "training": (["h = self.lin(x)", "if self.training:", "    yield STASH(@@NAME@@, h)", "else:",
                   "    yield STASH(@@NAME@@, x)", "return h"], []),
@@ -501,6 +505,7 @@ PROFILE_USES: dict[str, tuple[list[str], list[str]]] = {
     "is-not-none": (["if skip_0 is not None:", "    x = x + skip_0"], []),
     "training": (["if self.training:", "    x = x + skip_0"], []),
     "method": (["x = self.merge(x, skip_0)"], ["def merge(self, a, b):", "    return a * 1 + b"]),
+    "method-keywords": (["x = self.merge(b=skip_0, a=x)"], ["def merge(self, a, b):", "    return a * 1 + b"]),
     "comprehension": ([f"x = torch.cat([t * 1 for t in (x, skip_0)], 1)[:, :{WIDTH}]"], []),
 }
 
