@@ -186,7 +186,7 @@ def test_no_class_is_over_the_limit() -> None:
     assert {name: lines for name, lines in classes.items() if lines > CLASS_LINES} == {}
 
 
-@pytest.mark.xfail(strict=True, reason="skiplint/ holds 22,750 lines (without rules/examples/), of 16,000")
+@pytest.mark.xfail(strict=True, reason="skiplint/ holds 22,764 lines (without rules/examples/), of 16,000")
 def test_the_package_is_under_the_limit() -> None:
     modules, _ = _sizes()
     assert sum(modules.values()) < PACKAGE_LINES

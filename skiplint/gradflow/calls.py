@@ -16,7 +16,7 @@ from skiplint.gradflow.model import (
     BREAKING, Env, MAY, MAY_VIEWS, NO, NOTHING, PARAM_LAYERS, PASSING, PASSING_LAYERS, SAVING, SAVING_LAYERS, VIEWS,
     Value, YES, meet, plain, saving, union, unknown_call,
 )
-from skiplint.gradflow.walker import Exits, ImportedFunction, Walker, bindable, constant_index, delegated
+from skiplint.gradflow.walker import Exits, ImportedFunction, Walker, arguments, bindable, constant_index, delegated
 
 
 class Calls(Walker):
@@ -74,8 +74,7 @@ class Calls(Walker):
         args = [self.eval(arg.value, env) for arg in node.args]
         if any(arg.star for arg in node.args):
             return unknown_call(args)
-        positional = [value for value, arg in zip(args, node.args) if arg.keyword is None]
-        keywords = {arg.keyword.value: value for value, arg in zip(args, node.args) if arg.keyword is not None}
+        positional, keywords = arguments(node, args)
         # self.<layer>(x), self.<method>(x), self.<container>[i](x)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             attr = func.attr.value

@@ -13,7 +13,7 @@ from skiplint.gradflow.model import (
     INPUT, ITEM, MAY, Env, INPUT_SOURCE, NO, NOTHING, PLAIN, YES, Value, container, meet, meet_all, plain, saving,
     union,
 )
-from skiplint.gradflow.walker import Walker, bindable, bound, constant_index, rebound, unplain
+from skiplint.gradflow.walker import Walker, arguments, bindable, bound, constant_index, rebound, unplain
 
 
 class Expressions(Walker):
@@ -22,7 +22,7 @@ class Expressions(Walker):
     def eval(self, node: cst.BaseExpression, env: Env) -> Value:
         if type(node) is cst.Name:
             found = self.value(node, env)
-            return plain(found) if node.value in _CONSTANTS else found
+            return plain(found) if node.value in NON_COMMAND_NAMES else found
         found = self.grad_off(self.value(node, env))
         return plain(found) if type(node) in NON_COMMAND_FORMS else found
 
@@ -128,7 +128,7 @@ class Expressions(Walker):
         if key is not None:
             env[key] = value
             if value.reach and not self.unrun:
-                self.flow.reach_of[key] = self.flow.reach_of.get(key, frozenset()) | value.reach
+                self.flow.hold(key, value.reach)
             return
         if isinstance(target, (cst.Tuple, cst.List)) and not any(
                 isinstance(e, cst.StarredElement) for e in target.elements):
@@ -175,8 +175,7 @@ class Expressions(Walker):
             args = [self.eval(arg.value, env) for arg in target.args] if isinstance(target, cst.Call) else []
             if not isinstance(target, cst.Call) or any(arg.star for arg in target.args):
                 return NOTHING
-            positional = [value for value, arg in zip(args, target.args) if arg.keyword is None]
-            keywords = {arg.keyword.value: value for value, arg in zip(args, target.args) if arg.keyword is not None}
+            positional, keywords = arguments(target, args)
             of_self = isinstance(target.func, cst.Attribute)
             if method is None:  # a generator of another module of the project?
                 found = self.imported_function(target.func)
@@ -209,7 +208,8 @@ NON_COMMAND_FORMS = frozenset({
     cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.Lambda,
     cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation,
 })
-_CONSTANTS = frozenset({"None", "True", "False"})
+#: Names that are no command: the constants.
+NON_COMMAND_NAMES = frozenset({"None", "True", "False"})
 
 
 def _subscript_view(node: cst.Subscript, whole: Value) -> int:

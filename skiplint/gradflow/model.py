@@ -201,6 +201,16 @@ class Flow:
     #: leave it, detaches in place: its `name.detach_()` call.
     detached_in_place: dict[int, cst.Call] = field(default_factory=dict)
 
+    def hold(self, key: str, reach: frozenset[int]) -> None:
+        """Record that the variable `key` held the pops `reach` as popped (`reach_of`)."""
+        self.reach_of[key] = self.reach_of.get(key, frozenset()) | reach
+
+    def held(self, key: str, value: Value) -> Value:
+        """`value`, which the variable `key` holds now, with what it held anywhere (for a part the
+        dataflow does not follow)."""
+        reach = self.reach_of.get(key)
+        return value if not reach or reach <= value.reach else replace(value, reach=value.reach | reach)
+
     def shares(self, stash_call: int) -> int:
         """YES: the stash (the id of its call) shares a saving node with the output whatever the
         input; INPUT: only when the layer's input requires grad; NO: it shares none (as far as can

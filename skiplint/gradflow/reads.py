@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 import libcst as cst
 
 from skiplint import syntax
-from skiplint.gradflow.model import Env, NOTHING, Value
+from skiplint.gradflow.model import Env, NOTHING
 from skiplint.gradflow.walker import Walker
 
 
@@ -27,7 +27,7 @@ def read_names(node: cst.CSTNode, reach: Callable[[str], frozenset[int]], read: 
             stack.append(node.value)  # type: ignore[attr-defined]
         elif kind is cst.Arg:
             stack.append(node.value)  # type: ignore[attr-defined]
-        elif kind is cst.Call and _detaches_name(node):  # type: ignore[arg-type]
+        elif kind is cst.Call and _detach_of(node) is not None:  # type: ignore[arg-type]
             continue
         elif kind in (cst.Lambda, cst.FunctionDef, cst.ClassDef):
             defined.append(node)
@@ -41,11 +41,13 @@ def read_names(node: cst.CSTNode, reach: Callable[[str], frozenset[int]], read: 
             stack.extend(syntax.children(node))
 
 
-def _detaches_name(call: cst.Call) -> bool:
-    """`name.detach()` or `name.detach_()`: no read of the name's history."""
+def _detach_of(call: cst.Call) -> Optional[tuple[str, str]]:
+    """For `name.detach()` or `name.detach_()` (no read of the name's history): the name and the method."""
     func = call.func
-    return (not call.args and type(func) is cst.Attribute and func.attr.value in ("detach", "detach_")
-            and type(func.value) is cst.Name)
+    if (not call.args and isinstance(func, cst.Attribute) and func.attr.value in ("detach", "detach_")
+            and isinstance(func.value, cst.Name)):
+        return func.value.value, func.attr.value
+    return None
 
 
 class Reads(Walker):
@@ -68,20 +70,21 @@ class Reads(Walker):
         anywhere in the walk."""
         if self.no_grad or self.unrun or not self.flow.reach_of or (env is None and not self._at_forward()):
             return
-        reach = self.flow.reach_of
         if env is not None:
             read_names(node, lambda name: env[name].reach if name in env else frozenset(),
                        self.flow.read, self._defined)
         else:
-            read_names(node, lambda name: reach.get(name, frozenset()), self.flow.read, self._defined)
+            read_names(node, self._held_anywhere, self.flow.read, self._defined)
 
     def finish_reads(self) -> None:
         """What the functions, classes and lambdas forward defines may read, whenever they run."""
-        reach = self.flow.reach_of
         while self._defined:
             defined = self._defined.pop()
             for child in syntax.children(defined):
-                read_names(child, lambda name: reach.get(name, frozenset()), self.flow.read, self._defined)
+                read_names(child, self._held_anywhere, self.flow.read, self._defined)
+
+    def _held_anywhere(self, name: str) -> frozenset[int]:
+        return self.flow.reach_of.get(name, frozenset())
 
     def assigned_pop(self, small: cst.BaseSmallStatement) -> Optional[tuple[str, cst.Call]]:
         """`name = yield pop(...)` in forward's own code: the name and the pop call."""
@@ -100,9 +103,7 @@ class Reads(Walker):
             return
         popped = self.assigned_pop(first.body[0])
         call = second.body[0].value
-        if (popped is not None and type(call) is cst.Call and not call.args and type(call.func) is cst.Attribute
-                and call.func.attr.value == "detach_" and type(call.func.value) is cst.Name
-                and call.func.value.value == popped[0]):
+        if popped is not None and type(call) is cst.Call and _detach_of(call) == (popped[0], "detach_"):
             self.flow.detached_in_place[id(popped[1])] = call
 
     def forget(self, node: cst.CSTNode, env: Env) -> None:
@@ -110,5 +111,4 @@ class Reads(Walker):
         held anywhere (`Value.reach`)."""
         for part in syntax.walk(node):
             if isinstance(part, cst.Name):
-                reach = self.flow.reach_of.get(part.value)
-                env[part.value] = Value(reach=reach) if reach else NOTHING
+                env[part.value] = self.flow.held(part.value, NOTHING)

@@ -104,6 +104,13 @@ class Walker:
                           keywords: Optional[Mapping[str, Value]] = None) -> Value: ...
 
 
+def arguments(call: cst.Call, values: Sequence[Value]) -> tuple[list[Value], dict[str, Value]]:
+    """A call's evaluated arguments (`values`, none starred): the positional ones, the keyword ones by name."""
+    positional = [value for value, arg in zip(values, call.args) if arg.keyword is None]
+    keywords = {arg.keyword.value: value for value, arg in zip(values, call.args) if arg.keyword is not None}
+    return positional, keywords
+
+
 def bindable(func: cst.FunctionDef, positional: int, keywords: Collection[str], bound: bool) -> bool:
     """Whether a call with `positional` positional arguments (after self, for a method: `bound`) and
     these keyword arguments gives each to a parameter of `func` by name, none to `*args` or `**kwargs`."""

@@ -10,7 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from skiplint import syntax
-from skiplint.gradflow.expressions import NON_COMMAND_FORMS
+from skiplint.gradflow.expressions import NON_COMMAND_FORMS, NON_COMMAND_NAMES
 from skiplint.gradflow.walker import delegated
 from skiplint.facts import Command, Kind, Locator, NonCommandYield, Site
 from skiplint.imports import Scope
@@ -228,7 +228,7 @@ def non_command(value: Optional[cst.BaseExpression], module: cst.Module) -> Opti
     """How to describe a yielded value that cannot be a command by its form; None when it might be one."""
     if value is None:
         return "nothing (a bare yield)"
-    if isinstance(value, cst.Name) and value.value in ("None", "True", "False"):
+    if isinstance(value, cst.Name) and value.value in NON_COMMAND_NAMES:
         return value.value
     if type(value) in NON_COMMAND_FORMS:
         return describe(value, module)

@@ -7,7 +7,6 @@ for their commands too."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
@@ -196,8 +195,7 @@ class _Loops(Walker):
             for part in syntax.walk(written):
                 key = self.key(part)
                 if key is not None and key in self.flow.reach_of:
-                    held = after.get(key, NOTHING)
-                    after[key] = dataclasses.replace(held, reach=held.reach | self.flow.reach_of[key])
+                    after[key] = self.flow.held(key, after.get(key, NOTHING))
         return after
 
 
@@ -265,7 +263,7 @@ class ForwardWalk(_PathCommands, _Loops, Reads, Expressions, Calls):
         if popped is not None:
             name, call = popped
             self.flow.assigned_pops.add(id(call))
-            self.flow.reach_of[name] = self.flow.reach_of.get(name, frozenset()) | {id(call)}
+            self.flow.hold(name, frozenset({id(call)}))
         if env is not None:
             env = self.transfer(small, env, returns)
         if type(small) in (cst.Return, cst.Raise) and self._at_forward():
@@ -389,7 +387,6 @@ class ForwardWalk(_PathCommands, _Loops, Reads, Expressions, Calls):
         finally:
             self.unrun -= decided is True
         out = _merge(body, other)
-        alive = [e for e in (body.env, other.env) if e is not None]
         if decided is not None:
             out.env = body.env if decided else other.env
             skipped = stmt.body if decided is False else stmt.orelse
@@ -398,6 +395,7 @@ class ForwardWalk(_PathCommands, _Loops, Reads, Expressions, Calls):
                 # in eval mode the other branch runs: what it binds is no command only where it is there too
                 unplain({key for key in rebound(skipped) if not unrun.get(key, NOTHING).plain}, out.env)
         else:
+            alive = [e for e in (body.env, other.env) if e is not None]
             out.env = meet_envs(alive) if alive else None
         return out
 
